@@ -1,0 +1,78 @@
+"""Parsers: sniff a file's first bytes, then stream it into the canonical tables.
+
+Each source family has one module and one ``Format`` entry here (name, what it can attribute, sniff,
+ingest). Detection never trusts the file name alone.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from lltrace.parsers import kineto
+
+SNIFF_BYTES = 64 << 10
+
+
+@dataclass(frozen=True)
+class Format:
+    """A file format lltrace reads."""
+
+    name: str
+    family: str
+    description: str
+    tables: tuple[str, ...]
+    attributes: str
+    sniff: Callable[[bytes], bool]
+    ingest: Callable[..., kineto.SourceInfo]
+
+
+FORMATS: tuple[Format, ...] = (
+    Format(
+        name=kineto.NAME,
+        family="PyTorch profiler",
+        description="PyTorch profiler / Kineto Chrome-trace JSON (.json, .json.gz), 2021 to current, CUDA "
+        "and ROCm, one file per rank",
+        tables=("kernels", "ops", "annotations", "flows", "engine_steps"),
+        attributes="engine steps (prefill/decode/mixed, token counts), GPU busy time, time per kernel "
+        "class, CPU launch gaps, CUDA-graph use; no per-request latency",
+        sniff=kineto.sniff,
+        ingest=kineto.ingest,
+    ),
+)
+
+
+def read_head(path: str | Path, size: int = SNIFF_BYTES) -> bytes:
+    """The first ``size`` bytes of a file, decompressed when it is gzip (best effort for truncated files)."""
+    with open(path, "rb") as f:
+        raw = f.read(size)
+        if raw[:2] != b"\x1f\x8b":
+            return raw
+        inflater = zlib.decompressobj(wbits=31)
+        out = b""
+        try:
+            while len(out) < size and raw:
+                out += inflater.decompress(raw, size - len(out))
+                raw = inflater.unconsumed_tail or f.read(size)
+        except zlib.error:
+            pass
+        return out
+
+
+def detect(path: str | Path) -> Format | None:
+    """The format of a file judged from its first bytes, or None."""
+    head = read_head(path)
+    for fmt in FORMATS:
+        if fmt.sniff(head):
+            return fmt
+    return None
+
+
+def by_name(name: str) -> Format:
+    """Look a format up by name."""
+    for fmt in FORMATS:
+        if fmt.name == name:
+            return fmt
+    raise KeyError(name)

@@ -1,0 +1,369 @@
+"""PyTorch profiler (Kineto) Chrome-trace JSON → the profiler tables ``kernels``, ``ops``, ``annotations``,
+``flows``, plus ``engine_steps`` (see ``kineto_steps``).
+
+Formats read: every era in docs/TORCH_TRACE_FORMAT.md — 2021 capitalised categories with string tids,
+2022 ``async_cpu_to_gpu`` flows, integer-µs absolute ``ts``, absolute µs with ns decimals, relative ``ts``
+with ``baseTimeNanoseconds``, post-processed traces without ``M`` events, ROCm, and the bare-array Chrome
+trace form. ``.json`` or gzip, any size: the event array is streamed in fixed-size batches
+(``_jsonscan``) and decoded by DuckDB's JSON reader straight into Parquet, so no Python object is built
+per event. ``ts`` is read as DECIMAL text and kept as exact integer nanoseconds.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from lltrace.errors import TraceFormatError, TruncatedInput
+from lltrace.parsers._jsonscan import EventArrayScanner
+from lltrace.parsers.kernel_classes import classify_table
+
+NAME = "pytorch-kineto"
+
+# Raw event keys → DuckDB types. ts/dur are DECIMAL so that "1712195495519695.812" stays exact.
+_JSON_COLUMNS = (
+    "{ph: 'VARCHAR', cat: 'VARCHAR', name: 'VARCHAR', pid: 'VARCHAR', tid: 'VARCHAR', "
+    "ts: 'DECIMAL(38,3)', dur: 'DECIMAL(38,3)', id: 'VARCHAR', bp: 'VARCHAR', args: 'JSON'}"
+)
+
+# Old category names (PyTorch 1.8–1.13) mapped onto the modern ones.
+_CAT_ALIASES = {
+    "Operator": "cpu_op",
+    "Runtime": "cuda_runtime",
+    "Kernel": "kernel",
+    "Memcpy": "gpu_memcpy",
+    "Memset": "gpu_memset",
+    "async": "ac2g",
+    "launch": "ac2g",
+    "async_cpu_to_gpu": "ac2g",
+    "async_gpu": "ac2g",
+}
+GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset", "cuda_sync")
+LAUNCH_CATS = ("cuda_runtime", "cuda_driver")
+ANNOTATION_CATS = ("user_annotation", "gpu_user_annotation")
+
+
+def _cat_expr() -> str:
+    cases = " ".join(f"WHEN '{k}' THEN '{v}'" for k, v in _CAT_ALIASES.items())
+    return f"CASE cat {cases} ELSE cat END"
+
+
+def _arg(key: str) -> str:
+    return f"args->>'$.\"{key}\"'"
+
+
+# One normalised row per event, written per batch to staging Parquet. Times are relative to the file's
+# clock base here; the base (baseTimeNanoseconds, which may come after the events) is added at finalize.
+_BATCH_SELECT = f"""
+SELECT
+    ph,
+    {_cat_expr()} AS cat,
+    name,
+    pid,
+    tid,
+    CAST(ts * 1000 AS BIGINT) AS ts_ns,
+    CAST(dur * 1000 AS BIGINT) AS dur_ns,
+    TRY_CAST(coalesce({_arg('External id')}, {_arg('external id')}) AS BIGINT) AS external_id,
+    TRY_CAST({_arg('correlation')} AS BIGINT) AS correlation,
+    TRY_CAST(coalesce({_arg('Ev Idx')}, {_arg('Profiler Event Index')}) AS BIGINT) AS ev_idx,
+    TRY_CAST(coalesce({_arg('device')}, {_arg('Device')}) AS BIGINT) AS device,
+    TRY_CAST({_arg('stream')} AS BIGINT) AS stream,
+    CAST(args->'$.grid' AS VARCHAR) AS grid,
+    CAST(args->'$.block' AS VARCHAR) AS block,
+    TRY_CAST({_arg('bytes')} AS BIGINT) AS bytes,
+    TRY_CAST(coalesce({_arg('cbid')}, {_arg('cid')}) AS BIGINT) AS cbid,
+    CASE WHEN ph = 'X' THEN CAST(args->'$."Input Dims"' AS VARCHAR) END AS input_dims,
+    CASE WHEN ph = 'M' THEN coalesce({_arg('name')}, {_arg('labels')}) END AS meta_value,
+    id AS flow_id,
+    bp AS flow_bp,
+    cat IN ('Operator', 'Runtime', 'Kernel', 'Memcpy', 'Memset') AS old_cat
+FROM read_json(?, format = 'newline_delimited', columns = {_JSON_COLUMNS},
+               maximum_object_size = 268435456)
+"""
+
+_KEEP_DEFAULT = "cat IS DISTINCT FROM 'python_function' OR name LIKE '%execute_model%'"
+_KEEP_ALL = "true"
+
+
+@dataclass
+class SourceInfo:
+    """What the run metadata records about one ingested source file."""
+
+    path: str
+    format: str = NAME
+    version: str | None = None
+    records: int = 0
+    dropped: dict[str, int] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-JSON form for the run metadata."""
+        return {
+            "path": self.path,
+            "format": self.format,
+            "version": self.version,
+            "records": self.records,
+            "dropped": self.dropped,
+            "warnings": self.warnings,
+            **self.details,
+        }
+
+
+def sniff(head: bytes) -> bool:
+    """True when the first bytes look like a Chrome-trace JSON document (object or bare event array)."""
+    text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if text.startswith(b"{"):
+        if b'"traceEvents"' in text or b'"schemaVersion"' in text:
+            return True
+        return b'"ph"' in text and b'"ts"' in text
+    if text.startswith(b"["):
+        return b'"ph"' in text and (b'"ts"' in text or b'"name"' in text)
+    return False
+
+
+def _duck_error(path: str, exc: Exception, batch_data: bytes, batch_offset: int) -> TraceFormatError:
+    """Map a DuckDB JSON error inside a batch to the byte offset of the event in the source."""
+    msg = str(exc).splitlines()[0]
+    m = re.search(r"(?:line|record/value) (\d+)", msg)
+    offset = batch_offset
+    if m:
+        line = int(m.group(1))
+        pos = 0
+        for _ in range(line - 1):
+            nxt = batch_data.find(b"\n", pos)
+            if nxt < 0:
+                break
+            pos = nxt + 1
+        offset += pos
+    detail = re.sub(r'in file "[^"]*"', "", msg).replace("Invalid Input Error: ", "")
+    if "Could not convert" in detail or "Conversion Error" in detail or "out of range" in detail:
+        detail = f"a value does not fit its column (e.g. an integer beyond int64 in ts/dur): {detail}"
+    return TraceFormatError(path, f"byte {offset}", f"invalid event JSON: {detail.strip()}")
+
+
+def ingest(
+    path: str,
+    stage: Path,
+    part: int,
+    *,
+    keep_python: bool = False,
+    progress: Callable[[int], None] | None = None,
+) -> SourceInfo:
+    """Stream one trace file into staging Parquet files ``stage/<table>/part-<part>.parquet``.
+
+    Raises ``TraceFormatError`` for broken input; a truncated file is read as far as it is valid and
+    reported in the returned ``SourceInfo.warnings`` (and as a ``TruncatedInput`` warning).
+    """
+    info = SourceInfo(path=path)
+    scratch = stage / f"_events_{part}"
+    scratch.mkdir(parents=True, exist_ok=True)
+    batch_file = scratch / "batch.ndjson"
+    con = duckdb.connect()
+    con.execute("SET threads = 2; SET preserve_insertion_order = false; SET memory_limit = '1GB'")
+    keep = _KEEP_ALL if keep_python else _KEEP_DEFAULT
+    python_dropped = 0
+    scanner = EventArrayScanner(path)
+    n = 0
+    for n, batch in enumerate(scanner.batches()):  # noqa: B007
+        batch_file.write_bytes(batch.data)
+        out = scratch / f"ev-{n:06d}.parquet"
+        try:
+            con.execute(f"CREATE OR REPLACE TEMP TABLE batch AS {_BATCH_SELECT}", [str(batch_file)])
+        except duckdb.Error as exc:
+            raise _duck_error(path, exc, batch.data, batch.offset) from None
+        con.execute(f"COPY (SELECT * FROM batch WHERE {keep}) TO '{out}' (FORMAT parquet, COMPRESSION uncompressed)")
+        python_dropped += con.execute(f"SELECT count(*) FILTER (WHERE NOT ({keep})) FROM batch").fetchone()[0]
+        if progress is not None:
+            progress(scanner.position)
+    batch_file.unlink(missing_ok=True)
+    res = scanner.result
+    if res.truncated:
+        msg = f"{path}: truncated trace: {res.truncated}; kept the events before it"
+        if res.dropped_bytes:
+            msg += f", dropped {res.dropped_bytes} bytes of a partial last event"
+        info.warnings.append(msg)
+        warnings.warn(msg, TruncatedInput, stacklevel=2)
+    if not any(scratch.glob("ev-*.parquet")):
+        raise TraceFormatError(path, f"byte {res.bytes_read}", "the traceEvents array holds no events")
+    if python_dropped:
+        info.dropped["python_function (not asked for)"] = int(python_dropped)
+    _finalize(con, path, scratch, stage, part, res.metadata, res.array_form, info)
+    con.close()
+    for f in scratch.glob("*"):
+        f.unlink()
+    scratch.rmdir()
+    return info
+
+
+def _version(meta: dict, counts: dict[str, int], array_form: bool) -> str:
+    rocm = "roctracer_version" in meta or "hip_runtime_version" in meta
+    if array_form:
+        era = "Chrome trace event array (no Kineto metadata)"
+    elif counts.get("capitalised_cats"):
+        era = "2021 (PyTorch 1.8-1.10: capitalised categories)"
+    elif counts.get("old_flows"):
+        era = "2022 (PyTorch ~1.11-1.13: async_cpu_to_gpu flows)"
+    elif "baseTimeNanoseconds" in meta:
+        era = "2024+ (PyTorch >= 2.4: relative ts with baseTimeNanoseconds)"
+    elif counts.get("ns_decimals"):
+        era = "2024-04 (absolute us with ns decimals)"
+    else:
+        era = "2023 (PyTorch 2.0-2.3: integer us, absolute)"
+    return era + (", ROCm" if rocm else "")
+
+
+def _finalize(
+    con: duckdb.DuckDBPyConnection,
+    path: str,
+    scratch: Path,
+    stage: Path,
+    part: int,
+    meta: dict,
+    array_form: bool,
+    info: SourceInfo,
+) -> None:
+    base = meta.get("baseTimeNanoseconds")
+    if base is not None and not isinstance(base, int):
+        raise TraceFormatError(path, "baseTimeNanoseconds", f"expected an integer, found {base!r}")
+    base_ns = int(base or 0)
+    con.execute(f"CREATE OR REPLACE VIEW raw AS SELECT * FROM read_parquet('{scratch}/ev-*.parquet')")
+    counts = dict(
+        zip(
+            ["total", "x", "zero_ts", "python", "ns_decimals", "instants", "meta", "other_ph"],
+            con.execute(
+                """
+                SELECT count(*),
+                       count(*) FILTER (WHERE ph = 'X'),
+                       count(*) FILTER (WHERE ph = 'X' AND ts_ns = 0),
+                       count(*) FILTER (WHERE cat = 'python_function'),
+                       count(*) FILTER (WHERE ts_ns % 1000 <> 0),
+                       count(*) FILTER (WHERE ph IN ('i', 'I')),
+                       count(*) FILTER (WHERE ph = 'M'),
+                       count(*) FILTER (WHERE ph NOT IN ('X', 'i', 'I', 'M', 's', 'f', 't'))
+                FROM raw
+                """
+            ).fetchone(),
+            strict=True,
+        )
+    )
+    counts["capitalised_cats"] = con.execute("SELECT count(*) FROM raw WHERE old_cat").fetchone()[0]
+    counts["old_flows"] = con.execute(
+        "SELECT count(*) FROM raw WHERE ph IN ('s', 'f') AND name IN ('async_cpu_to_gpu', 'async_gpu')"
+    ).fetchone()[0]
+    # Zeroed timestamps (pytorch/pytorch#188481) are dropped when the rest of the trace has real times.
+    has_real = con.execute("SELECT max(ts_ns) > 0 FROM raw WHERE ph = 'X'").fetchone()[0]
+    drop_zero = "AND ts_ns <> 0" if has_real else ""
+    if has_real and counts["zero_ts"]:
+        info.dropped["zero_timestamp"] = counts["zero_ts"]
+    if counts["instants"]:
+        info.dropped["instant_events"] = counts["instants"]
+    if counts["other_ph"]:
+        info.dropped["other_phases"] = counts["other_ph"]
+    lanes = con.execute(
+        "SELECT name, pid, tid, meta_value FROM raw WHERE ph = 'M' AND meta_value IS NOT NULL"
+    ).fetchall()
+
+    names = con.execute(
+        f"SELECT DISTINCT name, cat FROM raw WHERE ph = 'X' AND cat IN {GPU_CATS}"
+    ).fetchall()
+    classes = classify_table([r[0] for r in names], [r[1] for r in names])
+    con.register("kernel_classes", classes)
+
+    for table in ("kernels", "ops", "annotations", "flows"):
+        (stage / table).mkdir(parents=True, exist_ok=True)
+    common = f"CAST({part} AS INTEGER) AS part"
+    out = {t: stage / t / f"part-{part:05d}.parquet" for t in ("kernels", "ops", "annotations", "flows")}
+    con.execute(
+        f"""
+        COPY (
+          WITH launches AS (
+            SELECT correlation, min(ts_ns) AS launch_ts_ns, arg_min(name, ts_ns) AS launch_name,
+                   arg_min(tid, ts_ns) AS launch_tid, arg_min(pid, ts_ns) AS launch_pid
+            FROM raw WHERE ph = 'X' AND cat IN {LAUNCH_CATS} AND correlation IS NOT NULL
+            GROUP BY correlation
+          )
+          SELECT {common}, k.cat, k.name, k.pid, k.tid,
+                 coalesce(k.device, TRY_CAST(k.pid AS BIGINT)) AS device,
+                 coalesce(k.stream, TRY_CAST(regexp_extract(k.tid, '(\\d+)', 1) AS BIGINT)) AS stream,
+                 k.ts_ns + {base_ns} AS ts_ns, k.dur_ns, k.correlation, k.external_id, k.ev_idx,
+                 k.grid, k.block, k.bytes,
+                 c.kernel_class, c.attention_variant,
+                 l.launch_name, l.launch_ts_ns + {base_ns} AS launch_ts_ns, l.launch_pid, l.launch_tid,
+                 coalesce(l.launch_name ILIKE '%GraphLaunch%', false) AS cuda_graph,
+                 l.correlation IS NULL AS orphan
+          FROM raw k
+          LEFT JOIN kernel_classes c ON c.name = k.name AND c.cat = k.cat
+          LEFT JOIN launches l ON l.correlation = k.correlation
+          WHERE k.ph = 'X' AND k.cat IN {GPU_CATS} {drop_zero}
+          ORDER BY ts_ns
+        ) TO '{out["kernels"]}' (FORMAT parquet, COMPRESSION zstd)
+        """
+    )
+    con.execute(
+        f"""
+        COPY (
+          SELECT {common}, cat, name, pid, tid, ts_ns + {base_ns} AS ts_ns, dur_ns, external_id,
+                 correlation, ev_idx, cbid, input_dims
+          FROM raw
+          WHERE ph = 'X' AND cat NOT IN {GPU_CATS} AND cat NOT IN {ANNOTATION_CATS} {drop_zero}
+          ORDER BY ts_ns, dur_ns DESC, ev_idx
+        ) TO '{out["ops"]}' (FORMAT parquet, COMPRESSION zstd)
+        """
+    )
+    con.execute(
+        f"""
+        COPY (
+          SELECT {common}, cat, name, pid, tid, ts_ns + {base_ns} AS ts_ns, dur_ns, external_id, ev_idx,
+                 cat = 'gpu_user_annotation' AS on_gpu, input_dims
+          FROM raw
+          WHERE ph = 'X' AND cat IN {ANNOTATION_CATS} {drop_zero}
+          ORDER BY ts_ns, dur_ns DESC
+        ) TO '{out["annotations"]}' (FORMAT parquet, COMPRESSION zstd)
+        """
+    )
+    con.execute(
+        f"""
+        COPY (
+          SELECT {common}, cat, name, ph, TRY_CAST(flow_id AS BIGINT) AS flow_id, pid, tid,
+                 ts_ns + {base_ns} AS ts_ns, flow_bp AS bp
+          FROM raw WHERE ph IN ('s', 'f', 't')
+          ORDER BY ts_ns
+        ) TO '{out["flows"]}' (FORMAT parquet, COMPRESSION zstd)
+        """
+    )
+    table_rows = {
+        t: con.execute(f"SELECT count(*) FROM read_parquet('{p}')").fetchone()[0] for t, p in out.items()
+    }
+    info.records = int(counts["total"]) + sum(v for k, v in info.dropped.items() if k.startswith("python"))
+    info.version = _version(meta, counts, array_form)
+    info.details = {
+        "size_bytes": os.path.getsize(path),
+        "rows": table_rows,
+        "clock": {
+            "unit": "ns",
+            "base_ns": base_ns,
+            "origin": "baseTimeNanoseconds + ts" if base is not None else "absolute ts as written",
+        },
+        "rank": (meta.get("distributedInfo") or {}).get("rank"),
+        "devices": [
+            {k: d.get(k) for k in ("id", "name", "totalGlobalMem", "computeMajor", "computeMinor", "numSms")}
+            for d in meta.get("deviceProperties") or []
+            if isinstance(d, dict)
+        ],
+        "trace_metadata": {
+            k: v
+            for k, v in meta.items()
+            if k not in ("deviceProperties", "distributedInfo", "traceEvents") and not isinstance(v, (dict, list))
+        }
+        | {k: meta[k] for k in ("vllm_version", "vllm_version_tuple") if k in meta},
+        "lanes": [{"kind": r[0], "pid": r[1], "tid": r[2], "value": r[3]} for r in lanes],
+        "python_function_events_kept": int(counts["python"]),
+    }

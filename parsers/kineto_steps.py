@@ -1,0 +1,405 @@
+"""Engine iterations (``engine_steps``) recovered from a profiler trace's staged tables.
+
+Markers are tried in this order and the first family present defines the steps:
+
+1. vLLM ``execute_context_N(T)_generation_M(G)`` (also ``T_attn`` suffixes) and ``execute_new_N_cached_M``;
+2. SGLang ``step[EXTEND|DECODE|MIXED|IDLE bs=… toks=…]``;
+3. TraceLens' detailed ``execute_K_context_N(sq…sk…)_generation_M(sq…sk…)``;
+4. ``record_function`` ranges named for a phase (``prefill``, ``decode``, ``decode_step``, ``extend``);
+5. ``ProfilerStep#N``;
+6. vLLM worker ``execute_model`` frames (python_function, kept for this);
+7. CUDA graph launches outside any step (one replay = one decode step).
+
+Independently of the marker, the step's input shapes are read from its attention op (query ``[T, H, D]``
+for vLLM's varlen attention, ``[B, H, S, D]`` for SDPA): ``shape_tokens``, ``shape_reqs``,
+``shape_query_len``. When the marker gives no kind or counts, the shapes decide (query length > 1 or
+tokens > requests = prefill).
+
+GPU work is attributed to a step when its launch (CPU, same process) falls inside the step's CPU span;
+kernels replayed from a CUDA graph share the graph launch's correlation and so follow it. GPU work with
+no launch in the trace (launched before the window opened) is attributed by GPU time to the step whose
+span contains it, and flagged as ``orphan`` in ``kernels``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+KERNEL_TIME_CLASSES = ("gemm", "attention", "communication", "memory", "elementwise", "other")
+
+_VLLM = re.compile(
+    r"^execute_context_(\d+)\((\d+)(?:_\d+)?\)_generation_(\d+)\((\d+)(?:_\d+)?\)$"
+)
+_VLLM_NEW_CACHED = re.compile(r"^execute_new_(\d+)_cached_(\d+)$")
+_SGLANG = re.compile(r"^step\[(EXTEND|DECODE|MIXED|IDLE|PREFILL)\b([^\]]*)\]$", re.IGNORECASE)
+_TRACELENS = re.compile(
+    r"^execute_(\d+)_context_(\d+)\(sq(\d+)sk\d+[^)]*\)_generation_(\d+)\(sq(\d+)sk\d+[^)]*\)$"
+)
+_PHASE = re.compile(r"^(prefill|prefill_step|extend|decode|decode_step|generate_step)$", re.IGNORECASE)
+_PROFILER_STEP = re.compile(r"^ProfilerStep#(\d+)$")
+
+# family name, priority (lower wins)
+FAMILIES = {
+    "vllm": 1,
+    "vllm_new_cached": 2,
+    "sglang": 3,
+    "tracelens": 4,
+    "phase_annotation": 5,
+    "profiler_step": 6,
+    "execute_model": 7,
+    "cuda_graph": 8,
+}
+
+
+@dataclass
+class Marker:
+    """What one annotation name says about its step."""
+
+    family: str
+    kind: str | None
+    prefill_reqs: int | None = None
+    prefill_tokens: int | None = None
+    decode_reqs: int | None = None
+    decode_tokens: int | None = None
+
+
+def _kind(prefill_tokens: int | None, decode_tokens: int | None, prefill_reqs=None, decode_reqs=None) -> str:
+    p = (prefill_tokens or 0) > 0 or (prefill_tokens is None and (prefill_reqs or 0) > 0)
+    d = (decode_tokens or 0) > 0 or (decode_tokens is None and (decode_reqs or 0) > 0)
+    return "mixed" if p and d else "prefill" if p else "decode" if d else "idle"
+
+
+def parse_marker(name: str) -> Marker | None:
+    """Read an annotation name as a step marker, or None when it is not one."""
+    if m := _VLLM.match(name):
+        nc, tc, ng, tg = (int(x) for x in m.groups())
+        return Marker("vllm", _kind(tc, tg), nc, tc, ng, tg)
+    if m := _VLLM_NEW_CACHED.match(name):
+        new, cached = int(m.group(1)), int(m.group(2))
+        # Token counts are not in this marker; new requests prefill, cached ones continue (mostly decode).
+        return Marker("vllm_new_cached", _kind(None, None, new, cached), new, None, cached, None)
+    if m := _SGLANG.match(name):
+        mode = m.group(1).upper()
+        fields = dict(re.findall(r"(\w+)=(\d+)", m.group(2)))
+        bs = int(fields["bs"]) if "bs" in fields else None
+        toks = int(fields["toks"]) if "toks" in fields else None
+        if mode in ("EXTEND", "PREFILL"):
+            return Marker("sglang", "prefill", bs, toks, 0, 0)
+        if mode == "DECODE":
+            # A DECODE forward carries one new token per request (no speculative decoding markers here).
+            return Marker("sglang", "decode", 0, 0, bs, bs)
+        if mode == "MIXED":
+            # bs counts prefill and decode requests together; the split is not in the marker.
+            return Marker("sglang", "mixed", None, toks, None, None)
+        return Marker("sglang", "idle", 0, 0, 0, 0)
+    if m := _TRACELENS.match(name):
+        _, nc, sqc, ng, sqg = (int(x) for x in m.groups())
+        return Marker("tracelens", _kind(sqc, sqg), nc, sqc, ng, sqg)
+    if m := _PHASE.match(name):
+        word = m.group(1).lower()
+        kind = "prefill" if word.startswith(("prefill", "extend")) else "decode"
+        return Marker("phase_annotation", kind)
+    if _PROFILER_STEP.match(name):
+        return Marker("profiler_step", None)
+    return None
+
+
+def _dims(text: str | None) -> list | None:
+    if not text:
+        return None
+    try:
+        v = json.loads(text)
+    except ValueError:
+        return None
+    return v if isinstance(v, list) else None
+
+
+def shape_reading(op_name: str, input_dims: str | None) -> dict[str, int | None] | None:
+    """Token and request counts implied by one attention op's input shapes (None if not readable)."""
+    dims = _dims(input_dims)
+    if not dims or not isinstance(dims[0], list):
+        return None
+    q = dims[0]
+    if "unified_attention" in op_name and len(q) == 3:
+        return {"tokens": q[0], "reqs": None, "query_len": None, "context": None}
+    if "cpu_attention_with_kv_cache" in op_name and len(q) == 3:
+        reqs = dims[4][0] - 1 if len(dims) > 4 and isinstance(dims[4], list) and len(dims[4]) == 1 else None
+        return {"tokens": q[0], "reqs": reqs, "query_len": None, "context": None}
+    if ("scaled_dot_product" in op_name) and len(q) == 4:
+        k = dims[1] if len(dims) > 1 and isinstance(dims[1], list) and len(dims[1]) == 4 else None
+        return {"tokens": q[0] * q[2], "reqs": q[0], "query_len": q[2], "context": k[0] * k[2] if k else None}
+    if op_name.endswith("_flash_attention_forward") and len(q) == 4:
+        return {"tokens": q[0] * q[1], "reqs": q[0], "query_len": q[1], "context": None}
+    return None
+
+
+def merged_shape_reading(ops: list[tuple[str, str]]) -> tuple[str | None, dict | None]:
+    """Combine the readings of a step's attention ops (the first op that gives each count wins)."""
+    merged: dict[str, int | None] = {"tokens": None, "reqs": None, "query_len": None, "context": None}
+    names = []
+    for name, dims in ops:
+        reading = shape_reading(name, dims)
+        if reading is None:
+            continue
+        names.append(name)
+        for k, v in reading.items():
+            if merged[k] is None and v is not None:
+                merged[k] = v
+    if not names:
+        return None, None
+    return "+".join(dict.fromkeys(names)), merged
+
+
+_ATTN_OPS_SQL = (
+    "(name LIKE '%unified_attention%' OR name LIKE '%cpu_attention_with_kv_cache%' "
+    "OR name LIKE '%scaled_dot_product%' OR name LIKE '%_flash_attention_forward')"
+)
+
+
+def _candidate_markers(con: duckdb.DuckDBPyConnection) -> list[tuple]:
+    rows = con.execute(
+        """
+        SELECT name, pid, tid, ts_ns, dur_ns, external_id FROM annotations WHERE NOT on_gpu
+        UNION ALL
+        SELECT name, pid, tid, ts_ns, dur_ns, external_id FROM ops
+        WHERE cat = 'cpu_op' AND regexp_matches(name, '^(execute_|step\\[|ProfilerStep#|prefill|decode)')
+        ORDER BY ts_ns
+        """
+    ).fetchall()
+    return rows
+
+
+def detect_steps(stage: Path, part: int) -> tuple[pa.Table, dict]:
+    """Compute the ``engine_steps`` rows of one staged trace; returns the table and a detection summary."""
+    con = duckdb.connect()
+    for t in ("kernels", "ops", "annotations"):
+        con.execute(f"CREATE VIEW {t} AS SELECT * FROM read_parquet('{stage}/{t}/part-{part:05d}.parquet')")
+
+    found: dict[str, list[tuple[tuple, Marker]]] = {}
+    for row in _candidate_markers(con):
+        marker = parse_marker(row[0])
+        if marker is not None:
+            found.setdefault(marker.family, []).append((row, marker))
+    steps: list[dict] = []
+    family = None
+    if found:
+        family = min(found, key=FAMILIES.__getitem__)
+        for (name, pid, tid, ts, dur, ext), mk in found[family]:
+            steps.append(
+                dict(marker=name, pid=pid, tid=tid, start_ns=ts, end_ns=ts + (dur or 0), external_id=ext,
+                     kind=mk.kind, prefill_reqs=mk.prefill_reqs, prefill_tokens=mk.prefill_tokens,
+                     decode_reqs=mk.decode_reqs, decode_tokens=mk.decode_tokens)
+            )
+    if not steps:
+        rows = con.execute(
+            """
+            WITH em AS (SELECT name, pid, tid, ts_ns, dur_ns FROM ops
+                        WHERE cat = 'python_function' AND name LIKE '%execute_model%')
+            SELECT a.name, a.pid, a.tid, a.ts_ns, a.dur_ns FROM em a
+            WHERE NOT EXISTS (SELECT 1 FROM em b WHERE b.pid = a.pid AND b.tid = a.tid
+                              AND b.ts_ns <= a.ts_ns AND b.ts_ns + b.dur_ns >= a.ts_ns + a.dur_ns
+                              AND (b.ts_ns < a.ts_ns OR b.dur_ns > a.dur_ns))
+            ORDER BY a.ts_ns
+            """
+        ).fetchall()
+        if rows:
+            family = "execute_model"
+            steps = [dict(marker=r[0], pid=r[1], tid=r[2], start_ns=r[3], end_ns=r[3] + r[4], external_id=None,
+                          kind=None, prefill_reqs=None, prefill_tokens=None, decode_reqs=None,
+                          decode_tokens=None) for r in rows]
+    if not steps:
+        rows = con.execute(
+            """
+            SELECT name, pid, tid, ts_ns, dur_ns FROM ops
+            WHERE cat IN ('cuda_runtime', 'cuda_driver') AND name ILIKE '%GraphLaunch%' ORDER BY ts_ns
+            """
+        ).fetchall()
+        if rows:
+            family = "cuda_graph"
+            steps = [dict(marker=r[0], pid=r[1], tid=r[2], start_ns=r[3], end_ns=r[3] + r[4], external_id=None,
+                          kind="decode", prefill_reqs=0, prefill_tokens=0, decode_reqs=None,
+                          decode_tokens=None) for r in rows]
+
+    summary = {"family": family, "steps": len(steps)}
+    if not steps:
+        con.close()
+        return _empty_steps(), summary
+
+    for i, s in enumerate(steps):
+        s["step_id"] = i
+    con.register("steps_in", pa.Table.from_pylist(
+        [{k: s[k] for k in ("step_id", "pid", "tid", "start_ns", "end_ns")} for s in steps]))
+    # Next step's start bounds where orphan GPU work is looked for.
+    con.execute(
+        """
+        CREATE TEMP TABLE st AS
+        SELECT *, lead(start_ns) OVER (ORDER BY start_ns) AS next_start_ns FROM steps_in
+        """
+    )
+    con.execute(
+        """
+        CREATE TEMP TABLE attributed AS
+        WITH launched AS (
+            SELECT s.step_id, k.* FROM kernels k
+            ASOF JOIN st s ON k.launch_pid = s.pid AND k.launch_ts_ns >= s.start_ns
+            WHERE NOT k.orphan AND k.launch_ts_ns <= s.end_ns
+        ), orphans AS (
+            SELECT s.step_id, k.* FROM kernels k
+            ASOF JOIN st s ON k.ts_ns >= s.start_ns
+            WHERE k.orphan AND k.ts_ns < coalesce(s.next_start_ns, 9223372036854775807)
+        )
+        SELECT * FROM launched UNION ALL SELECT * FROM orphans
+        """
+    )
+    class_cols = ", ".join(
+        f"sum(dur_ns) FILTER (WHERE kernel_class = '{c}') / 1e9 AS t_{c}_s" for c in KERNEL_TIME_CLASSES
+    )
+    gpu = {
+        r[0]: r[1:]
+        for r in con.execute(
+            f"""
+            WITH k AS (
+                SELECT step_id, ts_ns AS s, ts_ns + dur_ns AS e FROM attributed WHERE kernel_class <> 'sync'
+            ), o AS (
+                SELECT *, max(e) OVER (PARTITION BY step_id ORDER BY s, e
+                                       ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end FROM k
+            ), g AS (
+                SELECT *, sum(CASE WHEN prev_end IS NULL OR s > prev_end THEN 1 ELSE 0 END)
+                          OVER (PARTITION BY step_id ORDER BY s, e) AS island FROM o
+            ), busy AS (
+                SELECT step_id, sum(ie - is_) AS busy_ns, min(is_) AS first_ns, max(ie) AS last_ns
+                FROM (SELECT step_id, island, min(s) AS is_, max(e) AS ie FROM g GROUP BY step_id, island)
+                GROUP BY step_id
+            ), per AS (
+                SELECT step_id, count(*) FILTER (WHERE kernel_class <> 'sync') AS n_kernels,
+                       count(*) FILTER (WHERE cuda_graph) AS graph_kernels,
+                       count(DISTINCT correlation) FILTER (WHERE cuda_graph) AS graph_launches,
+                       count(*) FILTER (WHERE orphan) AS orphan_kernels,
+                       {class_cols}
+                FROM attributed GROUP BY step_id
+            )
+            SELECT per.step_id, busy.busy_ns, busy.first_ns, busy.last_ns, per.* EXCLUDE (step_id)
+            FROM per LEFT JOIN busy USING (step_id)
+            """
+        ).fetchall()
+    }
+    ncols = 7 + len(KERNEL_TIME_CLASSES)
+    shapes: dict[int, list[tuple[str, str]]] = {}
+    for step_id, name, dims in con.execute(
+        f"""
+        SELECT s.step_id, o.name, arg_min(o.input_dims, o.ts_ns)
+        FROM st s JOIN ops o ON o.pid = s.pid AND o.ts_ns >= s.start_ns AND o.ts_ns <= s.end_ns
+        WHERE o.cat = 'cpu_op' AND o.input_dims IS NOT NULL AND {_ATTN_OPS_SQL.replace('name', 'o.name')}
+        GROUP BY s.step_id, o.name ORDER BY s.step_id, min(o.ts_ns)
+        """
+    ).fetchall():
+        shapes.setdefault(step_id, []).append((name, dims))
+    con.close()
+
+    rows = []
+    for s in steps:
+        g = gpu.get(s["step_id"], (None,) * ncols)
+        busy_ns, first_ns, last_ns = g[0], g[1], g[2]
+        n_k, graph_k, graph_l, orphan_k = g[3], g[4], g[5], g[6]
+        cls_t = g[7:]
+        op_name, sh = merged_shape_reading(shapes.get(s["step_id"], []))
+        kind = s["kind"]
+        pt, dt = s["prefill_tokens"], s["decode_tokens"]
+        pr, dr = s["prefill_reqs"], s["decode_reqs"]
+        kind_from = "marker" if kind else None
+        if kind is None and sh is not None:
+            ql, tok, reqs = sh["query_len"], sh["tokens"], sh["reqs"]
+            if ql is not None:
+                kind = "prefill" if ql > 1 else "decode"
+            elif tok is not None and reqs is not None:
+                kind = "decode" if tok == reqs else "prefill" if tok > reqs else None
+            if kind == "decode":
+                dt, dr, pt, pr = tok, reqs, 0, 0
+            elif kind == "prefill" and ql is not None:
+                pt, pr, dt, dr = tok, reqs, 0, 0
+            kind_from = "shapes" if kind else None
+        wall_ns = s["end_ns"] - s["start_ns"]
+        span_end = max(s["end_ns"], last_ns or s["end_ns"])
+        rows.append(
+            {
+                "part": part,
+                "step_id": s["step_id"],
+                "start_ns": s["start_ns"],
+                "end_ns": s["end_ns"],
+                "start_s": s["start_ns"] / 1e9,
+                "end_s": s["end_ns"] / 1e9,
+                "kind": kind,
+                "kind_from": kind_from,
+                "prefill_reqs": pr,
+                "prefill_tokens": pt,
+                "decode_reqs": dr,
+                "decode_tokens": dt,
+                "wall_s": wall_ns / 1e9,
+                "gpu_busy_s": busy_ns / 1e9 if busy_ns is not None else None,
+                "gpu_start_s": first_ns / 1e9 if first_ns is not None else None,
+                "gpu_end_s": last_ns / 1e9 if last_ns is not None else None,
+                "launch_gap_s": max(0, first_ns - s["start_ns"]) / 1e9 if first_ns is not None else None,
+                "gpu_idle_s": (span_end - s["start_ns"] - busy_ns) / 1e9 if busy_ns is not None else None,
+                "kernels": n_k or 0,
+                "cuda_graph": bool(graph_k) if n_k else None,
+                "graph_launches": graph_l or 0,
+                "orphan_kernels": orphan_k or 0,
+                **{f"t_{c}_s": cls_t[i] for i, c in enumerate(KERNEL_TIME_CLASSES)},
+                "shape_op": op_name,
+                "shape_tokens": sh["tokens"] if sh else None,
+                "shape_reqs": sh["reqs"] if sh else None,
+                "shape_query_len": sh["query_len"] if sh else None,
+                "shape_context_tokens": sh["context"] if sh else None,
+                "marker": s["marker"],
+                "detection": family,
+                "source": "profiler",
+            }
+        )
+    return pa.Table.from_pylist(rows, schema=STEP_SCHEMA), summary
+
+
+STEP_SCHEMA = pa.schema(
+    [
+        ("part", pa.int32()),
+        ("step_id", pa.int64()),
+        ("start_ns", pa.int64()),
+        ("end_ns", pa.int64()),
+        ("start_s", pa.float64()),
+        ("end_s", pa.float64()),
+        ("kind", pa.string()),
+        ("kind_from", pa.string()),
+        ("prefill_reqs", pa.int64()),
+        ("prefill_tokens", pa.int64()),
+        ("decode_reqs", pa.int64()),
+        ("decode_tokens", pa.int64()),
+        ("wall_s", pa.float64()),
+        ("gpu_busy_s", pa.float64()),
+        ("gpu_start_s", pa.float64()),
+        ("gpu_end_s", pa.float64()),
+        ("launch_gap_s", pa.float64()),
+        ("gpu_idle_s", pa.float64()),
+        ("kernels", pa.int64()),
+        ("cuda_graph", pa.bool_()),
+        ("graph_launches", pa.int64()),
+        ("orphan_kernels", pa.int64()),
+        *[(f"t_{c}_s", pa.float64()) for c in KERNEL_TIME_CLASSES],
+        ("shape_op", pa.string()),
+        ("shape_tokens", pa.int64()),
+        ("shape_reqs", pa.int64()),
+        ("shape_query_len", pa.int64()),
+        ("shape_context_tokens", pa.int64()),
+        ("marker", pa.string()),
+        ("detection", pa.string()),
+        ("source", pa.string()),
+    ]
+)
+
+
+def _empty_steps() -> pa.Table:
+    return STEP_SCHEMA.empty_table()

@@ -1,0 +1,27 @@
+-- profiler_steps_by_kind: engine steps of each kind with their duration distribution, per run.
+-- requires: engine_steps
+-- columns:
+--   run_id          run
+--   kind            prefill | decode | mixed | idle | NULL (kind not known)
+--   steps           number of steps
+--   wall_s_total    summed CPU-side step duration, seconds
+--   wall_s_mean     mean step duration, seconds
+--   wall_s_p50      median step duration, seconds
+--   wall_s_p99      99th percentile step duration, seconds
+--   gpu_busy_s      summed GPU busy time of the steps, seconds (NULL without GPU data)
+--   prefill_tokens  summed prefill tokens (NULL where no step gives them)
+--   decode_tokens   summed decode tokens (NULL where no step gives them)
+--   cuda_graph_steps steps that ran (partly) as CUDA-graph replays
+CREATE OR REPLACE VIEW profiler_steps_by_kind AS
+SELECT run_id, kind,
+       count(*) AS steps,
+       sum(wall_s) AS wall_s_total,
+       avg(wall_s) AS wall_s_mean,
+       quantile_cont(wall_s, 0.5) AS wall_s_p50,
+       quantile_cont(wall_s, 0.99) AS wall_s_p99,
+       sum(gpu_busy_s) AS gpu_busy_s,
+       sum(prefill_tokens) AS prefill_tokens,
+       sum(decode_tokens) AS decode_tokens,
+       count(*) FILTER (WHERE cuda_graph) AS cuda_graph_steps
+FROM engine_steps
+GROUP BY run_id, kind;

@@ -1,0 +1,1 @@
+"""Reports: tables in, terminal/HTML documents out; they compute nothing."""

@@ -1,0 +1,180 @@
+"""``analyze``: the analysis document of DESIGN.md from a run's query views."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from lltrace.api import ProgressFn, Run, ingest
+from lltrace.catalog import GPU, Model, find_gpu, gpu_or_error, model_or_error, step_roofline
+from lltrace.store import Store
+
+STEP_KINDS = ("prefill", "decode", "mixed", "idle")
+
+
+@dataclass
+class Analysis:
+    """The result of ``analyze``: the run and its analysis document."""
+
+    run: Run
+    document: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The analysis document (plain JSON types)."""
+        return self.document
+
+
+def _clean(v: Any) -> Any:
+    if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
+        return None
+    return v
+
+
+def _rows(con, query: str) -> list[dict[str, Any]]:
+    cur = con.execute(query)
+    cols = [d[0] for d in cur.description]
+    return [{c: _clean(v) for c, v in zip(cols, row, strict=True)} for row in cur.fetchall()]
+
+
+def _views(con) -> set[str]:
+    return {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
+
+
+def _resolve_gpu(run: Run, gpu: str | None) -> tuple[GPU | None, str | None]:
+    if gpu:
+        return gpu_or_error(gpu), "option --gpu"
+    det = (run.metadata.get("detected") or {}).get("gpu")
+    if det and det.get("name"):
+        found = find_gpu(det["name"], det.get("memory_bytes"))
+        if found:
+            return found, det.get("origin")
+    return None, None
+
+
+def analyze(
+    paths_or_run: Sequence[str | os.PathLike[str]] | Run,
+    *,
+    store: Store | str | os.PathLike[str] | None = None,
+    run: str | None = None,
+    gpu: str | None = None,
+    model: str | None = None,
+    keep_python: bool = False,
+    progress: ProgressFn | None = None,
+) -> Analysis:
+    """Ingest (or reuse) the files of one run and build its analysis document."""
+    the_run = (
+        paths_or_run
+        if isinstance(paths_or_run, Run)
+        else ingest(paths_or_run, store=store, run=run, keep_python=keep_python, progress=progress)
+    )
+    gpu_obj, gpu_origin = _resolve_gpu(the_run, gpu)
+    model_obj: Model | None = model_or_error(model) if model else None
+    meta = the_run.metadata
+    con = the_run.store.connect([the_run.id])
+    try:
+        views = _views(con)
+        doc = {
+            "run": {
+                "id": the_run.id,
+                "lltrace_version": meta.get("lltrace_version"),
+                "sources": [
+                    {
+                        "path": s["path"],
+                        "format": s["format"],
+                        "version": s.get("version"),
+                        "records": s.get("records"),
+                        "dropped": s.get("dropped"),
+                        "warnings": s.get("warnings") or [],
+                        "rank": s.get("rank"),
+                    }
+                    for s in meta["sources"]
+                ],
+                "skipped": meta.get("skipped") or [],
+                "gpu": {"name": gpu_obj.name, "origin": gpu_origin} if gpu_obj else None,
+                "model": {"name": model_obj.name, "origin": "option --model"} if model_obj else None,
+            },
+            "requests": None,
+            "attribution": None,
+            "classification": None,
+            "steps": _steps(con, views, gpu_obj, model_obj),
+            "profile": _profile(con, views),
+            "kv": None,
+            "advice": [],
+        }
+    finally:
+        con.close()
+    return Analysis(the_run, doc)
+
+
+def _steps(con, views: set[str], gpu: GPU | None, model: Model | None) -> dict[str, Any] | None:
+    if "engine_steps" not in views:
+        return None
+    counts = {k: 0 for k in STEP_KINDS}
+    unknown = 0
+    for kind, n in con.execute("SELECT kind, count(*) FROM engine_steps GROUP BY kind").fetchall():
+        if kind in counts:
+            counts[kind] = n
+        else:
+            unknown += n
+    by_kind = _rows(con, "SELECT * EXCLUDE (run_id) FROM profiler_steps_by_kind ORDER BY kind")
+    share = _rows(con, "SELECT * EXCLUDE (run_id) FROM profiler_phase_share")
+    items = _rows(
+        con,
+        """
+        SELECT part, step_id, kind, kind_from, start_s, wall_s AS dur_s, prefill_reqs, prefill_tokens,
+               decode_reqs, decode_tokens, gpu_busy_s, launch_gap_s, gpu_idle_s, kernels, cuda_graph,
+               graph_launches, t_gemm_s, t_attention_s, t_communication_s, t_memory_s, t_elementwise_s,
+               t_other_s, shape_tokens, shape_reqs, shape_query_len, shape_context_tokens, marker, detection
+        FROM engine_steps ORDER BY part, start_ns
+        """,
+    )
+    note = None
+    for it in items:
+        it["bound"] = None
+        if gpu is None or model is None:
+            continue
+        tokens = it["shape_tokens"] or (it["prefill_tokens"] or 0) + (it["decode_tokens"] or 0)
+        if not tokens:
+            continue
+        reqs = it["shape_reqs"] or ((it["prefill_reqs"] or 0) + (it["decode_reqs"] or 0)) or None
+        r = step_roofline(model, gpu, tokens, it["shape_context_tokens"], reqs)
+        it["bound"] = r.bound
+        it["arithmetic_intensity"] = round(r.intensity, 2)
+        it["ridge_flops_per_byte"] = round(r.ridge, 2)
+        it["roofline_min_s"] = r.min_time_s
+        it["roofline_efficiency"] = r.min_time_s / it["gpu_busy_s"] if it["gpu_busy_s"] else None
+    if gpu is None or model is None:
+        note = "compute- vs memory-bound per step needs the model and the GPU: pass --model and --gpu " \
+            "(the GPU is read from deviceProperties when the trace has it)"
+    return {
+        "count": sum(counts.values()) + unknown,
+        "count_by_kind": counts | ({"unknown": unknown} if unknown else {}),
+        "by_kind": by_kind,
+        "phase_share": share[0] if share else None,
+        "detection": sorted({it["detection"] for it in items if it["detection"]}),
+        "bound_note": note,
+        "items": items,
+    }
+
+
+def _profile(con, views: set[str]) -> dict[str, Any] | None:
+    if "kernels" not in views:
+        return None
+    (n_kernels,) = con.execute("SELECT count(*) FROM kernels").fetchone()
+    if not n_kernels:
+        return {"gpu_ops": 0, "kernel_time": [], "gpu_busy": [], "attention_variants": [], "orphans": 0}
+    return {
+        "gpu_ops": n_kernels,
+        "kernel_time": _rows(
+            con, "SELECT * EXCLUDE (run_id) FROM profiler_kernel_time ORDER BY total_s DESC"
+        ),
+        "gpu_busy": _rows(con, "SELECT * EXCLUDE (run_id) FROM profiler_gpu_busy ORDER BY part, device"),
+        "attention_variants": _rows(
+            con, "SELECT * EXCLUDE (run_id) FROM profiler_attention_variant ORDER BY total_s DESC"
+        ),
+        "orphans": con.execute("SELECT count(*) FROM kernels WHERE orphan").fetchone()[0],
+        "cuda_graph_kernels": con.execute("SELECT count(*) FROM kernels WHERE cuda_graph").fetchone()[0],
+    }

@@ -1,0 +1,212 @@
+"""The library API: ``ingest`` files into a run, open a ``Run``, ``analyze`` it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pyarrow.parquet as pq
+
+from lltrace import __version__
+from lltrace.errors import StoreError, TruncatedInput, UnknownFormat
+from lltrace.parsers import FORMATS, Format, detect
+from lltrace.parsers.kineto_steps import detect_steps
+from lltrace.store import TABLES, Store, check_run_id
+
+ProgressFn = Callable[[str, int, int], None]
+"""Called as ``progress(path, bytes_done, bytes_total)`` while a file is read."""
+
+
+@dataclass
+class Skipped:
+    """A file found in a folder that matches no known format."""
+
+    path: str
+    reason: str
+
+
+@dataclass
+class Run:
+    """One ingested run in a store."""
+
+    id: str
+    store: Store
+    skipped: list[Skipped] = field(default_factory=list)
+    reused: bool = False
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """The run's metadata JSON (sources, clocks, provenance, versions)."""
+        return self.store.metadata(self.id)
+
+    def table(self, name: str) -> pl.DataFrame:
+        """One canonical table of this run as a polars DataFrame."""
+        if name not in TABLES:
+            raise StoreError(f"unknown table {name!r}; tables: {', '.join(TABLES)}")
+        files = self.store.table_files(name, [self.id])
+        if not files:
+            return pl.DataFrame()
+        return pl.concat([pl.read_parquet(f) for f in files], how="diagonal_relaxed")
+
+    def sql(self, query: str) -> pl.DataFrame:
+        """Run SQL over this run's tables and the query views."""
+        con = self.store.connect([self.id])
+        try:
+            return con.execute(query).pl()
+        finally:
+            con.close()
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def expand_inputs(paths: Sequence[str | os.PathLike[str]]) -> tuple[list[tuple[Path, Format]], list[Skipped]]:
+    """Resolve files and folders into (file, format) pairs; unknown files in folders are skipped."""
+    found: list[tuple[Path, Format]] = []
+    skipped: list[Skipped] = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            for f in sorted(x for x in p.rglob("*") if x.is_file()):
+                if f.stat().st_size == 0:
+                    skipped.append(Skipped(str(f), "empty file"))
+                    continue
+                fmt = detect(f)
+                if fmt is None:
+                    skipped.append(Skipped(str(f), "no known format"))
+                else:
+                    found.append((f, fmt))
+        elif p.is_file():
+            fmt = detect(p) if p.stat().st_size else None
+            if fmt is None:
+                if p.stat().st_size == 0:
+                    from lltrace.errors import TraceFormatError
+
+                    raise TraceFormatError(str(p), "byte 0", "empty file: no JSON document")
+                known = ", ".join(f.name for f in FORMATS)
+                raise UnknownFormat(f"{p}: not a format lltrace reads (known: {known}; see `lltrace formats`)")
+            found.append((p, fmt))
+        else:
+            raise UnknownFormat(f"{p}: no such file or folder")
+    if not found:
+        where = ", ".join(str(p) for p in paths)
+        raise UnknownFormat(f"{where}: no file of a known format found (see `lltrace formats`)")
+    return found, skipped
+
+
+def _default_run_id(files: list[Path], digest: str) -> str:
+    first = files[0]
+    stem = first.name if len(files) == 1 else (first.parent.name or first.name)
+    stem = re.sub(r"(\.pt\.trace)?\.json(\.gz)?$|\.gz$", "", stem)
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", stem).strip("-._")[:80] or "run"
+    return f"{stem}-{digest[:8]}"
+
+
+def ingest(
+    paths: Sequence[str | os.PathLike[str]],
+    *,
+    store: Store | str | os.PathLike[str] | None = None,
+    run: str | None = None,
+    keep_python: bool = False,
+    force: bool = False,
+    progress: ProgressFn | None = None,
+) -> Run:
+    """Sniff and ingest the files of one run into the store; returns the committed ``Run``.
+
+    Re-ingesting the same files (same content hashes and options) reuses the stored run unless
+    ``force``. Raises ``UnknownFormat``, ``TraceFormatError`` or ``StoreError``; nothing is left in the
+    store when it raises.
+    """
+    st = store if isinstance(store, Store) else Store(store)
+    files, skipped = expand_inputs(paths)
+    hashes = [_sha256(f) for f, _ in files]
+    digest = hashlib.sha256(
+        json.dumps([hashes, {"keep_python": keep_python}], sort_keys=True).encode()
+    ).hexdigest()
+    run_id = check_run_id(run) if run else _default_run_id([f for f, _ in files], digest)
+    if st.has_run(run_id) and not force:
+        meta = st.metadata(run_id)
+        if meta.get("input_digest") == digest:
+            return Run(run_id, st, skipped, reused=True)
+    started = time.time()
+    sources: list[dict[str, Any]] = []
+    detection: list[dict[str, Any]] = []
+    with st.write_run(run_id) as stage:
+        steps_tables = []
+        for part, ((path, fmt), sha) in enumerate(zip(files, hashes, strict=True)):
+            size = path.stat().st_size
+            cb = (lambda done, _p=str(path), _s=size: progress(_p, done, _s)) if progress else None
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", TruncatedInput)
+                info = fmt.ingest(str(path), stage, part, keep_python=keep_python, progress=cb)
+            for w in info.warnings:
+                warnings.warn(w, TruncatedInput, stacklevel=2)
+            src = info.to_dict() | {"part": part, "sha256": sha, "size_bytes": size}
+            if src.get("rank") is None:
+                src["rank"] = part if len(files) > 1 else None
+            steps, summary = detect_steps(stage, part)
+            steps_tables.append(steps)
+            detection.append({"part": part, **summary})
+            src["rows"]["engine_steps"] = steps.num_rows
+            sources.append(src)
+        (stage / "engine_steps").mkdir(exist_ok=True)
+        for part, t in enumerate(steps_tables):
+            pq.write_table(t, stage / "engine_steps" / f"part-{part:05d}.parquet", compression="zstd")
+        meta = {
+            "run_id": run_id,
+            "name": run or run_id,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+            "ingest_seconds": round(time.time() - started, 3),
+            "lltrace_version": __version__,
+            "input_digest": digest,
+            "options": {"keep_python": keep_python},
+            "sources": sources,
+            "skipped": [s.__dict__ for s in skipped],
+            "clock": {
+                "run_clock": "epoch nanoseconds (profiler ts + baseTimeNanoseconds where given)",
+                "alignment": [
+                    {"part": s["part"], "method": "none (one clock per file)", "offset_ns": 0}
+                    for s in sources
+                ],
+                "note": "ranks' clocks are per host and not synchronised" if len(sources) > 1 else None,
+            },
+            "detected": _detected(sources),
+            "step_detection": detection,
+            "provenance": {
+                "engine_steps.kind": "derived from step markers, else from attention input shapes (kind_from)",
+                "engine_steps.decode_tokens": "measured from markers; SGLang DECODE = bs x 1 (derived)",
+                "engine_steps.gpu_busy_s": "derived: union of attributed GPU op intervals",
+                "kernels.kernel_class": "derived: parsers/kernel_classes.csv rules",
+            },
+        }
+        (stage / "run.json").write_text(json.dumps(meta, indent=2, default=str))
+    return Run(run_id, st, skipped)
+
+
+def _detected(sources: list[dict[str, Any]]) -> dict[str, Any]:
+    """Engine, GPU and model as far as the sources tell them, with where each came from."""
+    engine = gpu = None
+    for s in sources:
+        tm = s.get("trace_metadata") or {}
+        if "vllm_version" in tm and engine is None:
+            engine = {"name": "vllm", "version": tm["vllm_version"], "origin": s["path"]}
+        used = {d.get("id") for d in s.get("devices") or []}
+        devs = s.get("devices") or []
+        if devs and gpu is None and used:
+            gpu = {"name": devs[0].get("name"), "memory_bytes": devs[0].get("totalGlobalMem"),
+                   "origin": f"{s['path']} deviceProperties"}
+    return {"engine": engine, "gpu": gpu, "model": None}

@@ -1,0 +1,189 @@
+"""GPU and model catalog (figures with their sources, in ``catalog/*.csv``) and the step roofline.
+
+Names are matched case-insensitively with common spellings (``A100-80GB``, ``a100``, ``H100-SXM``,
+``NVIDIA H100 80GB HBM3``, ``meta-llama/Llama-2-7b-hf``).
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+from lltrace.errors import AnalysisError
+
+BYTES_PER_PARAM = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5, "mxfp4": 0.53}
+
+
+@dataclass(frozen=True)
+class GPU:
+    """Peak figures of one accelerator (dense, no sparsity)."""
+
+    name: str
+    vendor: str
+    memory_gb: float
+    hbm_gbps: float
+    bf16_tflops: float
+    fp8_tflops: float | None
+    source: str
+
+    def peak_flops(self, precision: str = "bf16") -> float:
+        """Peak dense FLOP/s at a precision (fp8/int8 fall back to bf16 where the GPU lacks them)."""
+        if precision in ("fp8", "int8", "int4", "mxfp4") and self.fp8_tflops:
+            return self.fp8_tflops * 1e12
+        return self.bf16_tflops * 1e12
+
+
+@dataclass(frozen=True)
+class Model:
+    """Shape of one model architecture."""
+
+    name: str
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    params_b: float
+    active_params_b: float
+    source: str
+
+    def kv_bytes_per_token(self, kv_bytes: float = 2.0) -> float:
+        """Bytes of K and V cached per token over all layers."""
+        return 2 * self.layers * self.kv_heads * self.head_dim * kv_bytes
+
+
+def _norm(name: str) -> str:
+    s = name.strip().lower().replace("_", "-").replace(" ", "-")
+    s = re.sub(r"^(nvidia-|amd-)", "", s)
+    return re.sub(r"-+", "-", s)
+
+
+def _rows(file: str) -> list[dict[str, str]]:
+    text = resources.files("lltrace").joinpath("catalog", file).read_text()
+    return list(csv.DictReader(text.splitlines()))
+
+
+@lru_cache(maxsize=1)
+def gpus() -> tuple[GPU, ...]:
+    """All catalog GPUs."""
+    return tuple(
+        GPU(r["name"], r["vendor"], float(r["memory_gb"]), float(r["hbm_gbps"]), float(r["bf16_tflops"]),
+            float(r["fp8_tflops"]) if r["fp8_tflops"] else None, r["source"])
+        for r in _rows("gpus.csv")
+    )
+
+
+@lru_cache(maxsize=1)
+def models() -> tuple[Model, ...]:
+    """All catalog models."""
+    return tuple(
+        Model(r["name"], int(r["layers"]), int(r["hidden"]), int(r["heads"]), int(r["kv_heads"]),
+              int(r["head_dim"]), float(r["params_b"]), float(r["active_params_b"]), r["source"])
+        for r in _rows("models.csv")
+    )
+
+
+def _aliases(kind: str) -> dict[str, str]:
+    out = {}
+    for r in _rows(kind):
+        out[_norm(r["name"])] = r["name"]
+        for a in r["aliases"].split("|"):
+            if a:
+                out[_norm(a)] = r["name"]
+    return out
+
+
+def find_gpu(name: str, memory_bytes: int | None = None) -> GPU | None:
+    """Match a GPU name (user option or ``deviceProperties.name``) to the catalog, or None."""
+    key = _norm(name)
+    aliases = _aliases("gpus.csv")
+    hit = aliases.get(key)
+    if hit is None:
+        # deviceProperties spellings such as "NVIDIA H100 80GB HBM3" or "NVIDIA A100-SXM4-80GB".
+        for alias in sorted(aliases, key=len, reverse=True):
+            if alias and alias in key:
+                hit = aliases[alias]
+                break
+    if hit is None:
+        return None
+    gpu = next(g for g in gpus() if g.name == hit)
+    if gpu.name.startswith("A100") and memory_bytes:
+        gb = memory_bytes / 2**30
+        gpu = next(g for g in gpus() if g.name == ("A100-80GB" if gb > 48 else "A100-40GB"))
+    return gpu
+
+
+def find_model(name: str) -> Model | None:
+    """Match a model name (``llama-2-7b``, ``meta-llama/Llama-2-7b-hf``) to the catalog, or None."""
+    hit = _aliases("models.csv").get(_norm(name))
+    return next((m for m in models() if m.name == hit), None) if hit else None
+
+
+def gpu_or_error(name: str) -> GPU:
+    """``find_gpu`` that raises a one-line error naming the known GPUs."""
+    gpu = find_gpu(name)
+    if gpu is None:
+        raise AnalysisError(f"unknown GPU {name!r}; known: {', '.join(g.name for g in gpus())}")
+    return gpu
+
+
+def model_or_error(name: str) -> Model:
+    """``find_model`` that raises a one-line error naming the known models."""
+    model = find_model(name)
+    if model is None:
+        raise AnalysisError(f"unknown model {name!r}; known: {', '.join(m.name for m in models())}")
+    return model
+
+
+@dataclass(frozen=True)
+class Roofline:
+    """Roofline reading of one engine step."""
+
+    flops: float
+    bytes: float
+    intensity: float
+    ridge: float
+    bound: str
+    min_time_s: float
+
+
+def step_roofline(
+    model: Model,
+    gpu: GPU,
+    tokens: int,
+    context_tokens: int | None = None,
+    requests: int | None = None,
+    weight_precision: str = "bf16",
+    kv_bytes: float = 2.0,
+) -> Roofline:
+    """FLOPs and bytes of one forward step and whether it is compute- or memory-bound on ``gpu``.
+
+    FLOPs: ``2 × active params × tokens`` for the matmuls, plus attention ``4 × layers × heads × head_dim``
+    per (query, key) pair; pairs are ``tokens × context / requests`` (halved when every token is a new
+    prompt token, i.e. causal prefill). Bytes: every active weight once plus the KV cache of
+    ``context_tokens`` read once. ``context_tokens`` None leaves attention and KV out (weights only).
+    """
+    ctx = context_tokens or 0
+    flops = 2 * model.active_params_b * 1e9 * tokens
+    if ctx:
+        pairs = tokens * ctx / max(requests or 1, 1)
+        if ctx == tokens and tokens > (requests or 1):
+            pairs /= 2
+        flops += 4 * model.layers * model.heads * model.head_dim * pairs
+    weight_bytes = model.active_params_b * 1e9 * BYTES_PER_PARAM.get(weight_precision, 2.0)
+    byts = weight_bytes + model.kv_bytes_per_token(kv_bytes) * ctx
+    peak = gpu.peak_flops(weight_precision)
+    bw = gpu.hbm_gbps * 1e9
+    intensity = flops / byts
+    ridge = peak / bw
+    return Roofline(
+        flops=flops,
+        bytes=byts,
+        intensity=intensity,
+        ridge=ridge,
+        bound="compute" if intensity >= ridge else "memory",
+        min_time_s=max(flops / peak, byts / bw),
+    )

@@ -1,0 +1,203 @@
+"""The ``lltrace`` command: a thin typer client of the library API."""
+
+from __future__ import annotations
+
+import json
+import sys
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
+from rich.table import Table
+
+from lltrace import __version__
+from lltrace.errors import LltraceError, TruncatedInput
+
+app = typer.Typer(
+    name="lltrace",
+    help="Why was this LLM inference request slow? Ingest profiler and serving traces, attribute, report.",
+    context_settings={"help_option_names": ["-h", "--help"]},
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+    pretty_exceptions_enable=False,
+)
+out = Console()
+err = Console(stderr=True)
+
+StoreOpt = Annotated[
+    Path | None,
+    typer.Option("--store", help="Run store folder (default: $LLTRACE_STORE or ./.lltrace).", show_default=False),
+]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or warnings on stderr.")]
+
+
+def _version(value: bool) -> None:
+    if value:
+        out.print(f"lltrace {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_callback(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """lltrace: why was this LLM inference request slow?"""
+
+
+@contextmanager
+def _progress(quiet: bool) -> Iterator[Callable[[str, int, int], None] | None]:
+    """A rich progress bar on stderr for ingest, off when stderr is not a terminal or with --quiet."""
+    if quiet or not err.is_terminal:
+        yield None
+        return
+    with Progress(
+        TextColumn("[bold]ingest[/] {task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+        console=err,
+        transient=True,
+    ) as bar:
+        tasks: dict[str, Any] = {}
+
+        def update(path: str, done: int, total: int) -> None:
+            if path not in tasks:
+                tasks[path] = bar.add_task(Path(path).name, total=total)
+            bar.update(tasks[path], completed=done)
+
+        yield update
+
+
+@contextmanager
+def _errors(quiet: bool) -> Iterator[None]:
+    """Named library errors → one line on stderr and exit 1; truncation warnings → one line each."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", TruncatedInput)
+        try:
+            yield
+        except LltraceError as exc:
+            _flush_warnings(caught, quiet)
+            err.print(f"lltrace: error: {exc}", highlight=False, markup=False, soft_wrap=True)
+            raise typer.Exit(1) from None
+        except KeyboardInterrupt:
+            err.print("lltrace: interrupted; nothing was written to the store", markup=False)
+            raise typer.Exit(130) from None
+    _flush_warnings(caught, quiet)
+
+
+def _flush_warnings(caught: list[warnings.WarningMessage], quiet: bool) -> None:
+    if quiet:
+        return
+    for w in caught:
+        if issubclass(w.category, TruncatedInput):
+            err.print(f"lltrace: warning: {w.message}", highlight=False, markup=False, soft_wrap=True)
+
+
+@app.command("ingest")
+def ingest_cli(
+    paths: Annotated[list[Path], typer.Argument(help="Trace files or folders of one run.", show_default=False)],
+    store: StoreOpt = None,
+    run: Annotated[str | None, typer.Option("--run", help="Name the run (default: from the inputs).")] = None,
+    keep_python: Annotated[
+        bool, typer.Option("--keep-python", help="Keep python_function stack events (dropped by default).")
+    ] = False,
+    force: Annotated[bool, typer.Option("--force", help="Re-ingest even if the same files are stored.")] = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """Ingest files into the run store and print the run id."""
+    from lltrace.api import ingest
+
+    with _errors(quiet), _progress(quiet) as progress:
+        r = ingest(paths, store=store, run=run, keep_python=keep_python, force=force, progress=progress)
+    for s in r.skipped:
+        if not quiet:
+            err.print(f"lltrace: skipped {s.path}: {s.reason}", markup=False)
+    out.print(r.id, markup=False, highlight=False)
+
+
+@app.command("analyze")
+def analyze_cli(
+    paths: Annotated[list[Path], typer.Argument(help="Trace files or folders of one run.", show_default=False)],
+    store: StoreOpt = None,
+    run: Annotated[str | None, typer.Option("--run", help="Name the run (default: from the inputs).")] = None,
+    gpu: Annotated[str | None, typer.Option("--gpu", help="GPU name from the catalog (e.g. H100-SXM).")] = None,
+    model: Annotated[str | None, typer.Option("--model", help="Model name (e.g. llama-2-7b).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the analysis document as JSON.")] = False,
+    keep_python: Annotated[
+        bool, typer.Option("--keep-python", help="Keep python_function stack events (dropped by default).")
+    ] = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """Ingest the files of one run (or reuse the store) and explain where its time went."""
+    from lltrace.analysis import analyze
+    from lltrace.reports.terminal import print_summary
+
+    with _errors(quiet), _progress(quiet) as progress:
+        result = analyze(paths, store=store, run=run, gpu=gpu, model=model, keep_python=keep_python,
+                         progress=progress)
+    if as_json:
+        sys.stdout.write(json.dumps(result.to_dict(), indent=2, default=str) + "\n")
+    else:
+        print_summary(result.to_dict(), out)
+
+
+@app.command("formats")
+def formats_cli() -> None:
+    """List the formats lltrace reads and what each can attribute."""
+    from lltrace.parsers import FORMATS
+
+    t = Table(title="Formats lltrace reads")
+    for col in ("format", "family", "reads", "tables", "can attribute"):
+        t.add_column(col)
+    for f in FORMATS:
+        t.add_row(f.name, f.family, f.description, ", ".join(f.tables), f.attributes)
+    out.print(t)
+
+
+@app.command("sql")
+def sql_cli(
+    query: Annotated[str, typer.Argument(help="SQL over the store's tables and views.", show_default=False)],
+    store: StoreOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Rows as JSON lines instead of a table.")] = False,
+) -> None:
+    """Run SQL over every run in the store (tables: kernels, ops, annotations, flows, engine_steps, …)."""
+    import duckdb
+
+    from lltrace.store import Store
+
+    with _errors(False):
+        st = Store(store)
+        if not st.run_ids():
+            raise LltraceError(f"{st.root}: the store holds no runs (run `lltrace ingest` first)")
+        con = st.connect()
+        try:
+            cur = con.execute(query)
+        except duckdb.Error as exc:
+            raise LltraceError(f"SQL error: {str(exc).splitlines()[0]}") from None
+        if cur.description is None:
+            return
+        cols = [d[0] for d in cur.description]
+        rows = cur.fetchall()
+    if as_json:
+        for r in rows:
+            sys.stdout.write(json.dumps(dict(zip(cols, r, strict=True)), default=str) + "\n")
+        return
+    t = Table()
+    for c in cols:
+        t.add_column(c)
+    for r in rows:
+        t.add_row(*("NULL" if v is None else str(v) for v in r))
+    out.print(t)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

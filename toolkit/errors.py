@@ -1,0 +1,33 @@
+"""Named errors of lltrace. The CLI turns each into one line on stderr and exit code 1."""
+
+from __future__ import annotations
+
+
+class LltraceError(Exception):
+    """Base class of every error lltrace raises on purpose."""
+
+
+class TraceFormatError(LltraceError):
+    """A file is of a known format but its content is broken (says file and byte offset or line)."""
+
+    def __init__(self, path: str, where: str, message: str) -> None:
+        self.path = path
+        self.where = where
+        self.message = message
+        super().__init__(f"{path}: {where}: {message}")
+
+
+class UnknownFormat(LltraceError):
+    """A file named explicitly matches no format lltrace reads."""
+
+
+class StoreError(LltraceError):
+    """The run store is missing, unreadable, or does not hold the run asked for."""
+
+
+class AnalysisError(LltraceError):
+    """An analysis could not be made from what the run holds."""
+
+
+class TruncatedInput(UserWarning):
+    """A source ended early; lltrace read it as far as it was valid (the message says how much was dropped)."""

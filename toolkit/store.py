@@ -1,0 +1,167 @@
+"""The run store: Parquet tables partitioned by table and run, plus one metadata JSON per run.
+
+Layout (DESIGN.md)::
+
+    <store>/<table>/run_id=<id>/part-00000.parquet
+    <store>/runs/<id>.json              # the run's metadata; its presence is what commits the run
+    <store>/.staging/<id>-<random>/     # a run being written
+
+A run is written under ``.staging`` and moved into place table by table; the metadata file is written
+last with an atomic rename, and readers only see runs that have one, so a run appears whole or not at
+all. Leftovers of an interrupted write are ignored by readers and removed by the next write.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from lltrace.errors import StoreError
+
+DEFAULT_STORE = ".lltrace"
+TABLES = ("kernels", "ops", "annotations", "flows", "engine_steps", "requests", "request_events", "engine_stats")
+_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+def default_store_path() -> Path:
+    """``$LLTRACE_STORE`` if set, else ``./.lltrace``."""
+    return Path(os.environ.get("LLTRACE_STORE") or DEFAULT_STORE)
+
+
+def check_run_id(run_id: str) -> str:
+    """Validate a run name (letters, digits, ``.``, ``_``, ``-``; at most 128 characters)."""
+    if not _RUN_ID.match(run_id):
+        raise StoreError(
+            f"invalid run name {run_id!r}: use letters, digits, '.', '_' or '-' (max 128, no leading punctuation)"
+        )
+    return run_id
+
+
+class Store:
+    """A folder of runs. Cheap to create; touches the disk only when asked."""
+
+    def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
+        self.root = Path(root) if root is not None else default_store_path()
+
+    # -- reading ---------------------------------------------------------------------------------
+    def run_ids(self) -> list[str]:
+        """Committed runs, sorted by name."""
+        runs = self.root / "runs"
+        if not runs.is_dir():
+            return []
+        return sorted(p.stem for p in runs.glob("*.json"))
+
+    def has_run(self, run_id: str) -> bool:
+        """Whether the run is committed."""
+        return (self.root / "runs" / f"{run_id}.json").is_file()
+
+    def metadata(self, run_id: str) -> dict[str, Any]:
+        """The run's metadata JSON."""
+        path = self.root / "runs" / f"{run_id}.json"
+        if not path.is_file():
+            known = ", ".join(self.run_ids()[:10]) or "none"
+            raise StoreError(f"{self.root}: no run {run_id!r} (runs: {known})")
+        return json.loads(path.read_text())
+
+    def table_files(self, table: str, run_ids: list[str] | None = None) -> list[str]:
+        """Parquet files of one table for the given (default: all committed) runs."""
+        ids = self.run_ids() if run_ids is None else run_ids
+        files: list[str] = []
+        for rid in ids:
+            files.extend(sorted(str(p) for p in (self.root / table / f"run_id={rid}").glob("*.parquet")))
+        return files
+
+    def connect(self, run_ids: list[str] | None = None) -> duckdb.DuckDBPyConnection:
+        """An in-memory DuckDB with one view per table over the committed runs, plus the query views."""
+        from lltrace.queries import install_views
+
+        con = duckdb.connect()
+        con.execute("SET threads = 2")
+        available = []
+        for table in TABLES:
+            files = self.table_files(table, run_ids)
+            if not files:
+                continue
+            listing = ", ".join(f"'{f}'" for f in files)
+            con.execute(
+                f"CREATE VIEW {table} AS SELECT * FROM read_parquet([{listing}], hive_partitioning = true, "
+                "union_by_name = true)"
+            )
+            available.append(table)
+        install_views(con, available)
+        return con
+
+    # -- writing ---------------------------------------------------------------------------------
+    @contextmanager
+    def write_run(self, run_id: str) -> Iterator[Path]:
+        """Stage a run's tables in a folder (``<stage>/<table>/*.parquet``) and commit them on success.
+
+        The caller writes ``<stage>/<table>/...`` and ``<stage>/run.json``; on a clean exit the run is
+        moved into place (replacing a run of the same id) and its metadata committed last. On an
+        exception the staging folder is removed and the store is left as it was.
+        """
+        check_run_id(run_id)
+        staging = self.root / ".staging"
+        try:
+            staging.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"{self.root}: cannot create the store ({exc.strerror})") from None
+        self._sweep(staging)
+        stage = staging / f"{run_id}-{uuid.uuid4().hex[:8]}"
+        stage.mkdir()
+        try:
+            yield stage
+            self._commit(run_id, stage)
+        finally:
+            shutil.rmtree(stage, ignore_errors=True)
+
+    def _commit(self, run_id: str, stage: Path) -> None:
+        meta_src = stage / "run.json"
+        if not meta_src.is_file():
+            raise StoreError(f"internal: staged run {run_id} has no run.json")
+        runs = self.root / "runs"
+        runs.mkdir(exist_ok=True)
+        meta_dst = runs / f"{run_id}.json"
+        # Uncommit the old run first, so no reader ever sees old metadata over new tables.
+        if meta_dst.exists():
+            meta_dst.unlink()
+        for table in TABLES:
+            dst = self.root / table / f"run_id={run_id}"
+            if dst.exists():
+                shutil.rmtree(dst)
+        for src in sorted(p for p in stage.iterdir() if p.is_dir() and p.name in TABLES):
+            dst = self.root / src.name / f"run_id={run_id}"
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(src, dst)
+        tmp = runs / f".{run_id}.json.tmp"
+        shutil.copyfile(meta_src, tmp)
+        os.replace(tmp, meta_dst)
+
+    def _sweep(self, staging: Path) -> None:
+        """Remove staging folders older than a day (an interrupted write) and uncommitted partitions."""
+        now = time.time()
+        for p in staging.iterdir():
+            try:
+                if now - p.stat().st_mtime > 86400:
+                    shutil.rmtree(p, ignore_errors=True)
+            except OSError:
+                continue
+
+    def delete_run(self, run_id: str) -> None:
+        """Remove a run (metadata first, then its partitions)."""
+        meta = self.root / "runs" / f"{run_id}.json"
+        if not meta.exists():
+            raise StoreError(f"{self.root}: no run {run_id!r}")
+        meta.unlink()
+        for table in TABLES:
+            shutil.rmtree(self.root / table / f"run_id={run_id}", ignore_errors=True)
