@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from lltrace.errors import TraceFormatError
 from lltrace.parsers import kineto
 
 SNIFF_BYTES = 64 << 10
@@ -56,8 +57,8 @@ def read_head(path: str | Path, size: int = SNIFF_BYTES) -> bytes:
             while len(out) < size and raw:
                 out += inflater.decompress(raw, size - len(out))
                 raw = inflater.unconsumed_tail or f.read(size)
-        except zlib.error:
-            pass
+        except zlib.error as exc:
+            raise TraceFormatError(str(path), f"decompressed byte {len(out)}", f"corrupt gzip data ({exc})") from None
         return out
 
 

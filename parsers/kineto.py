@@ -102,6 +102,7 @@ class SourceInfo:
     records: int = 0
     dropped: dict[str, int] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    truncated: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -129,11 +130,17 @@ def sniff(head: bytes) -> bool:
     return False
 
 
+_BIG_INT = re.compile(rb"[:\[,]\s*(-?\d{20,}|-?\d{19}(?=[^\d.eE]))")
+
+
 def _duck_error(path: str, exc: Exception, batch_data: bytes, batch_offset: int) -> TraceFormatError:
     """Map a DuckDB JSON error inside a batch to the byte offset of the event in the source."""
     msg = str(exc).splitlines()[0]
     m = re.search(r"(?:line|record/value) (\d+)", msg)
     offset = batch_offset
+    big = None if m else _BIG_INT.search(batch_data)
+    if big is not None:
+        offset += big.start(1)
     if m:
         line = int(m.group(1))
         pos = 0
@@ -186,6 +193,7 @@ def ingest(
     batch_file.unlink(missing_ok=True)
     res = scanner.result
     if res.truncated:
+        info.truncated = res.truncated
         msg = f"{path}: truncated trace: {res.truncated}; kept the events before it"
         if res.dropped_bytes:
             msg += f", dropped {res.dropped_bytes} bytes of a partial last event"

@@ -62,13 +62,15 @@ def analyze(
     gpu: str | None = None,
     model: str | None = None,
     keep_python: bool = False,
+    strict: bool = False,
     progress: ProgressFn | None = None,
 ) -> Analysis:
     """Ingest (or reuse) the files of one run and build its analysis document."""
     the_run = (
         paths_or_run
         if isinstance(paths_or_run, Run)
-        else ingest(paths_or_run, store=store, run=run, keep_python=keep_python, progress=progress)
+        else ingest(paths_or_run, store=store, run=run, keep_python=keep_python, strict=strict,
+                    progress=progress)
     )
     gpu_obj, gpu_origin = _resolve_gpu(the_run, gpu)
     model_obj: Model | None = model_or_error(model) if model else None

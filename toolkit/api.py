@@ -17,7 +17,7 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from lltrace import __version__
-from lltrace.errors import StoreError, TruncatedInput, UnknownFormat
+from lltrace.errors import StoreError, TraceFormatError, TruncatedInput, UnknownFormat
 from lltrace.parsers import FORMATS, Format, detect
 from lltrace.parsers.kineto_steps import detect_steps
 from lltrace.store import TABLES, Store, check_run_id
@@ -61,7 +61,7 @@ class Run:
         """Run SQL over this run's tables and the query views."""
         con = self.store.connect([self.id])
         try:
-            return con.execute(query).pl()
+            return con.sql(query).pl()
         finally:
             con.close()
 
@@ -85,7 +85,11 @@ def expand_inputs(paths: Sequence[str | os.PathLike[str]]) -> tuple[list[tuple[P
                 if f.stat().st_size == 0:
                     skipped.append(Skipped(str(f), "empty file"))
                     continue
-                fmt = detect(f)
+                try:
+                    fmt = detect(f)
+                except TraceFormatError as exc:
+                    skipped.append(Skipped(str(f), exc.message))
+                    continue
                 if fmt is None:
                     skipped.append(Skipped(str(f), "no known format"))
                 else:
@@ -94,8 +98,6 @@ def expand_inputs(paths: Sequence[str | os.PathLike[str]]) -> tuple[list[tuple[P
             fmt = detect(p) if p.stat().st_size else None
             if fmt is None:
                 if p.stat().st_size == 0:
-                    from lltrace.errors import TraceFormatError
-
                     raise TraceFormatError(str(p), "byte 0", "empty file: no JSON document")
                 known = ", ".join(f.name for f in FORMATS)
                 raise UnknownFormat(f"{p}: not a format lltrace reads (known: {known}; see `lltrace formats`)")
@@ -123,13 +125,15 @@ def ingest(
     run: str | None = None,
     keep_python: bool = False,
     force: bool = False,
+    strict: bool = False,
     progress: ProgressFn | None = None,
 ) -> Run:
     """Sniff and ingest the files of one run into the store; returns the committed ``Run``.
 
     Re-ingesting the same files (same content hashes and options) reuses the stored run unless
-    ``force``. Raises ``UnknownFormat``, ``TraceFormatError`` or ``StoreError``; nothing is left in the
-    store when it raises.
+    ``force``. A truncated file is read as far as it is valid with a ``TruncatedInput`` warning, or,
+    with ``strict``, rejected. Raises ``UnknownFormat``, ``TraceFormatError`` or ``StoreError``; nothing
+    is left in the store when it raises.
     """
     st = store if isinstance(store, Store) else Store(store)
     files, skipped = expand_inputs(paths)
@@ -153,6 +157,8 @@ def ingest(
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", TruncatedInput)
                 info = fmt.ingest(str(path), stage, part, keep_python=keep_python, progress=cb)
+            if strict and info.truncated:
+                raise TraceFormatError(str(path), "end of file", f"truncated trace ({info.truncated})")
             for w in info.warnings:
                 warnings.warn(w, TruncatedInput, stacklevel=2)
             src = info.to_dict() | {"part": part, "sha256": sha, "size_bytes": size}

@@ -27,6 +27,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 out = Console()
+if not out.is_terminal:
+    out = Console(width=120)  # piped output: wide enough that tables keep their column headers
 err = Console(stderr=True)
 
 StoreOpt = Annotated[
@@ -34,6 +36,14 @@ StoreOpt = Annotated[
     typer.Option("--store", help="Run store folder (default: $LLTRACE_STORE or ./.lltrace).", show_default=False),
 ]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or warnings on stderr.")]
+StrictOpt = Annotated[
+    bool, typer.Option("--strict", help="Reject a truncated trace instead of reading it as far as it is valid.")
+]
+KeepPythonOpt = Annotated[
+    bool, typer.Option("--keep-python", help="Keep python_function stack events (dropped by default).")
+]
+RunOpt = Annotated[str | None, typer.Option("--run", help="Name the run (default: from the inputs).")]
+PathsArg = Annotated[list[Path], typer.Argument(help="Trace files or folders of one run.", show_default=False)]
 
 
 def _version(value: bool) -> None:
@@ -103,20 +113,20 @@ def _flush_warnings(caught: list[warnings.WarningMessage], quiet: bool) -> None:
 
 @app.command("ingest")
 def ingest_cli(
-    paths: Annotated[list[Path], typer.Argument(help="Trace files or folders of one run.", show_default=False)],
+    paths: PathsArg,
     store: StoreOpt = None,
-    run: Annotated[str | None, typer.Option("--run", help="Name the run (default: from the inputs).")] = None,
-    keep_python: Annotated[
-        bool, typer.Option("--keep-python", help="Keep python_function stack events (dropped by default).")
-    ] = False,
+    run: RunOpt = None,
+    keep_python: KeepPythonOpt = False,
     force: Annotated[bool, typer.Option("--force", help="Re-ingest even if the same files are stored.")] = False,
+    strict: StrictOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
     """Ingest files into the run store and print the run id."""
     from lltrace.api import ingest
 
     with _errors(quiet), _progress(quiet) as progress:
-        r = ingest(paths, store=store, run=run, keep_python=keep_python, force=force, progress=progress)
+        r = ingest(paths, store=store, run=run, keep_python=keep_python, force=force, strict=strict,
+                   progress=progress)
     for s in r.skipped:
         if not quiet:
             err.print(f"lltrace: skipped {s.path}: {s.reason}", markup=False)
@@ -125,15 +135,14 @@ def ingest_cli(
 
 @app.command("analyze")
 def analyze_cli(
-    paths: Annotated[list[Path], typer.Argument(help="Trace files or folders of one run.", show_default=False)],
+    paths: PathsArg,
     store: StoreOpt = None,
-    run: Annotated[str | None, typer.Option("--run", help="Name the run (default: from the inputs).")] = None,
+    run: RunOpt = None,
     gpu: Annotated[str | None, typer.Option("--gpu", help="GPU name from the catalog (e.g. H100-SXM).")] = None,
     model: Annotated[str | None, typer.Option("--model", help="Model name (e.g. llama-2-7b).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the analysis document as JSON.")] = False,
-    keep_python: Annotated[
-        bool, typer.Option("--keep-python", help="Keep python_function stack events (dropped by default).")
-    ] = False,
+    keep_python: KeepPythonOpt = False,
+    strict: StrictOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
     """Ingest the files of one run (or reuse the store) and explain where its time went."""
@@ -142,7 +151,7 @@ def analyze_cli(
 
     with _errors(quiet), _progress(quiet) as progress:
         result = analyze(paths, store=store, run=run, gpu=gpu, model=model, keep_python=keep_python,
-                         progress=progress)
+                         strict=strict, progress=progress)
     if as_json:
         sys.stdout.write(json.dumps(result.to_dict(), indent=2, default=str) + "\n")
     else:
@@ -154,12 +163,11 @@ def formats_cli() -> None:
     """List the formats lltrace reads and what each can attribute."""
     from lltrace.parsers import FORMATS
 
-    t = Table(title="Formats lltrace reads")
-    for col in ("format", "family", "reads", "tables", "can attribute"):
-        t.add_column(col)
     for f in FORMATS:
-        t.add_row(f.name, f.family, f.description, ", ".join(f.tables), f.attributes)
-    out.print(t)
+        out.print(f"[bold]{f.name}[/] ({f.family})", highlight=False)
+        out.print(f"  reads: {f.description}", markup=False, highlight=False)
+        out.print(f"  tables: {', '.join(f.tables)}", markup=False, highlight=False)
+        out.print(f"  can attribute: {f.attributes}", markup=False, highlight=False)
 
 
 @app.command("sql")

@@ -1,0 +1,132 @@
+"""Every real profiler trace ingests; counts, times and classes match an independent json.load reading."""
+
+from __future__ import annotations
+
+from collections import Counter
+from decimal import Decimal
+
+import pytest
+from conftest import raw_trace, torch_traces
+
+import lltrace
+from lltrace.parsers.kernel_classes import classify
+
+OLD = {"Operator": "cpu_op", "Runtime": "cuda_runtime", "Kernel": "kernel", "Memcpy": "gpu_memcpy",
+       "Memset": "gpu_memset"}
+GPU = {"kernel", "gpu_memcpy", "gpu_memset", "cuda_sync"}
+ANNOT = {"user_annotation", "gpu_user_annotation"}
+
+
+def _ns(v) -> int:
+    return int(Decimal(v) * 1000)
+
+
+def _expected(path):
+    d = raw_trace(str(path))
+    ev = d["traceEvents"]
+    base = int(d.get("baseTimeNanoseconds", 0))
+    xs = [e for e in ev if e.get("ph") == "X"]
+    has_real = any(e["ts"] != 0 for e in xs)
+    xs = [e for e in xs if not (has_real and e["ts"] == 0)]
+    cat = lambda e: OLD.get(e.get("cat"), e.get("cat"))  # noqa: E731
+    kernels = [e for e in xs if cat(e) in GPU]
+    annots = [e for e in xs if cat(e) in ANNOT]
+    ops = [e for e in xs if cat(e) not in GPU | ANNOT
+           and (cat(e) != "python_function" or "execute_model" in e["name"])]
+    flows = [e for e in ev if e.get("ph") in ("s", "f", "t")]
+    by_class: Counter[str] = Counter()
+    for e in kernels:
+        by_class[classify(e["name"], cat(e))[0]] += _ns(e["dur"])
+    return {
+        "events": len(ev),
+        "base": base,
+        "kernels": kernels,
+        "ops": len(ops),
+        "annotations": len(annots),
+        "flows": len(flows),
+        "by_class": by_class,
+        "first_kernel_ns": min((base + _ns(e["ts"]) for e in kernels), default=None),
+        "first_op_ns": min((base + _ns(e["ts"]) for e in ops), default=None),
+    }
+
+
+@pytest.mark.parametrize("path", torch_traces(), ids=lambda p: p.parent.parent.name + "/" + p.name[:40])
+def test_real_trace_matches_raw_json(path, store):
+    exp = _expected(path)
+    run = lltrace.ingest([path], store=store)
+    src = run.metadata["sources"][0]
+    assert src["records"] == exp["events"]
+    rows = src["rows"]
+    assert rows["kernels"] == len(exp["kernels"])
+    assert rows["ops"] == exp["ops"]
+    assert rows["annotations"] == exp["annotations"]
+    assert rows["flows"] == exp["flows"]
+
+    kernels = run.table("kernels")
+    if exp["kernels"]:
+        # Durations and start times are exact integer nanoseconds on the epoch clock.
+        assert kernels["dur_ns"].sum() == sum(_ns(e["dur"]) for e in exp["kernels"])
+        assert kernels["ts_ns"].min() == exp["first_kernel_ns"]
+        got = {r["kernel_class"]: r["t"] for r in run.sql(
+            "SELECT kernel_class, sum(dur_ns)::BIGINT AS t FROM kernels GROUP BY 1").to_dicts()}
+        assert got == dict(exp["by_class"])
+    if exp["first_op_ns"] is not None:
+        assert run.table("ops")["ts_ns"].min() == exp["first_op_ns"]
+
+
+def test_version_fingerprints(store):
+    from conftest import shared_file
+
+    cases = {
+        ("torch", "hta_a100_recsys_8rank_oldformat.rank3.json.gz"): "2022",
+        ("torch", "hta_a100_alexnet_benchmark_small.json.gz"): "2023",
+        ("torch", "vllm_b200_tp8_gptoss_mxfp4_prefill_eager.rank0.json.gz"): "2024+",
+        ("torch", "sglang_mi300x_qwen3-8b_decode_step.AMD.json.gz"): "ROCm",
+    }
+    for parts, expect in cases.items():
+        run = lltrace.ingest([shared_file(*parts)], store=store)
+        assert expect in run.metadata["sources"][0]["version"], parts
+
+
+def test_orphan_gpu_work_is_kept_and_flagged(store):
+    from conftest import shared_file
+
+    path = shared_file("torch", "hf_transformers_qwen1.5-0.5b_h100_prefill_forward_bs16x559.json.gz")
+    d = raw_trace(str(path))
+    launches = {e["args"]["correlation"] for e in d["traceEvents"]
+                if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})}
+    gpu = [e for e in d["traceEvents"] if e.get("ph") == "X" and e.get("cat") in GPU]
+    orphans = sum(1 for e in gpu if e["args"].get("correlation") not in launches)
+    run = lltrace.ingest([path], store=store)
+    assert orphans > 0
+    assert run.table("kernels")["orphan"].sum() == orphans
+
+
+def test_keep_python_keeps_stack_events(store):
+    from conftest import shared_file
+
+    path = shared_file("torch", "sglang_mi300x_qwen3-8b_decode_step.AMD.json.gz")
+    d = raw_trace(str(path))
+    n_py = sum(1 for e in d["traceEvents"] if e.get("cat") == "python_function")
+    run = lltrace.ingest([path], store=store, keep_python=True)
+    assert run.sql("SELECT count(*) AS n FROM ops WHERE cat = 'python_function'")["n"][0] == n_py
+    dropped = lltrace.ingest([path], store=store)
+    assert dropped.metadata["sources"][0]["dropped"]["python_function (not asked for)"] == n_py
+
+
+def test_multi_rank_folder_is_one_run_with_a_part_per_file(store, tmp_path):
+    import shutil
+
+    from conftest import shared_file
+
+    folder = tmp_path / "ranks"
+    folder.mkdir()
+    for name in ("hta_a100_ddp_nccl_2rank.rank0.json.gz", "hta_a100_recsys_8rank_oldformat.rank3.json.gz"):
+        shutil.copy(shared_file("torch", name), folder / name)
+    (folder / "notes.txt").write_text("not a trace\n")
+    run = lltrace.ingest([folder], store=store)
+    srcs = run.metadata["sources"]
+    assert [s["rank"] for s in srcs] == [0, 3]  # from distributedInfo.rank, not the file order
+    assert [s.path.endswith("notes.txt") for s in run.skipped] == [True]
+    parts = run.sql("SELECT part, count(*) AS n FROM kernels GROUP BY part ORDER BY part")
+    assert parts["n"].to_list() == [s["rows"]["kernels"] for s in srcs]
