@@ -17,7 +17,6 @@ import re
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import BinaryIO
 
 import numpy as np
 import orjson
@@ -140,6 +139,8 @@ class EventArrayScanner:
         self._carry_offset = 0
         self._started = False
         self.position = 0  # bytes of the file (compressed, for gzip) consumed so far
+        self.array_open: int | None = None  # offset of the events array's "["
+        self.array_close: int | None = None  # offset of its "]"
 
     def _error(self, offset: int, message: str) -> TraceFormatError:
         return TraceFormatError(self.path, f"byte {offset}", message)
@@ -208,6 +209,7 @@ class EventArrayScanner:
             if end_i is None:
                 return
             self._phase = _TAIL
+            self.array_close = base + end
             start = end + 1
         if self._phase == _TAIL:
             self._tail += block[start:]
@@ -242,6 +244,7 @@ class EventArrayScanner:
                 self.result.array_form = True
                 self._ev_depth = 1
                 self._phase = _EVENTS
+                self.array_open = base + int(sp[0])
                 return 1, int(sp[0]) + 1
         for j in np.flatnonzero((sk == 1) & (d_before == 1)).tolist():
             p = int(sp[j])
@@ -255,6 +258,7 @@ class EventArrayScanner:
             self._head += block[:p]
             self._head_end = key_at
             self._phase = _EVENTS
+            self.array_open = base + p
             return j + 1, p + 1
         return None
 
@@ -331,3 +335,84 @@ class EventArrayScanner:
         if isinstance(meta, dict):
             meta.pop("traceEvents", None)
             res.metadata = meta
+
+
+@dataclass
+class ArrayLocation:
+    """Where a whole (not truncated) document's event array lies, and the metadata around it."""
+
+    open: int
+    close: int
+    metadata: dict
+    array_form: bool
+
+
+def locate_event_array(path: str, size: int) -> ArrayLocation | None:
+    """Find the event array of an uncompressed document by reading only its head and its tail.
+
+    The head is scanned from the start until the ``traceEvents`` array opens. The close is found from
+    the end: candidate event starts in the last few MB are scanned forward, and a candidate counts only
+    if every event after it parses on its own and the bytes after the array close the document. Returns
+    None when the document does not end like that (a truncated file), so the caller streams instead.
+    """
+    head = EventArrayScanner(path)
+    with open(path, "rb") as f:
+        base = 0
+        while head._phase == _HEAD:
+            block = f.read(1 << 20)
+            if not block:
+                return None
+            for _ in head._feed(block, base):
+                pass
+            base += len(block)
+        if head.array_open is None:
+            return None
+        if head.array_close is not None:  # the whole array was in the head blocks
+            close, tail_bytes = head.array_close, None
+        else:
+            window = min(size - head.array_open - 1, 8 << 20)
+            start = size - window
+            f.seek(start)
+            tail = f.read(window)
+            found = _close_from_tail(path, tail, start, head._ev_depth)
+            if found is None:
+                return None
+            close, tail_bytes = found
+    if head.result.array_form:
+        return ArrayLocation(head.array_open, close, {}, True)
+    if tail_bytes is None:
+        with open(path, "rb") as f:
+            f.seek(close + 1)
+            tail_bytes = f.read()
+    doc = bytes(head._head[: head._head_end]) + b'"traceEvents": null' + tail_bytes
+    try:
+        meta = orjson.loads(doc)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(meta, dict):
+        return None
+    meta.pop("traceEvents", None)
+    return ArrayLocation(head.array_open, close, meta, False)
+
+
+def _close_from_tail(path: str, tail: bytes, base: int, ev_depth: int) -> tuple[int, bytes] | None:
+    starts = [m.end() - 1 for m in re.finditer(rb"[,\[]\s*\{", tail)]
+    for p in reversed(starts[-64:]):
+        probe = EventArrayScanner(path)
+        probe._phase = _EVENTS
+        probe._depth = ev_depth
+        probe._ev_depth = ev_depth
+        probe._started = True
+        try:
+            lines = b"".join(b.data for b in probe._feed(tail[p:], base + p))
+            if probe.array_close is None:
+                continue
+            for line in lines.split(b"\n"):
+                if line.strip() and not isinstance(orjson.loads(line), dict):
+                    raise ValueError
+        except (TraceFormatError, ValueError, orjson.JSONDecodeError):
+            continue
+        if probe._tail.strip(b" \t\r\n").rstrip(b"}").strip() and ev_depth == 1:
+            continue  # a bare array must end the document
+        return probe.array_close, bytes(probe._tail)
+    return None

@@ -60,7 +60,7 @@ def classify(name: str, cat: str = "kernel") -> tuple[str, str | None]:
 def classify_table(names: list[str], cats: list[str]) -> pa.Table:
     """Classify distinct (name, cat) pairs; the result joins back onto the kernels table."""
     classes, variants = [], []
-    for name, cat in zip(names, cats):
+    for name, cat in zip(names, cats, strict=True):
         c, v = classify(name or "", cat or "kernel")
         classes.append(c)
         variants.append(v)

@@ -12,9 +12,11 @@ per event. ``ts`` is read as DECIMAL text and kept as exact integer nanoseconds.
 from __future__ import annotations
 
 import os
+import queue
 import re
+import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,15 +24,36 @@ from typing import Any
 import duckdb
 
 from lltrace.errors import TraceFormatError, TruncatedInput
-from lltrace.parsers._jsonscan import EventArrayScanner
+from lltrace.parsers._jsonscan import BLOCK_BYTES, Batch, EventArrayScanner, locate_event_array, read_blocks
 from lltrace.parsers.kernel_classes import classify_table
 
 NAME = "pytorch-kineto"
 
-# Raw event keys → DuckDB types. ts/dur are DECIMAL so that "1712195495519695.812" stays exact.
+# Raw event keys → DuckDB types. ts/dur are DECIMAL so that "1712195495519695.812" stays exact. The args
+# keys lltrace uses are read as VARCHAR (a number keeps its exact text, a list becomes its JSON text)
+# and cast afterwards, so one odd value (ROCm's "bytes": "256", Inductor's string "grid") never fails a
+# batch. DuckDB matches struct keys case-insensitively, which also covers PT1.9's "external id".
+_ARGS = {
+    "External id": "external_id",
+    "correlation": "correlation",
+    "Ev Idx": "ev_idx",
+    "Profiler Event Index": "ev_idx_old",
+    "device": "device",
+    "stream": "stream",
+    "grid": "grid",
+    "block": "block",
+    "bytes": "bytes",
+    "cbid": "cbid",
+    "cid": "cid",
+    "Input Dims": "input_dims",
+    "name": "meta_name",
+    "labels": "meta_labels",
+}
+_ARGS_TYPE = "STRUCT(" + ", ".join(f'"{k}" VARCHAR' for k in _ARGS) + ")"
 _JSON_COLUMNS = (
     "{ph: 'VARCHAR', cat: 'VARCHAR', name: 'VARCHAR', pid: 'VARCHAR', tid: 'VARCHAR', "
-    "ts: 'DECIMAL(38,3)', dur: 'DECIMAL(38,3)', id: 'VARCHAR', bp: 'VARCHAR', args: 'JSON'}"
+    "ts: 'DECIMAL(38,3)', dur: 'DECIMAL(38,3)', id: 'VARCHAR', bp: 'VARCHAR', "
+    f"args: '{_ARGS_TYPE}'}}"
 )
 
 # Old category names (PyTorch 1.8–1.13) mapped onto the modern ones.
@@ -56,7 +79,7 @@ def _cat_expr() -> str:
 
 
 def _arg(key: str) -> str:
-    return f"args->>'$.\"{key}\"'"
+    return f'args."{key}"'
 
 
 # One normalised row per event, written per batch to staging Parquet. Times are relative to the file's
@@ -70,17 +93,17 @@ SELECT
     tid,
     CAST(ts * 1000 AS BIGINT) AS ts_ns,
     CAST(dur * 1000 AS BIGINT) AS dur_ns,
-    TRY_CAST(coalesce({_arg('External id')}, {_arg('external id')}) AS BIGINT) AS external_id,
-    TRY_CAST({_arg('correlation')} AS BIGINT) AS correlation,
-    TRY_CAST(coalesce({_arg('Ev Idx')}, {_arg('Profiler Event Index')}) AS BIGINT) AS ev_idx,
-    TRY_CAST(coalesce({_arg('device')}, {_arg('Device')}) AS BIGINT) AS device,
-    TRY_CAST({_arg('stream')} AS BIGINT) AS stream,
-    CAST(args->'$.grid' AS VARCHAR) AS grid,
-    CAST(args->'$.block' AS VARCHAR) AS block,
-    TRY_CAST({_arg('bytes')} AS BIGINT) AS bytes,
-    TRY_CAST(coalesce({_arg('cbid')}, {_arg('cid')}) AS BIGINT) AS cbid,
-    CASE WHEN ph = 'X' THEN CAST(args->'$."Input Dims"' AS VARCHAR) END AS input_dims,
-    CASE WHEN ph = 'M' THEN coalesce({_arg('name')}, {_arg('labels')}) END AS meta_value,
+    TRY_CAST({_arg("External id")} AS BIGINT) AS external_id,
+    TRY_CAST({_arg("correlation")} AS BIGINT) AS correlation,
+    TRY_CAST(coalesce({_arg("Ev Idx")}, {_arg("Profiler Event Index")}) AS BIGINT) AS ev_idx,
+    TRY_CAST({_arg("device")} AS BIGINT) AS device,
+    TRY_CAST({_arg("stream")} AS BIGINT) AS stream,
+    {_arg("grid")} AS grid,
+    {_arg("block")} AS block,
+    TRY_CAST({_arg("bytes")} AS BIGINT) AS bytes,
+    TRY_CAST(coalesce({_arg("cbid")}, {_arg("cid")}) AS BIGINT) AS cbid,
+    CASE WHEN ph = 'X' THEN {_arg("Input Dims")} END AS input_dims,
+    CASE WHEN ph = 'M' THEN coalesce({_arg("name")}, {_arg("labels")}) END AS meta_value,
     id AS flow_id,
     bp AS flow_bp,
     cat IN ('Operator', 'Runtime', 'Kernel', 'Memcpy', 'Memset') AS old_cat
@@ -164,30 +187,183 @@ def ingest(
     keep_python: bool = False,
     progress: Callable[[int], None] | None = None,
 ) -> SourceInfo:
-    """Stream one trace file into staging Parquet files ``stage/<table>/part-<part>.parquet``.
+    """Read one trace file into staging Parquet files ``stage/<table>/part-<part>.parquet``.
 
-    Raises ``TraceFormatError`` for broken input; a truncated file is read as far as it is valid and
-    reported in the returned ``SourceInfo.warnings`` (and as a ``TruncatedInput`` warning).
+    A whole document takes the fast path: its event array is located from the head and the tail
+    (``locate_event_array``) and handed to DuckDB's JSON reader in one piece, on both cores. A truncated
+    document, or one DuckDB rejects, is streamed in batches by ``EventArrayScanner``, which reads as far
+    as the file is valid and names the byte offset of any damage. Raises ``TraceFormatError`` for broken
+    input; truncation is reported in ``SourceInfo.warnings`` and as a ``TruncatedInput`` warning.
     """
     info = SourceInfo(path=path)
     scratch = stage / f"_events_{part}"
     scratch.mkdir(parents=True, exist_ok=True)
-    batch_file = scratch / "batch.ndjson"
     con = duckdb.connect()
-    con.execute("SET threads = 2; SET preserve_insertion_order = false; SET memory_limit = '1GB'")
+    con.execute(
+        f"SET threads = 2; SET preserve_insertion_order = false; SET memory_limit = '{DUCK_MEMORY}'; "
+        f"SET temp_directory = '{scratch}'"
+    )
+    try:
+        done = _ingest_whole(con, path, scratch, keep_python, progress, info)
+        if not done:
+            _ingest_streaming(con, path, scratch, keep_python, progress, info)
+        _finalize(con, path, scratch, stage, part, info)
+    finally:
+        con.close()
+        for f in scratch.glob("*"):
+            f.unlink()
+        scratch.rmdir()
+    return info
+
+
+DUCK_MEMORY = "128MB"  # bounds the reader whatever the file size; joins and sorts spill to disk
+_MAX_EVENT_BYTES = 16 << 20  # one event larger than this is not a real trace event
+_COUNT_KEY = b'"ph"'
+
+
+def _copy_select(source_format: str, keep_python: bool, max_object: int) -> str:
     keep = _KEEP_ALL if keep_python else _KEEP_DEFAULT
-    python_dropped = 0
-    scanner = EventArrayScanner(path)
+    select = _BATCH_SELECT.replace("format = 'newline_delimited'", f"format = '{source_format}'").replace(
+        "maximum_object_size = 268435456", f"maximum_object_size = {max_object}"
+    )
+    return f"COPY ({select} WHERE {keep}) TO '@OUT@' (FORMAT parquet, COMPRESSION uncompressed)"
+
+
+def _count_events(path: Path) -> int:
+    """Events in an array file, counted by their "ph" key (every trace event has exactly one)."""
     n = 0
-    for n, batch in enumerate(scanner.batches()):  # noqa: B007
+    keep = b""
+    with open(path, "rb") as f:
+        while block := f.read(16 << 20):
+            chunk = keep + block
+            n += chunk.count(_COUNT_KEY)
+            keep = chunk[-3:]
+            n -= keep.count(_COUNT_KEY)  # counted again with the next block
+        n += keep.count(_COUNT_KEY)
+    return n
+
+
+def _ingest_whole(
+    con: duckdb.DuckDBPyConnection,
+    path: str,
+    scratch: Path,
+    keep_python: bool,
+    progress: Callable[[int], None] | None,
+    info: SourceInfo,
+) -> bool:
+    """The fast path; returns False (having written nothing) when the file must be streamed instead."""
+    size = os.path.getsize(path)
+    with open(path, "rb") as f:
+        gz = f.read(2) == b"\x1f\x8b"
+    doc = Path(path)
+    if gz:
+        doc = scratch / "document.json"
+        cut: list[str] = []
+        with open(doc, "wb") as out:
+            for block in read_blocks(
+                path, BLOCK_BYTES, cut.append, (lambda pos: progress(pos // 2)) if progress else None
+            ):
+                out.write(block)
+        if cut:
+            doc.unlink()
+            return False
+    loc = locate_event_array(str(doc), doc.stat().st_size)
+    if loc is None:
+        if gz:
+            doc.unlink()
+        return False
+    events = scratch / "events.json"
+    if gz:
+        # Reuse the decompressed file: blank the head (the "[" stays) and cut what follows the "]".
+        with open(doc, "r+b") as f:
+            f.write(b" " * loc.open)
+            f.truncate(loc.close + 1)
+        doc.rename(events)
+    else:
+        with open(path, "rb") as src, open(events, "wb") as dst:
+            left, pos = loc.close + 1 - loc.open, loc.open
+            while left > 0:
+                n = (
+                    os.copy_file_range(src.fileno(), dst.fileno(), left, pos)
+                    if hasattr(os, "copy_file_range")
+                    else dst.write(os.pread(src.fileno(), min(left, 16 << 20), pos))
+                )
+                if n <= 0:
+                    break
+                left -= n
+                pos += n
+    total = _count_events(events)
+    copy = _copy_select("array", keep_python, _MAX_EVENT_BYTES).replace("@OUT@", str(scratch / "ev-000000.parquet"))
+    try:
+        (kept,) = _run_with_progress(con, copy, [str(events)], progress, size)
+    except duckdb.Error:
+        # DuckDB's own error locations are per record; the streaming reader names the byte offset.
+        events.unlink()
+        (scratch / "ev-000000.parquet").unlink(missing_ok=True)
+        return False
+    events.unlink()
+    info.details["metadata"] = loc.metadata
+    info.details["array_form"] = loc.array_form
+    if total > kept:
+        info.dropped["python_function (not asked for)"] = total - kept
+    if progress is not None:
+        progress(size)
+    return True
+
+
+def _run_with_progress(
+    con: duckdb.DuckDBPyConnection,
+    sql: str,
+    params: list,
+    progress: Callable[[int], None] | None,
+    size: int,
+) -> tuple:
+    """Execute one statement, reporting DuckDB's query progress as bytes of the source file."""
+    if progress is None:
+        return con.execute(sql, params).fetchone()
+    stop = threading.Event()
+
+    def poll() -> None:
+        while not stop.wait(0.2):
+            try:
+                pct = con.query_progress()
+            except duckdb.Error:
+                return
+            if pct and pct > 0:
+                progress(size // 2 + int(size * min(pct, 100) / 200))
+
+    watcher = threading.Thread(target=poll, name="lltrace-progress", daemon=True)
+    watcher.start()
+    try:
+        return con.execute(sql, params).fetchone()
+    finally:
+        stop.set()
+        watcher.join()
+
+
+def _ingest_streaming(
+    con: duckdb.DuckDBPyConnection,
+    path: str,
+    scratch: Path,
+    keep_python: bool,
+    progress: Callable[[int], None] | None,
+    info: SourceInfo,
+) -> None:
+    """The batch path: NDJSON batches from the scanner, decoded by DuckDB while the next is scanned."""
+    batch_file = scratch / "batch.ndjson"
+    copy = _copy_select("newline_delimited", keep_python, _MAX_EVENT_BYTES)
+    scanner = EventArrayScanner(path)
+    events_read = 0
+    events_kept = 0
+    for n, batch in enumerate(_prefetch(scanner.batches())):
         batch_file.write_bytes(batch.data)
         out = scratch / f"ev-{n:06d}.parquet"
         try:
-            con.execute(f"CREATE OR REPLACE TEMP TABLE batch AS {_BATCH_SELECT}", [str(batch_file)])
+            (written,) = con.execute(copy.replace("@OUT@", str(out)), [str(batch_file)]).fetchone()
         except duckdb.Error as exc:
             raise _duck_error(path, exc, batch.data, batch.offset) from None
-        con.execute(f"COPY (SELECT * FROM batch WHERE {keep}) TO '{out}' (FORMAT parquet, COMPRESSION uncompressed)")
-        python_dropped += con.execute(f"SELECT count(*) FILTER (WHERE NOT ({keep})) FROM batch").fetchone()[0]
+        events_read += batch.data.count(b"\n") + (0 if batch.data.endswith(b"\n") else 1)
+        events_kept += written
         if progress is not None:
             progress(scanner.position)
     batch_file.unlink(missing_ok=True)
@@ -201,14 +377,51 @@ def ingest(
         warnings.warn(msg, TruncatedInput, stacklevel=2)
     if not any(scratch.glob("ev-*.parquet")):
         raise TraceFormatError(path, f"byte {res.bytes_read}", "the traceEvents array holds no events")
-    if python_dropped:
-        info.dropped["python_function (not asked for)"] = int(python_dropped)
-    _finalize(con, path, scratch, stage, part, res.metadata, res.array_form, info)
-    con.close()
-    for f in scratch.glob("*"):
-        f.unlink()
-    scratch.rmdir()
-    return info
+    if events_read > events_kept:
+        info.dropped["python_function (not asked for)"] = events_read - events_kept
+    info.details["metadata"] = res.metadata
+    info.details["array_form"] = res.array_form
+
+
+def _prefetch(batches: Iterator[Batch], depth: int = 2) -> Iterator[Batch]:
+    """Scan the next batches in a thread while the caller decodes the current one (two cores busy)."""
+    q: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+    done = object()
+
+    def produce() -> None:
+        try:
+            for b in batches:
+                while not stop.is_set():
+                    try:
+                        q.put(b, timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            q.put(done)
+        except BaseException as exc:  # handed to the consumer, raised there
+            q.put(exc)
+
+    worker = threading.Thread(target=produce, name="lltrace-scan", daemon=True)
+    worker.start()
+    try:
+        while True:
+            item = q.get()
+            if item is done:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        while worker.is_alive():
+            try:
+                q.get(timeout=0.05)
+            except queue.Empty:
+                pass
+        worker.join()
 
 
 def _version(meta: dict, counts: dict[str, int], array_form: bool) -> str:
@@ -234,10 +447,10 @@ def _finalize(
     scratch: Path,
     stage: Path,
     part: int,
-    meta: dict,
-    array_form: bool,
     info: SourceInfo,
 ) -> None:
+    meta = info.details.pop("metadata")
+    array_form = info.details.pop("array_form")
     base = meta.get("baseTimeNanoseconds")
     if base is not None and not isinstance(base, int):
         raise TraceFormatError(path, "baseTimeNanoseconds", f"expected an integer, found {base!r}")
@@ -279,9 +492,7 @@ def _finalize(
         "SELECT name, pid, tid, meta_value FROM raw WHERE ph = 'M' AND meta_value IS NOT NULL"
     ).fetchall()
 
-    names = con.execute(
-        f"SELECT DISTINCT name, cat FROM raw WHERE ph = 'X' AND cat IN {GPU_CATS}"
-    ).fetchall()
+    names = con.execute(f"SELECT DISTINCT name, cat FROM raw WHERE ph = 'X' AND cat IN {GPU_CATS}").fetchall()
     classes = classify_table([r[0] for r in names], [r[1] for r in names])
     con.register("kernel_classes", classes)
 
@@ -311,7 +522,6 @@ def _finalize(
           LEFT JOIN kernel_classes c ON c.name = k.name AND c.cat = k.cat
           LEFT JOIN launches l ON l.correlation = k.correlation
           WHERE k.ph = 'X' AND k.cat IN {GPU_CATS} {drop_zero}
-          ORDER BY ts_ns
         ) TO '{out["kernels"]}' (FORMAT parquet, COMPRESSION zstd)
         """
     )
@@ -322,7 +532,6 @@ def _finalize(
                  correlation, ev_idx, cbid, input_dims
           FROM raw
           WHERE ph = 'X' AND cat NOT IN {GPU_CATS} AND cat NOT IN {ANNOTATION_CATS} {drop_zero}
-          ORDER BY ts_ns, dur_ns DESC, ev_idx
         ) TO '{out["ops"]}' (FORMAT parquet, COMPRESSION zstd)
         """
     )
@@ -343,16 +552,13 @@ def _finalize(
           SELECT {common}, cat, name, ph, TRY_CAST(flow_id AS BIGINT) AS flow_id, pid, tid,
                  ts_ns + {base_ns} AS ts_ns, flow_bp AS bp
           FROM raw WHERE ph IN ('s', 'f', 't')
-          ORDER BY ts_ns
         ) TO '{out["flows"]}' (FORMAT parquet, COMPRESSION zstd)
         """
     )
-    table_rows = {
-        t: con.execute(f"SELECT count(*) FROM read_parquet('{p}')").fetchone()[0] for t, p in out.items()
-    }
+    table_rows = {t: con.execute(f"SELECT count(*) FROM read_parquet('{p}')").fetchone()[0] for t, p in out.items()}
     info.records = int(counts["total"]) + sum(v for k, v in info.dropped.items() if k.startswith("python"))
     info.version = _version(meta, counts, array_form)
-    info.details = {
+    info.details |= {
         "size_bytes": os.path.getsize(path),
         "rows": table_rows,
         "clock": {

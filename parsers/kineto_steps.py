@@ -31,16 +31,14 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
+from lltrace.parsers.kineto import DUCK_MEMORY
+
 KERNEL_TIME_CLASSES = ("gemm", "attention", "communication", "memory", "elementwise", "other")
 
-_VLLM = re.compile(
-    r"^execute_context_(\d+)\((\d+)(?:_\d+)?\)_generation_(\d+)\((\d+)(?:_\d+)?\)$"
-)
+_VLLM = re.compile(r"^execute_context_(\d+)\((\d+)(?:_\d+)?\)_generation_(\d+)\((\d+)(?:_\d+)?\)$")
 _VLLM_NEW_CACHED = re.compile(r"^execute_new_(\d+)_cached_(\d+)$")
 _SGLANG = re.compile(r"^step\[(EXTEND|DECODE|MIXED|IDLE|PREFILL)\b([^\]]*)\]$", re.IGNORECASE)
-_TRACELENS = re.compile(
-    r"^execute_(\d+)_context_(\d+)\(sq(\d+)sk\d+[^)]*\)_generation_(\d+)\(sq(\d+)sk\d+[^)]*\)$"
-)
+_TRACELENS = re.compile(r"^execute_(\d+)_context_(\d+)\(sq(\d+)sk\d+[^)]*\)_generation_(\d+)\(sq(\d+)sk\d+[^)]*\)$")
 _PHASE = re.compile(r"^(prefill|prefill_step|extend|decode|decode_step|generate_step)$", re.IGNORECASE)
 _PROFILER_STEP = re.compile(r"^ProfilerStep#(\d+)$")
 
@@ -178,6 +176,7 @@ def _candidate_markers(con: duckdb.DuckDBPyConnection) -> list[tuple]:
 def detect_steps(stage: Path, part: int) -> tuple[pa.Table, dict]:
     """Compute the ``engine_steps`` rows of one staged trace; returns the table and a detection summary."""
     con = duckdb.connect()
+    con.execute(f"SET threads = 2; SET memory_limit = '{DUCK_MEMORY}'; SET temp_directory = '{stage}/_tmp'")
     for t in ("kernels", "ops", "annotations"):
         con.execute(f"CREATE VIEW {t} AS SELECT * FROM read_parquet('{stage}/{t}/part-{part:05d}.parquet')")
 
@@ -192,9 +191,19 @@ def detect_steps(stage: Path, part: int) -> tuple[pa.Table, dict]:
         family = min(found, key=FAMILIES.__getitem__)
         for (name, pid, tid, ts, dur, ext), mk in found[family]:
             steps.append(
-                dict(marker=name, pid=pid, tid=tid, start_ns=ts, end_ns=ts + (dur or 0), external_id=ext,
-                     kind=mk.kind, prefill_reqs=mk.prefill_reqs, prefill_tokens=mk.prefill_tokens,
-                     decode_reqs=mk.decode_reqs, decode_tokens=mk.decode_tokens)
+                dict(
+                    marker=name,
+                    pid=pid,
+                    tid=tid,
+                    start_ns=ts,
+                    end_ns=ts + (dur or 0),
+                    external_id=ext,
+                    kind=mk.kind,
+                    prefill_reqs=mk.prefill_reqs,
+                    prefill_tokens=mk.prefill_tokens,
+                    decode_reqs=mk.decode_reqs,
+                    decode_tokens=mk.decode_tokens,
+                )
             )
     if not steps:
         rows = con.execute(
@@ -210,9 +219,22 @@ def detect_steps(stage: Path, part: int) -> tuple[pa.Table, dict]:
         ).fetchall()
         if rows:
             family = "execute_model"
-            steps = [dict(marker=r[0], pid=r[1], tid=r[2], start_ns=r[3], end_ns=r[3] + r[4], external_id=None,
-                          kind=None, prefill_reqs=None, prefill_tokens=None, decode_reqs=None,
-                          decode_tokens=None) for r in rows]
+            steps = [
+                dict(
+                    marker=r[0],
+                    pid=r[1],
+                    tid=r[2],
+                    start_ns=r[3],
+                    end_ns=r[3] + r[4],
+                    external_id=None,
+                    kind=None,
+                    prefill_reqs=None,
+                    prefill_tokens=None,
+                    decode_reqs=None,
+                    decode_tokens=None,
+                )
+                for r in rows
+            ]
     if not steps:
         rows = con.execute(
             """
@@ -222,9 +244,22 @@ def detect_steps(stage: Path, part: int) -> tuple[pa.Table, dict]:
         ).fetchall()
         if rows:
             family = "cuda_graph"
-            steps = [dict(marker=r[0], pid=r[1], tid=r[2], start_ns=r[3], end_ns=r[3] + r[4], external_id=None,
-                          kind="decode", prefill_reqs=0, prefill_tokens=0, decode_reqs=None,
-                          decode_tokens=None) for r in rows]
+            steps = [
+                dict(
+                    marker=r[0],
+                    pid=r[1],
+                    tid=r[2],
+                    start_ns=r[3],
+                    end_ns=r[3] + r[4],
+                    external_id=None,
+                    kind="decode",
+                    prefill_reqs=0,
+                    prefill_tokens=0,
+                    decode_reqs=None,
+                    decode_tokens=None,
+                )
+                for r in rows
+            ]
 
     summary = {"family": family, "steps": len(steps)}
     if not steps:
@@ -233,8 +268,10 @@ def detect_steps(stage: Path, part: int) -> tuple[pa.Table, dict]:
 
     for i, s in enumerate(steps):
         s["step_id"] = i
-    con.register("steps_in", pa.Table.from_pylist(
-        [{k: s[k] for k in ("step_id", "pid", "tid", "start_ns", "end_ns")} for s in steps]))
+    con.register(
+        "steps_in",
+        pa.Table.from_pylist([{k: s[k] for k in ("step_id", "pid", "tid", "start_ns", "end_ns")} for s in steps]),
+    )
     # Next step's start bounds where orphan GPU work is looked for.
     con.execute(
         """
@@ -246,11 +283,13 @@ def detect_steps(stage: Path, part: int) -> tuple[pa.Table, dict]:
         """
         CREATE TEMP TABLE attributed AS
         WITH launched AS (
-            SELECT s.step_id, k.* FROM kernels k
+            SELECT s.step_id, k.ts_ns, k.dur_ns, k.kernel_class, k.cuda_graph, k.correlation, k.orphan
+            FROM kernels k
             ASOF JOIN st s ON k.launch_pid = s.pid AND k.launch_ts_ns >= s.start_ns
             WHERE NOT k.orphan AND k.launch_ts_ns <= s.end_ns
         ), orphans AS (
-            SELECT s.step_id, k.* FROM kernels k
+            SELECT s.step_id, k.ts_ns, k.dur_ns, k.kernel_class, k.cuda_graph, k.correlation, k.orphan
+            FROM kernels k
             ASOF JOIN st s ON k.ts_ns >= s.start_ns
             WHERE k.orphan AND k.ts_ns < coalesce(s.next_start_ns, 9223372036854775807)
         )
@@ -295,7 +334,7 @@ def detect_steps(stage: Path, part: int) -> tuple[pa.Table, dict]:
         f"""
         SELECT s.step_id, o.name, arg_min(o.input_dims, o.ts_ns)
         FROM st s JOIN ops o ON o.pid = s.pid AND o.ts_ns >= s.start_ns AND o.ts_ns <= s.end_ns
-        WHERE o.cat = 'cpu_op' AND o.input_dims IS NOT NULL AND {_ATTN_OPS_SQL.replace('name', 'o.name')}
+        WHERE o.cat = 'cpu_op' AND o.input_dims IS NOT NULL AND {_ATTN_OPS_SQL.replace("name", "o.name")}
         GROUP BY s.step_id, o.name ORDER BY s.step_id, min(o.ts_ns)
         """
     ).fetchall():

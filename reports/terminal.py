@@ -30,45 +30,69 @@ def render(doc: dict[str, Any]) -> Group:
     head.append(f"run {run['id']}\n", style="bold")
     for s in run["sources"]:
         dropped = ", ".join(f"{k} {v:,}" for k, v in (s.get("dropped") or {}).items()) or "none"
-        head.append(f"  {s['path']}\n    {s['format']} · {s.get('version') or 'version unknown'} · "
-                    f"{_int(s.get('records'))} events · dropped: {dropped}\n")
+        head.append(
+            f"  {s['path']}\n    {s['format']} · {s.get('version') or 'version unknown'} · "
+            f"{_int(s.get('records'))} events · dropped: {dropped}\n"
+        )
         for w in s.get("warnings") or []:
             head.append(f"    warning: {w}\n", style="yellow")
     if run.get("skipped"):
         head.append(f"  skipped {len(run['skipped'])} file(s) of no known format\n", style="yellow")
     gpu = run.get("gpu")
     model = run.get("model")
-    head.append(f"  GPU: {gpu['name'] + ' (' + gpu['origin'] + ')' if gpu else 'unknown'}"
-                f" · model: {model['name'] if model else 'unknown'}")
+    head.append(
+        f"  GPU: {gpu['name'] + ' (' + gpu['origin'] + ')' if gpu else 'unknown'}"
+        f" · model: {model['name'] if model else 'unknown'}"
+    )
     parts.append(Panel(head, title="lltrace analyze", expand=False))
 
     steps = doc.get("steps")
     if steps:
-        counts = steps["count_by_kind"]
-        t = Table(title=f"Engine steps: {steps['count']:,} "
-                        f"(detected from: {', '.join(steps['detection']) or 'none'})")
-        for col in ("kind", "steps", "mean ms", "p50 ms", "p99 ms", "total ms", "GPU busy ms",
-                    "prefill tok", "decode tok", "CUDA graph"):
+        t = Table(title=f"Engine steps: {steps['count']:,} (detected from: {', '.join(steps['detection']) or 'none'})")
+        for col in (
+            "kind",
+            "steps",
+            "mean ms",
+            "p50 ms",
+            "p99 ms",
+            "total ms",
+            "GPU busy ms",
+            "prefill tok",
+            "decode tok",
+            "CUDA graph",
+        ):
             t.add_column(col, justify="left" if col == "kind" else "right")
         for row in steps["by_kind"]:
-            t.add_row(row["kind"] or "unknown", _int(row["steps"]), _ms(row["wall_s_mean"]),
-                      _ms(row["wall_s_p50"]), _ms(row["wall_s_p99"]), _ms(row["wall_s_total"]),
-                      _ms(row["gpu_busy_s"]), _int(row["prefill_tokens"]), _int(row["decode_tokens"]),
-                      _int(row["cuda_graph_steps"]))
+            t.add_row(
+                row["kind"] or "unknown",
+                _int(row["steps"]),
+                _ms(row["wall_s_mean"]),
+                _ms(row["wall_s_p50"]),
+                _ms(row["wall_s_p99"]),
+                _ms(row["wall_s_total"]),
+                _ms(row["gpu_busy_s"]),
+                _int(row["prefill_tokens"]),
+                _int(row["decode_tokens"]),
+                _int(row["cuda_graph_steps"]),
+            )
         if not steps["count"]:
             t.caption = "no engine step markers, ProfilerStep, execute_model or CUDA graph launches found"
         parts.append(t)
         share = steps.get("phase_share")
         if share:
             basis = "GPU busy time" if share["basis"] == "gpu_busy" else "step wall time (no GPU data)"
-            parts.append(Text(
-                f"Share of {basis}: prefill {_pct(share['prefill_share'])} · decode "
-                f"{_pct(share['decode_share'])} · mixed {_pct(share['mixed_share'])} · other "
-                f"{_pct(share['other_share'])}"))
+            parts.append(
+                Text(
+                    f"Share of {basis}: prefill {_pct(share['prefill_share'])} · decode "
+                    f"{_pct(share['decode_share'])} · mixed {_pct(share['mixed_share'])} · other "
+                    f"{_pct(share['other_share'])}"
+                )
+            )
         bounds = [it["bound"] for it in steps["items"] if it.get("bound")]
         if bounds:
-            parts.append(Text(f"Roofline: {bounds.count('compute')} compute-bound, "
-                              f"{bounds.count('memory')} memory-bound steps"))
+            parts.append(
+                Text(f"Roofline: {bounds.count('compute')} compute-bound, {bounds.count('memory')} memory-bound steps")
+            )
         elif steps.get("bound_note") and steps["count"]:
             parts.append(Text(steps["bound_note"], style="dim"))
 
@@ -81,17 +105,22 @@ def render(doc: dict[str, Any]) -> Group:
             t.add_row(row["kernel_class"], _int(row["kernels"]), _ms(row["total_s"]), _pct(row["share"]))
         parts.append(t)
         busy = ", ".join(
-            f"device {b['device']}: {_pct(b['busy_fraction'])} of {_ms(b['span_s'])} ms"
-            for b in prof["gpu_busy"]
+            f"device {b['device']}: {_pct(b['busy_fraction'])} of {_ms(b['span_s'])} ms" for b in prof["gpu_busy"]
         )
         parts.append(Text(f"GPU busy: {busy}"))
-        variants = ", ".join(f"{v['variant'] or 'phase not in name'} {_ms(v['total_s'])} ms"
-                             for v in prof["attention_variants"])
+        variants = ", ".join(
+            f"{v['variant'] or 'phase not in name'} {_ms(v['total_s'])} ms" for v in prof["attention_variants"]
+        )
         if variants:
             parts.append(Text(f"Attention kernels: {variants}"))
         if prof["orphans"]:
-            parts.append(Text(f"{prof['orphans']:,} GPU ops were launched before the trace window opened "
-                              "(no launch event; kept and flagged `orphan`)", style="yellow"))
+            parts.append(
+                Text(
+                    f"{prof['orphans']:,} GPU ops were launched before the trace window opened "
+                    "(no launch event; kept and flagged `orphan`)",
+                    style="yellow",
+                )
+            )
     elif prof is not None:
         parts.append(Text("No GPU activity in this trace (CPU-only profile).", style="dim"))
     return Group(*parts)

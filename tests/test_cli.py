@@ -63,8 +63,7 @@ def _bad_cases(tmp_path):
         "ctrl.json": (good[:i] + b"\x01" + good[i:], f"byte {i}: raw control character 0x01"),
         "bigint.json": (good[:j] + b"123456789012345678901234567890" + good[k:], f"byte {j}: invalid event JSON"),
         "gzbad.json.gz": (gzip.compress(good)[:40] + b"\x00" * 64 + gzip.compress(good)[104:], "corrupt gzip"),
-        "gzbadlate.json.gz": (gzip.compress(good)[:20000] + b"\xff" * 64 + gzip.compress(good)[20064:],
-                              "corrupt gzip"),
+        "gzbadlate.json.gz": (gzip.compress(good)[:20000] + b"\xff" * 64 + gzip.compress(good)[20064:], "corrupt gzip"),
     }
     out = {}
     for name, (data, expect) in cases.items():
@@ -74,8 +73,19 @@ def _bad_cases(tmp_path):
     return out
 
 
-@pytest.mark.parametrize("case", ["empty.json", "notrace.json", "data.csv", "badutf8.json", "ctrl.json",
-                                  "bigint.json", "gzbad.json.gz", "gzbadlate.json.gz"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "empty.json",
+        "notrace.json",
+        "data.csv",
+        "badutf8.json",
+        "ctrl.json",
+        "bigint.json",
+        "gzbad.json.gz",
+        "gzbadlate.json.gz",
+    ],
+)
 def test_bad_input_is_one_line_exit_1_and_no_partial_run(case, tmp_path, store):
     path, expect = _bad_cases(tmp_path)[case]
     r = run("ingest", "--store", str(store), str(path))
@@ -157,8 +167,7 @@ def test_analyze_with_model_classifies_steps_by_roofline(store):
 def test_sql_over_the_store(store):
     sample = SAMPLES / "sglang_mi300x_qwen3-8b_decode_step.AMD.json.gz"
     assert run("ingest", "--store", str(store), str(sample)).exit_code == 0
-    r = run("sql", "--store", str(store), "--json",
-            "SELECT kind, decode_reqs FROM engine_steps")
+    r = run("sql", "--store", str(store), "--json", "SELECT kind, decode_reqs FROM engine_steps")
     assert r.exit_code == 0
     assert json.loads(r.stdout.strip()) == {"kind": "decode", "decode_reqs": 32}
     r = run("sql", "--store", str(store), "SELECT * FROM no_such_table")

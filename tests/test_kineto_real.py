@@ -11,8 +11,13 @@ from conftest import raw_trace, torch_traces
 import lltrace
 from lltrace.parsers.kernel_classes import classify
 
-OLD = {"Operator": "cpu_op", "Runtime": "cuda_runtime", "Kernel": "kernel", "Memcpy": "gpu_memcpy",
-       "Memset": "gpu_memset"}
+OLD = {
+    "Operator": "cpu_op",
+    "Runtime": "cuda_runtime",
+    "Kernel": "kernel",
+    "Memcpy": "gpu_memcpy",
+    "Memset": "gpu_memset",
+}
 GPU = {"kernel", "gpu_memcpy", "gpu_memset", "cuda_sync"}
 ANNOT = {"user_annotation", "gpu_user_annotation"}
 
@@ -31,8 +36,7 @@ def _expected(path):
     cat = lambda e: OLD.get(e.get("cat"), e.get("cat"))  # noqa: E731
     kernels = [e for e in xs if cat(e) in GPU]
     annots = [e for e in xs if cat(e) in ANNOT]
-    ops = [e for e in xs if cat(e) not in GPU | ANNOT
-           and (cat(e) != "python_function" or "execute_model" in e["name"])]
+    ops = [e for e in xs if cat(e) not in GPU | ANNOT and (cat(e) != "python_function" or "execute_model" in e["name"])]
     flows = [e for e in ev if e.get("ph") in ("s", "f", "t")]
     by_class: Counter[str] = Counter()
     for e in kernels:
@@ -67,8 +71,10 @@ def test_real_trace_matches_raw_json(path, store):
         # Durations and start times are exact integer nanoseconds on the epoch clock.
         assert kernels["dur_ns"].sum() == sum(_ns(e["dur"]) for e in exp["kernels"])
         assert kernels["ts_ns"].min() == exp["first_kernel_ns"]
-        got = {r["kernel_class"]: r["t"] for r in run.sql(
-            "SELECT kernel_class, sum(dur_ns)::BIGINT AS t FROM kernels GROUP BY 1").to_dicts()}
+        got = {
+            r["kernel_class"]: r["t"]
+            for r in run.sql("SELECT kernel_class, sum(dur_ns)::BIGINT AS t FROM kernels GROUP BY 1").to_dicts()
+        }
         assert got == dict(exp["by_class"])
     if exp["first_op_ns"] is not None:
         assert run.table("ops")["ts_ns"].min() == exp["first_op_ns"]
@@ -93,8 +99,11 @@ def test_orphan_gpu_work_is_kept_and_flagged(store):
 
     path = shared_file("torch", "hf_transformers_qwen1.5-0.5b_h100_prefill_forward_bs16x559.json.gz")
     d = raw_trace(str(path))
-    launches = {e["args"]["correlation"] for e in d["traceEvents"]
-                if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})}
+    launches = {
+        e["args"]["correlation"]
+        for e in d["traceEvents"]
+        if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})
+    }
     gpu = [e for e in d["traceEvents"] if e.get("ph") == "X" and e.get("cat") in GPU]
     orphans = sum(1 for e in gpu if e["args"].get("correlation") not in launches)
     run = lltrace.ingest([path], store=store)

@@ -29,10 +29,21 @@ def test_vllm_b200_single_prefill_step_of_888_tokens(store):
     ev = d["traceEvents"]
     ann = next(e for e in ev if e.get("cat") == "user_annotation" and e["name"].startswith("execute_"))
     t0, t1 = ann["ts"], ann["ts"] + ann["dur"]
-    corr = {e["args"]["correlation"] for e in ev if e.get("cat") in ("cuda_runtime", "cuda_driver")
-            and t0 <= e["ts"] <= t1 and e.get("pid") == ann["pid"] and "correlation" in e.get("args", {})}
-    ivs = sorted((e["ts"], e["ts"] + e["dur"]) for e in ev if e.get("ph") == "X"
-                 and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") and e["args"].get("correlation") in corr)
+    corr = {
+        e["args"]["correlation"]
+        for e in ev
+        if e.get("cat") in ("cuda_runtime", "cuda_driver")
+        and t0 <= e["ts"] <= t1
+        and e.get("pid") == ann["pid"]
+        and "correlation" in e.get("args", {})
+    }
+    ivs = sorted(
+        (e["ts"], e["ts"] + e["dur"])
+        for e in ev
+        if e.get("ph") == "X"
+        and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
+        and e["args"].get("correlation") in corr
+    )
     busy, cur_s, cur_e = Decimal(0), None, None
     for a, b in ivs:
         if cur_e is None or a > cur_e:
@@ -60,8 +71,7 @@ def test_vllm_cpu_steps_agree_with_annotations_and_input_shapes(run_dir, store):
     path = next((DATA / "vllm_cpu" / run_dir / "profiler").glob("rank0.*.json.gz"))
     run, steps = _steps(path, store)
     ev = [e for e in raw_trace(str(path))["traceEvents"] if e.get("ph") == "X"]
-    ann = sorted((e for e in ev if e.get("cat") == "user_annotation" and STEP.match(e["name"])),
-                 key=lambda e: e["ts"])
+    ann = sorted((e for e in ev if e.get("cat") == "user_annotation" and STEP.match(e["name"])), key=lambda e: e["ts"])
     assert len(steps) == len(ann)
     if run_dir.startswith("B"):
         assert len(steps) == 60
@@ -87,7 +97,8 @@ def test_vllm_cpu_steps_agree_with_annotations_and_input_shapes(run_dir, store):
 
 def test_hf_profiler_step_is_a_prefill_read_from_sdpa_shapes(store):
     run, steps = _steps(
-        shared_file("torch", "hf_transformers_qwen1.5-0.5b_h100_prefill_forward_bs16x559.json.gz"), store)
+        shared_file("torch", "hf_transformers_qwen1.5-0.5b_h100_prefill_forward_bs16x559.json.gz"), store
+    )
     assert len(steps) == 1
     s = steps[0]
     assert (s["detection"], s["kind"], s["kind_from"]) == ("profiler_step", "prefill", "shapes")

@@ -69,8 +69,7 @@ def analyze(
     the_run = (
         paths_or_run
         if isinstance(paths_or_run, Run)
-        else ingest(paths_or_run, store=store, run=run, keep_python=keep_python, strict=strict,
-                    progress=progress)
+        else ingest(paths_or_run, store=store, run=run, keep_python=keep_python, strict=strict, progress=progress)
     )
     gpu_obj, gpu_origin = _resolve_gpu(the_run, gpu)
     model_obj: Model | None = model_or_error(model) if model else None
@@ -149,8 +148,10 @@ def _steps(con, views: set[str], gpu: GPU | None, model: Model | None) -> dict[s
         it["roofline_min_s"] = r.min_time_s
         it["roofline_efficiency"] = r.min_time_s / it["gpu_busy_s"] if it["gpu_busy_s"] else None
     if gpu is None or model is None:
-        note = "compute- vs memory-bound per step needs the model and the GPU: pass --model and --gpu " \
+        note = (
+            "compute- vs memory-bound per step needs the model and the GPU: pass --model and --gpu "
             "(the GPU is read from deviceProperties when the trace has it)"
+        )
     return {
         "count": sum(counts.values()) + unknown,
         "count_by_kind": counts | ({"unknown": unknown} if unknown else {}),
@@ -170,9 +171,7 @@ def _profile(con, views: set[str]) -> dict[str, Any] | None:
         return {"gpu_ops": 0, "kernel_time": [], "gpu_busy": [], "attention_variants": [], "orphans": 0}
     return {
         "gpu_ops": n_kernels,
-        "kernel_time": _rows(
-            con, "SELECT * EXCLUDE (run_id) FROM profiler_kernel_time ORDER BY total_s DESC"
-        ),
+        "kernel_time": _rows(con, "SELECT * EXCLUDE (run_id) FROM profiler_kernel_time ORDER BY total_s DESC"),
         "gpu_busy": _rows(con, "SELECT * EXCLUDE (run_id) FROM profiler_gpu_busy ORDER BY part, device"),
         "attention_variants": _rows(
             con, "SELECT * EXCLUDE (run_id) FROM profiler_attention_variant ORDER BY total_s DESC"

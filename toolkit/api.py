@@ -138,9 +138,7 @@ def ingest(
     st = store if isinstance(store, Store) else Store(store)
     files, skipped = expand_inputs(paths)
     hashes = [_sha256(f) for f, _ in files]
-    digest = hashlib.sha256(
-        json.dumps([hashes, {"keep_python": keep_python}], sort_keys=True).encode()
-    ).hexdigest()
+    digest = hashlib.sha256(json.dumps([hashes, {"keep_python": keep_python}], sort_keys=True).encode()).hexdigest()
     run_id = check_run_id(run) if run else _default_run_id([f for f, _ in files], digest)
     if st.has_run(run_id) and not force:
         meta = st.metadata(run_id)
@@ -185,8 +183,7 @@ def ingest(
             "clock": {
                 "run_clock": "epoch nanoseconds (profiler ts + baseTimeNanoseconds where given)",
                 "alignment": [
-                    {"part": s["part"], "method": "none (one clock per file)", "offset_ns": 0}
-                    for s in sources
+                    {"part": s["part"], "method": "none (one clock per file)", "offset_ns": 0} for s in sources
                 ],
                 "note": "ranks' clocks are per host and not synchronised" if len(sources) > 1 else None,
             },
@@ -213,6 +210,9 @@ def _detected(sources: list[dict[str, Any]]) -> dict[str, Any]:
         used = {d.get("id") for d in s.get("devices") or []}
         devs = s.get("devices") or []
         if devs and gpu is None and used:
-            gpu = {"name": devs[0].get("name"), "memory_bytes": devs[0].get("totalGlobalMem"),
-                   "origin": f"{s['path']} deviceProperties"}
+            gpu = {
+                "name": devs[0].get("name"),
+                "memory_bytes": devs[0].get("totalGlobalMem"),
+                "origin": f"{s['path']} deviceProperties",
+            }
     return {"engine": engine, "gpu": gpu, "model": None}

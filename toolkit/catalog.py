@@ -70,8 +70,15 @@ def _rows(file: str) -> list[dict[str, str]]:
 def gpus() -> tuple[GPU, ...]:
     """All catalog GPUs."""
     return tuple(
-        GPU(r["name"], r["vendor"], float(r["memory_gb"]), float(r["hbm_gbps"]), float(r["bf16_tflops"]),
-            float(r["fp8_tflops"]) if r["fp8_tflops"] else None, r["source"])
+        GPU(
+            r["name"],
+            r["vendor"],
+            float(r["memory_gb"]),
+            float(r["hbm_gbps"]),
+            float(r["bf16_tflops"]),
+            float(r["fp8_tflops"]) if r["fp8_tflops"] else None,
+            r["source"],
+        )
         for r in _rows("gpus.csv")
     )
 
@@ -80,8 +87,17 @@ def gpus() -> tuple[GPU, ...]:
 def models() -> tuple[Model, ...]:
     """All catalog models."""
     return tuple(
-        Model(r["name"], int(r["layers"]), int(r["hidden"]), int(r["heads"]), int(r["kv_heads"]),
-              int(r["head_dim"]), float(r["params_b"]), float(r["active_params_b"]), r["source"])
+        Model(
+            r["name"],
+            int(r["layers"]),
+            int(r["hidden"]),
+            int(r["heads"]),
+            int(r["kv_heads"]),
+            int(r["head_dim"]),
+            float(r["params_b"]),
+            float(r["active_params_b"]),
+            r["source"],
+        )
         for r in _rows("models.csv")
     )
 

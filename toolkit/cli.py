@@ -12,7 +12,14 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    TextColumn,
+    TimeRemainingColumn,
+    TransferSpeedColumn,
+)
 from rich.table import Table
 
 from lltrace import __version__
@@ -125,8 +132,7 @@ def ingest_cli(
     from lltrace.api import ingest
 
     with _errors(quiet), _progress(quiet) as progress:
-        r = ingest(paths, store=store, run=run, keep_python=keep_python, force=force, strict=strict,
-                   progress=progress)
+        r = ingest(paths, store=store, run=run, keep_python=keep_python, force=force, strict=strict, progress=progress)
     for s in r.skipped:
         if not quiet:
             err.print(f"lltrace: skipped {s.path}: {s.reason}", markup=False)
@@ -150,8 +156,9 @@ def analyze_cli(
     from lltrace.reports.terminal import print_summary
 
     with _errors(quiet), _progress(quiet) as progress:
-        result = analyze(paths, store=store, run=run, gpu=gpu, model=model, keep_python=keep_python,
-                         strict=strict, progress=progress)
+        result = analyze(
+            paths, store=store, run=run, gpu=gpu, model=model, keep_python=keep_python, strict=strict, progress=progress
+        )
     if as_json:
         sys.stdout.write(json.dumps(result.to_dict(), indent=2, default=str) + "\n")
     else:

@@ -1,0 +1,169 @@
+"""Ingest throughput and peak memory: lltrace vs json.load vs Holistic Trace Analysis, in one run.
+
+Builds large traces from a real one (its events repeated with shifted timestamps and fresh correlation
+/ External ids, so linking still works), then measures, each in a fresh child process:
+
+- ``json.load``  the standard library reading the same file (the baseline);
+- ``lltrace``    ``lltrace.ingest`` (JSON → Parquet run store, step detection included);
+- ``hta``        ``hta.trace_analysis.TraceAnalysis`` loading the same trace (if installed:
+                 ``pip install HolisticTraceAnalysis``).
+
+It prints MB/s and peak RSS for each, lltrace's ratios against the baselines, and lltrace's peak RSS at
+two file sizes (to show it is bounded by the batch, not the file). These machines are noisy: read
+the ratios, not the seconds.
+
+    python benchmarks/ingest.py                       # 300 MB pretty-printed + 100 MB, from the H100 trace
+    python benchmarks/ingest.py --size-mb 500 --compact --skip-hta
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_SOURCE = REPO / "sample_traces" / "hf_transformers_qwen1.5-0.5b_h100_prefill_forward_bs16x559.json.gz"
+
+
+def build_trace(source: Path, out: Path, size_mb: float, compact: bool) -> int:
+    """Write a trace of at least ``size_mb`` MB by repeating ``source``'s events; returns its size."""
+    with gzip.open(source) if source.suffix == ".gz" else open(source, "rb") as f:
+        doc = json.load(f)
+    events = doc.pop("traceEvents")
+    xs = [e for e in events if "ts" in e and e.get("ph") != "M"]
+    t0 = min(e["ts"] for e in xs)
+    span = max(e["ts"] + e.get("dur", 0) for e in xs) - t0 + 1000.0
+    max_corr = max((e.get("args", {}).get("correlation", 0) for e in events), default=0) + 1
+    max_ext = max((e.get("args", {}).get("External id", 0) for e in events), default=0) + 1
+    max_id = max((e.get("id", 0) for e in events if isinstance(e.get("id"), int)), default=0) + 1
+    sep = "," if compact else ",\n  "
+    target = size_mb * 1e6
+    with open(out, "w") as f:
+        head = json.dumps(doc, separators=(",", ":") if compact else None)
+        f.write(head[:-1] + ("," if compact else ",\n") + '"traceEvents": [' + ("" if compact else "\n  "))
+        first = True
+        for e in events:
+            if e.get("ph") == "M":
+                f.write(("" if first else sep) + json.dumps(e))
+                first = False
+        k = 0
+        while f.tell() < target:
+            for e in xs:
+                e2 = dict(e)
+                e2["ts"] = round(e["ts"] + k * span, 3)
+                args = e.get("args")
+                if args:
+                    a2 = dict(args)
+                    if "correlation" in a2:
+                        a2["correlation"] += k * max_corr
+                    if "External id" in a2:
+                        a2["External id"] += k * max_ext
+                    e2["args"] = a2
+                if isinstance(e.get("id"), int):
+                    e2["id"] = e["id"] + k * max_id
+                f.write(sep + json.dumps(e2, separators=(",", ":") if compact else None))
+            k += 1
+        f.write("\n]}\n" if not compact else "]}")
+    return out.stat().st_size
+
+
+_CHILD = {
+    "json.load": "import json\nwith open(PATH) as f:\n    json.load(f)\n",
+    "lltrace": (
+        "import tempfile, lltrace\nwith tempfile.TemporaryDirectory() as d:\n    lltrace.ingest([PATH], store=d)\n"
+    ),
+    "hta": (
+        "import os, shutil, tempfile, logging\n"
+        "logging.disable(logging.WARNING)\n"
+        "from hta.trace_analysis import TraceAnalysis\n"
+        "with tempfile.TemporaryDirectory() as d:\n"
+        "    os.symlink(PATH, os.path.join(d, 'rank0.json'))\n"
+        "    TraceAnalysis(trace_dir=d)\n"
+    ),
+}
+
+
+def measure(what: str, path: Path) -> dict:
+    """Run one reader in a fresh process; returns seconds and the child's peak RSS."""
+    code = (
+        "import resource, sys, time, json\n"
+        f"PATH = {str(path)!r}\n"
+        "t = time.perf_counter()\n" + _CHILD[what] + "dt = time.perf_counter() - t\n"
+        "rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024\n"
+        "print(json.dumps({'seconds': dt, 'peak_rss': rss}))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if proc.returncode != 0:
+        return {"error": (proc.stderr.strip().splitlines() or ["failed"])[-1]}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--source", type=Path, default=DEFAULT_SOURCE, help="real trace to repeat")
+    ap.add_argument("--size-mb", type=float, default=300, help="size of the main file (MB)")
+    ap.add_argument("--small-mb", type=float, default=100, help="second size for the memory-growth check")
+    ap.add_argument("--compact", action="store_true", help="one-line JSON instead of pretty-printed")
+    ap.add_argument("--skip-hta", action="store_true", help="do not run Holistic Trace Analysis")
+    ap.add_argument("--workdir", type=Path, default=None, help="where to write the generated traces")
+    args = ap.parse_args()
+
+    work = Path(args.workdir or tempfile.mkdtemp(prefix="lltrace-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    style = "compact" if args.compact else "pretty"
+    big = work / f"bench-{int(args.size_mb)}mb-{style}.json"
+    small = work / f"bench-{int(args.small_mb)}mb-{style}.json"
+    print(f"source: {args.source.name} ({style} JSON), work dir {work}")
+    for p, mb in ((big, args.size_mb), (small, args.small_mb)):
+        if not p.exists():
+            t = time.perf_counter()
+            build_trace(args.source, p, mb, args.compact)
+            print(f"built {p.name}: {p.stat().st_size / 1e6:,.0f} MB in {time.perf_counter() - t:.0f} s")
+
+    size = big.stat().st_size
+    readers = ["json.load", "lltrace"] + ([] if args.skip_hta else ["hta"])
+    results = {}
+    print(f"\n{'reader':<10} {'MB/s':>8} {'seconds':>8} {'peak RSS MB':>12} {'RSS / file':>10}")
+    for what in readers:
+        r = measure(what, big)
+        results[what] = r
+        if "error" in r:
+            print(f"{what:<10} failed: {r['error']}")
+            continue
+        print(
+            f"{what:<10} {size / 1e6 / r['seconds']:>8.1f} {r['seconds']:>8.1f} {r['peak_rss'] / 1e6:>12.0f} "
+            f"{r['peak_rss'] / size:>10.2f}"
+        )
+    ll = results.get("lltrace", {})
+    if "seconds" in ll:
+        print()
+        for base in ("json.load", "hta"):
+            b = results.get(base, {})
+            if "seconds" in b:
+                print(
+                    f"lltrace throughput = {b['seconds'] / ll['seconds']:.1f}x {base}  (target >= 7x json.load)"
+                    if base == "json.load"
+                    else f"lltrace throughput = {b['seconds'] / ll['seconds']:.1f}x {base}"
+                )
+        print(f"lltrace peak RSS = {ll['peak_rss'] / size:.2f}x the file size (target <= 1.0x)")
+        s = measure("lltrace", small)
+        if "seconds" in s:
+            print(
+                f"lltrace peak RSS at {small.stat().st_size / 1e6:,.0f} MB: {s['peak_rss'] / 1e6:,.0f} MB; "
+                f"at {size / 1e6:,.0f} MB: {ll['peak_rss'] / 1e6:,.0f} MB (bounded by the batch, not the file)"
+            )
+    if args.workdir is None:
+        for p in (big, small):
+            p.unlink(missing_ok=True)
+        os.rmdir(work)
+
+
+if __name__ == "__main__":
+    main()
