@@ -1,0 +1,76 @@
+"""Conventions that keep the project readable: SQL headers, CLI help, the kernel rule table."""
+
+from __future__ import annotations
+
+import re
+
+import duckdb
+import pytest
+from typer.testing import CliRunner
+
+from lltrace.cli import app
+from lltrace.parsers.kernel_classes import KERNEL_CLASSES, classify, rules
+from lltrace.queries import install_views, query_files
+
+EMPTY_TABLES = {
+    "kernels": "run_id VARCHAR, part INTEGER, device BIGINT, ts_ns BIGINT, dur_ns BIGINT, kernel_class VARCHAR, "
+    "attention_variant VARCHAR",
+    "engine_steps": "run_id VARCHAR, kind VARCHAR, wall_s DOUBLE, gpu_busy_s DOUBLE, prefill_tokens BIGINT, "
+    "decode_tokens BIGINT, cuda_graph BOOLEAN",
+}
+
+
+@pytest.mark.parametrize("q", query_files(), ids=lambda q: q.name)
+def test_sql_file_has_header_and_documents_every_column(q):
+    lines = q.text.splitlines()
+    assert lines[0].startswith(f"-- {q.name}: "), "first line: '-- <view>: what it answers'"
+    assert q.requires, "a '-- requires:' line"
+    assert f"CREATE OR REPLACE VIEW {q.name} AS" in q.text
+    con = duckdb.connect()
+    for t, cols in EMPTY_TABLES.items():
+        con.execute(f"CREATE TABLE {t} ({cols})")
+    install_views(con, list(EMPTY_TABLES))
+    out_cols = [r[0] for r in con.execute(f"DESCRIBE {q.name}").fetchall()]
+    documented = re.findall(r"^--\s{3}(\w+)\s", q.text, re.MULTILINE)
+    assert documented == out_cols
+
+
+def test_every_command_has_help():
+    runner = CliRunner()
+    for name in ("ingest", "analyze", "formats", "sql"):
+        r = runner.invoke(app, [name, "--help"])
+        assert r.exit_code == 0
+        assert len(r.stdout.strip().splitlines()) > 3
+
+
+def test_kernel_rules_are_valid_and_cover_known_kernels():
+    assert {r.kernel_class for r in rules()} <= set(KERNEL_CLASSES)
+    known = {
+        "flash_fwd_splitkv_kernel": ("attention", "decode"),
+        "flash_fwd_splitkv_combine_kernel": ("attention", "decode"),
+        "void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4>>": ("attention", "prefill"),
+        "void cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<cute::tuple<cute::C<64>, "
+        "cute::C<128>, cute::C<128>>>>>": ("attention", "decode"),
+        "void cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<cute::tuple<cute::C<128>, "
+        "cute::C<128>, cute::C<128>>>>>": ("attention", "prefill"),
+        "void vllm::paged_attention_v2_kernel<__nv_bfloat16>": ("attention", "decode"),
+        "void vllm::paged_attention_v2_reduce_kernel<__nv_bfloat16>": ("attention", "decode"),
+        "fmhaSm100aKernel_QkvE4m3OBfloat16H64PagedKvCausalP16VarSeqQ128Kv128PersistentContext": (
+            "attention",
+            "prefill",
+        ),
+        "ck_tile::FmhaBatchPrefillWithPagedKVCacheKernel<>": ("attention", "prefill"),
+        "void paged_attention_ll4mi_QKV_mfma16_kernel<0>": ("attention", "decode"),
+        "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevComm*, unsigned long, ncclWork*)": ("communication", None),
+        "void vllm::cross_device_reduce_1stage<__nv_bfloat16, 8>": ("communication", None),
+        "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64": ("gemm", None),
+        "Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT64x32x256": ("gemm", None),
+        "void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16>": ("memory", "kv_write"),
+        "void vllm::rms_norm_kernel<c10::BFloat16>": ("elementwise", None),
+        "triton_poi_fused_add_cos_sin_0": ("elementwise", None),
+        "some_custom_thing": ("other", None),
+    }
+    for name, expect in known.items():
+        assert classify(name) == expect, name
+    assert classify("Memcpy HtoD (Pinned -> Device)", "gpu_memcpy") == ("memory", None)
+    assert classify("Stream Sync", "cuda_sync") == ("sync", None)

@@ -1,0 +1,139 @@
+"""The event-array scanner and locator on edge cases, against json.loads of the same bytes."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+
+import pytest
+
+import lltrace
+from lltrace.parsers import _jsonscan
+from lltrace.parsers._jsonscan import EventArrayScanner, locate_event_array
+
+TRICKY = [
+    {
+        "ph": "X",
+        "cat": "kernel",
+        "name": 'void f<{lambda()#1}, std::array<char*, 2>>("x", [y])',
+        "pid": 0,
+        "tid": 7,
+        "ts": "@TS1@",
+        "dur": 1.5,
+        "args": {"correlation": 9, "grid": [1, 2, 3]},
+    },
+    {
+        "ph": "X",
+        "cat": "cpu_op",
+        "name": 'quote \\" and backslash \\\\ and \\\\\\" end',
+        "pid": 1,
+        "tid": 1,
+        "ts": "@TS2@",
+        "dur": 10,
+        "args": {"Input Dims": [[[1, 2]], [3], []], "External id": 4},
+    },
+    {
+        "ph": "X",
+        "cat": "cpu_op",
+        "name": "unicode \\u00e9 \u00e9 }, {",
+        "pid": 1,
+        "tid": 1,
+        "ts": 1712195495519691,
+        "dur": 0,
+        "args": {},
+    },
+    {"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "python3"}},
+]
+
+
+def _doc(events, meta_before=True, compact=False):
+    meta = {"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3"}]}
+    tail = {"traceName": '/tmp/x]{"y', "displayTimeUnit": "ms"}
+    ev = ", ".join(json.dumps(e) for e in events)
+    sep = "" if compact else "\n  "
+    body = f'"traceEvents": [{sep}{ev}{sep}]'
+    before = json.dumps(meta)[1:-1] + ", " if meta_before else ""
+    after = ", " + json.dumps(tail)[1:-1]
+    # Timestamps as Kineto writes them: absolute us with ns decimals (a float64 cannot hold them).
+    text = "{" + before + body + after + "}"
+    return text.replace('"@TS1@"', "1712195495519695.812").replace('"@TS2@"', "1712195495519690.001").encode()
+
+
+def _events(path, block):
+    sc = EventArrayScanner(str(path), block_bytes=block)
+    lines = [ln for b in sc.batches() for ln in b.data.split(b"\n") if ln.strip()]
+    return [json.loads(ln, parse_float=Decimal) for ln in lines], sc.result
+
+
+@pytest.mark.parametrize("block", [1, 2, 3, 7, 64, 1 << 20])
+@pytest.mark.parametrize("meta_before", [True, False])
+def test_scanner_matches_json_loads_at_any_block_size(block, meta_before, tmp_path):
+    data = _doc(TRICKY, meta_before)
+    path = tmp_path / "t.json"
+    path.write_bytes(data)
+    ref = json.loads(data, parse_float=Decimal)
+    events, res = _events(path, block)
+    assert events == ref["traceEvents"]
+    assert res.metadata == {k: v for k, v in ref.items() if k != "traceEvents"}
+    assert res.truncated is None
+
+
+def test_locator_finds_the_array_despite_brackets_in_strings(tmp_path):
+    data = _doc(TRICKY, meta_before=False)
+    path = tmp_path / "t.json"
+    path.write_bytes(data)
+    loc = locate_event_array(str(path), len(data))
+    assert data[loc.open : loc.open + 1] == b"[" and data[loc.close : loc.close + 1] == b"]"
+    assert json.loads(data[loc.open : loc.close + 1]) == json.loads(data)["traceEvents"]
+    assert loc.metadata["traceName"] == '/tmp/x]{"y'
+
+
+def test_locator_gives_up_on_a_truncated_document(tmp_path):
+    data = _doc(TRICKY)
+    path = tmp_path / "t.json"
+    path.write_bytes(data[:-40])
+    assert locate_event_array(str(path), len(data) - 40) is None
+
+
+def test_bare_event_array(tmp_path):
+    path = tmp_path / "a.json"
+    path.write_bytes(json.dumps(TRICKY).encode())
+    events, res = _events(path, 5)
+    assert events == json.loads(json.dumps(TRICKY), parse_float=Decimal) and res.array_form
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_both_read_paths_keep_exact_nanoseconds(fast, tmp_path, monkeypatch, store):
+    if not fast:
+        monkeypatch.setattr("lltrace.parsers.kineto.locate_event_array", lambda *a: None)
+    path = tmp_path / "t.json"
+    path.write_bytes(_doc(TRICKY, compact=True))
+    run = lltrace.ingest([path], store=store)
+    k = run.table("kernels").to_dicts()
+    assert [r["ts_ns"] for r in k] == [1712195495519695812]  # absolute us with ns decimals, exact
+    assert k[0]["grid"] == "[1,2,3]" and k[0]["kernel_class"] == "other"
+    ops = run.sql("SELECT ts_ns, dur_ns, input_dims, external_id FROM ops ORDER BY ts_ns").to_dicts()
+    assert [(o["ts_ns"], o["dur_ns"]) for o in ops] == [(1712195495519690001, 10000), (1712195495519691000, 0)]
+    assert json.loads(ops[0]["input_dims"]) == [[[1, 2]], [3], []]
+    assert run.metadata["sources"][0]["records"] == 4
+
+
+def test_gzip_multimember_and_truncation(tmp_path):
+    import gzip
+
+    data = _doc(TRICKY)
+    half = len(data) // 2
+    path = tmp_path / "m.json.gz"
+    path.write_bytes(gzip.compress(data[:half]) + gzip.compress(data[half:]))
+    events, res = _events(path, 16)
+    assert events == json.loads(data, parse_float=Decimal)["traceEvents"]
+    cut = tmp_path / "cut.json.gz"
+    whole = gzip.compress(data)
+    cut.write_bytes(whole[: len(whole) - 30])
+    events, res = _events(cut, 16)
+    assert res.truncated and "gzip stream ends early" in res.truncated
+    assert events == json.loads(data, parse_float=Decimal)["traceEvents"][: len(events)]
+
+
+def test_block_constant_is_sane():
+    assert _jsonscan.BLOCK_BYTES >= 1 << 20
