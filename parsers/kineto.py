@@ -82,13 +82,14 @@ def _arg(key: str) -> str:
     return f'args."{key}"'
 
 
-# One normalised row per event, written per batch to staging Parquet. Times are relative to the file's
+# One normalised row per event, written to staging Parquet. Events not kept (python_function stacks unless
+# asked for) stay as a row with their text columns NULL, so that every event is counted in one pass. Times are relative to the file's
 # clock base here; the base (baseTimeNanoseconds, which may come after the events) is added at finalize.
 _BATCH_SELECT = f"""
 SELECT
     ph,
     {_cat_expr()} AS cat,
-    name,
+    CASE WHEN @KEEP@ THEN name END AS name,
     pid,
     tid,
     CAST(ts * 1000 AS BIGINT) AS ts_ns,
@@ -106,7 +107,8 @@ SELECT
     CASE WHEN ph = 'M' THEN coalesce({_arg("name")}, {_arg("labels")}) END AS meta_value,
     id AS flow_id,
     bp AS flow_bp,
-    cat IN ('Operator', 'Runtime', 'Kernel', 'Memcpy', 'Memset') AS old_cat
+    cat IN ('Operator', 'Runtime', 'Kernel', 'Memcpy', 'Memset') AS old_cat,
+    NOT (@KEEP@) AS dropped
 FROM read_json(?, format = 'newline_delimited', columns = {_JSON_COLUMNS},
                maximum_object_size = 268435456)
 """
@@ -218,29 +220,14 @@ def ingest(
 
 DUCK_MEMORY = "128MB"  # bounds the reader whatever the file size; joins and sorts spill to disk
 _MAX_EVENT_BYTES = 16 << 20  # one event larger than this is not a real trace event
-_COUNT_KEY = b'"ph"'
 
 
 def _copy_select(source_format: str, keep_python: bool, max_object: int) -> str:
     keep = _KEEP_ALL if keep_python else _KEEP_DEFAULT
-    select = _BATCH_SELECT.replace("format = 'newline_delimited'", f"format = '{source_format}'").replace(
+    select = _BATCH_SELECT.replace("@KEEP@", f"({keep})").replace("format = 'newline_delimited'", f"format = '{source_format}'").replace(
         "maximum_object_size = 268435456", f"maximum_object_size = {max_object}"
     )
-    return f"COPY ({select} WHERE {keep}) TO '@OUT@' (FORMAT parquet, COMPRESSION uncompressed)"
-
-
-def _count_events(path: Path) -> int:
-    """Events in an array file, counted by their "ph" key (every trace event has exactly one)."""
-    n = 0
-    keep = b""
-    with open(path, "rb") as f:
-        while block := f.read(16 << 20):
-            chunk = keep + block
-            n += chunk.count(_COUNT_KEY)
-            keep = chunk[-3:]
-            n -= keep.count(_COUNT_KEY)  # counted again with the next block
-        n += keep.count(_COUNT_KEY)
-    return n
+    return f"COPY ({select}) TO '@OUT@' (FORMAT parquet, COMPRESSION uncompressed)"
 
 
 def _ingest_whole(
@@ -292,10 +279,9 @@ def _ingest_whole(
                     break
                 left -= n
                 pos += n
-    total = _count_events(events)
     copy = _copy_select("array", keep_python, _MAX_EVENT_BYTES).replace("@OUT@", str(scratch / "ev-000000.parquet"))
     try:
-        (kept,) = _run_with_progress(con, copy, [str(events)], progress, size)
+        _run_with_progress(con, copy, [str(events)], progress, size)
     except duckdb.Error:
         # DuckDB's own error locations are per record; the streaming reader names the byte offset.
         events.unlink()
@@ -304,8 +290,6 @@ def _ingest_whole(
     events.unlink()
     info.details["metadata"] = loc.metadata
     info.details["array_form"] = loc.array_form
-    if total > kept:
-        info.dropped["python_function (not asked for)"] = total - kept
     if progress is not None:
         progress(size)
     return True
@@ -353,17 +337,13 @@ def _ingest_streaming(
     batch_file = scratch / "batch.ndjson"
     copy = _copy_select("newline_delimited", keep_python, _MAX_EVENT_BYTES)
     scanner = EventArrayScanner(path)
-    events_read = 0
-    events_kept = 0
     for n, batch in enumerate(_prefetch(scanner.batches())):
         batch_file.write_bytes(batch.data)
         out = scratch / f"ev-{n:06d}.parquet"
         try:
-            (written,) = con.execute(copy.replace("@OUT@", str(out)), [str(batch_file)]).fetchone()
+            con.execute(copy.replace("@OUT@", str(out)), [str(batch_file)])
         except duckdb.Error as exc:
             raise _duck_error(path, exc, batch.data, batch.offset) from None
-        events_read += batch.data.count(b"\n") + (0 if batch.data.endswith(b"\n") else 1)
-        events_kept += written
         if progress is not None:
             progress(scanner.position)
     batch_file.unlink(missing_ok=True)
@@ -377,8 +357,6 @@ def _ingest_streaming(
         warnings.warn(msg, TruncatedInput, stacklevel=2)
     if not any(scratch.glob("ev-*.parquet")):
         raise TraceFormatError(path, f"byte {res.bytes_read}", "the traceEvents array holds no events")
-    if events_read > events_kept:
-        info.dropped["python_function (not asked for)"] = events_read - events_kept
     info.details["metadata"] = res.metadata
     info.details["array_form"] = res.array_form
 
@@ -455,7 +433,11 @@ def _finalize(
     if base is not None and not isinstance(base, int):
         raise TraceFormatError(path, "baseTimeNanoseconds", f"expected an integer, found {base!r}")
     base_ns = int(base or 0)
-    con.execute(f"CREATE OR REPLACE VIEW raw AS SELECT * FROM read_parquet('{scratch}/ev-*.parquet')")
+    staged = f"read_parquet('{scratch}/ev-*.parquet')"
+    read, dropped_py = con.execute(f"SELECT count(*), count(*) FILTER (WHERE dropped) FROM {staged}").fetchone()
+    if dropped_py:
+        info.dropped["python_function (not asked for)"] = int(dropped_py)
+    con.execute(f"CREATE OR REPLACE VIEW raw AS SELECT * EXCLUDE (dropped) FROM {staged} WHERE NOT dropped")
     counts = dict(
         zip(
             ["total", "x", "zero_ts", "python", "ns_decimals", "instants", "meta", "other_ph"],
@@ -556,7 +538,7 @@ def _finalize(
         """
     )
     table_rows = {t: con.execute(f"SELECT count(*) FROM read_parquet('{p}')").fetchone()[0] for t, p in out.items()}
-    info.records = int(counts["total"]) + sum(v for k, v in info.dropped.items() if k.startswith("python"))
+    info.records = int(read)
     info.version = _version(meta, counts, array_form)
     info.details |= {
         "size_bytes": os.path.getsize(path),
