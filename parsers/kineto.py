@@ -17,6 +17,7 @@ import re
 import threading
 import warnings
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,29 +33,35 @@ NAME = "pytorch-kineto"
 # Raw event keys → DuckDB types. ts/dur are DECIMAL so that "1712195495519695.812" stays exact. The args
 # keys lltrace uses are read as VARCHAR (a number keeps its exact text, a list becomes its JSON text)
 # and cast afterwards, so one odd value (ROCm's "bytes": "256", Inductor's string "grid") never fails a
-# batch. DuckDB matches struct keys case-insensitively, which also covers PT1.9's "external id".
-_ARGS = {
-    "External id": "external_id",
-    "correlation": "correlation",
-    "Ev Idx": "ev_idx",
-    "Profiler Event Index": "ev_idx_old",
-    "device": "device",
-    "stream": "stream",
-    "grid": "grid",
-    "block": "block",
-    "bytes": "bytes",
-    "cbid": "cbid",
-    "cid": "cid",
-    "Input Dims": "input_dims",
-    "name": "meta_name",
-    "labels": "meta_labels",
-}
-_ARGS_TYPE = "STRUCT(" + ", ".join(f'"{k}" VARCHAR' for k in _ARGS) + ")"
-_JSON_COLUMNS = (
-    "{ph: 'VARCHAR', cat: 'VARCHAR', name: 'VARCHAR', pid: 'VARCHAR', tid: 'VARCHAR', "
-    "ts: 'DECIMAL(38,3)', dur: 'DECIMAL(38,3)', id: 'VARCHAR', bp: 'VARCHAR', "
-    f"args: '{_ARGS_TYPE}'}}"
+# batch. Struct keys match exactly but may not differ only in case, so PyTorch 1.8-1.10 files, whose GPU
+# and runtime events spell "external id", are read with that spelling (decided from the file's head).
+_ARGS = (
+    "External id",
+    "correlation",
+    "Ev Idx",
+    "Profiler Event Index",
+    "device",
+    "stream",
+    "grid",
+    "block",
+    "bytes",
+    "cbid",
+    "cid",
+    "Input Dims",
+    "name",
+    "labels",
 )
+
+
+def _json_columns(old_external_id: bool) -> str:
+    keys = [("external id" if k == "External id" and old_external_id else k) for k in _ARGS]
+    args = "STRUCT(" + ", ".join(f'"{k}" VARCHAR' for k in keys) + ")"
+    return (
+        "{ph: 'VARCHAR', cat: 'VARCHAR', name: 'VARCHAR', pid: 'VARCHAR', tid: 'VARCHAR', "
+        "ts: 'DECIMAL(38,3)', dur: 'DECIMAL(38,3)', id: 'VARCHAR', bp: 'VARCHAR', "
+        f"args: '{args}'}}"
+    )
+
 
 # Old category names (PyTorch 1.8–1.13) mapped onto the modern ones.
 _CAT_ALIASES = {
@@ -83,8 +90,9 @@ def _arg(key: str) -> str:
 
 
 # One normalised row per event, written to staging Parquet. Events not kept (python_function stacks unless
-# asked for) stay as a row with their text columns NULL, so that every event is counted in one pass. Times are relative to the file's
-# clock base here; the base (baseTimeNanoseconds, which may come after the events) is added at finalize.
+# asked for) stay as a row with their text columns NULL, so that every event is counted in one pass. Times
+# are relative to the file's clock base here; the base (baseTimeNanoseconds, which may come after the
+# events) is added at finalize.
 _BATCH_SELECT = f"""
 SELECT
     ph,
@@ -109,7 +117,7 @@ SELECT
     bp AS flow_bp,
     cat IN ('Operator', 'Runtime', 'Kernel', 'Memcpy', 'Memset') AS old_cat,
     NOT (@KEEP@) AS dropped
-FROM read_json(?, format = 'newline_delimited', columns = {_JSON_COLUMNS},
+FROM read_json(?, format = 'newline_delimited', columns = @COLUMNS@,
                maximum_object_size = 268435456)
 """
 
@@ -222,12 +230,22 @@ DUCK_MEMORY = "128MB"  # bounds the reader whatever the file size; joins and sor
 _MAX_EVENT_BYTES = 16 << 20  # one event larger than this is not a real trace event
 
 
-def _copy_select(source_format: str, keep_python: bool, max_object: int) -> str:
+def _copy_select(source_format: str, keep_python: bool, max_object: int, old_external_id: bool) -> str:
     keep = _KEEP_ALL if keep_python else _KEEP_DEFAULT
-    select = _BATCH_SELECT.replace("@KEEP@", f"({keep})").replace("format = 'newline_delimited'", f"format = '{source_format}'").replace(
+    select = _BATCH_SELECT.replace("@KEEP@", f"({keep})").replace("@COLUMNS@", _json_columns(old_external_id))
+    if old_external_id:
+        select = select.replace('args."External id"', 'args."external id"')
+    select = select.replace("format = 'newline_delimited'", f"format = '{source_format}'").replace(
         "maximum_object_size = 268435456", f"maximum_object_size = {max_object}"
     )
     return f"COPY ({select}) TO '@OUT@' (FORMAT parquet, COMPRESSION uncompressed)"
+
+
+def _old_external_id(path: str) -> bool:
+    """Whether the file spells the key "external id" (PyTorch 1.8-1.10) rather than "External id"."""
+    with closing(read_blocks(path, 1 << 20, lambda _msg: None)) as blocks:
+        head = next(blocks, b"")
+    return b'"external id"' in head and b'"External id"' not in head
 
 
 def _ingest_whole(
@@ -279,7 +297,9 @@ def _ingest_whole(
                     break
                 left -= n
                 pos += n
-    copy = _copy_select("array", keep_python, _MAX_EVENT_BYTES).replace("@OUT@", str(scratch / "ev-000000.parquet"))
+    copy = _copy_select("array", keep_python, _MAX_EVENT_BYTES, _old_external_id(path)).replace(
+        "@OUT@", str(scratch / "ev-000000.parquet")
+    )
     try:
         _run_with_progress(con, copy, [str(events)], progress, size)
     except duckdb.Error:
@@ -335,7 +355,7 @@ def _ingest_streaming(
 ) -> None:
     """The batch path: NDJSON batches from the scanner, decoded by DuckDB while the next is scanned."""
     batch_file = scratch / "batch.ndjson"
-    copy = _copy_select("newline_delimited", keep_python, _MAX_EVENT_BYTES)
+    copy = _copy_select("newline_delimited", keep_python, _MAX_EVENT_BYTES, _old_external_id(path))
     scanner = EventArrayScanner(path)
     for n, batch in enumerate(_prefetch(scanner.batches())):
         batch_file.write_bytes(batch.data)

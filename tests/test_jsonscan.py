@@ -137,3 +137,31 @@ def test_gzip_multimember_and_truncation(tmp_path):
 
 def test_block_constant_is_sane():
     assert _jsonscan.BLOCK_BYTES >= 1 << 20
+
+
+def test_pytorch_1_9_format_capitalised_categories_and_string_tids(tmp_path, store):
+    """2021 (PT 1.8-1.10) traces: Operator/Runtime/Kernel cats, tid "stream 7", lower-case "external id"."""
+    doc = {
+        "schemaVersion": 1,
+        "traceEvents": [
+            {"ph": "X", "cat": "Operator", "name": "aten::mm", "pid": "1234", "tid": "1234", "ts": 1631000000000100,
+             "dur": 50, "args": {"Input Dims": [[8, 16], [16, 32]], "Device": 0}},
+            {"ph": "X", "cat": "Runtime", "name": "cudaLaunchKernel", "pid": "1234", "tid": "1234",
+             "ts": 1631000000000110, "dur": 5, "args": {"correlation": 77, "external id": 3}},
+            {"ph": "X", "cat": "Kernel", "name": "volta_sgemm_128x64_nn", "pid": 0, "tid": "stream 7",
+             "ts": 1631000000000120, "dur": 20, "args": {"correlation": 77, "external id": 3, "device": 0}},
+            {"ph": "s", "cat": "async", "name": "launch", "id": 77, "pid": "1234", "tid": "1234",
+             "ts": 1631000000000110},
+            {"ph": "f", "cat": "async", "name": "launch", "id": 77, "pid": 0, "tid": "stream 7",
+             "ts": 1631000000000120, "bp": "e"},
+        ],
+    }
+    path = tmp_path / "pt19.json"
+    path.write_text(json.dumps(doc))
+    run = lltrace.ingest([path], store=store)
+    k = run.table("kernels").to_dicts()[0]
+    assert (k["cat"], k["stream"], k["external_id"], k["kernel_class"], k["orphan"]) == ("kernel", 7, 3, "gemm", False)
+    assert k["launch_name"] == "cudaLaunchKernel" and k["ts_ns"] == 1631000000000120000
+    assert "2021" in run.metadata["sources"][0]["version"]
+    flows = run.table("flows")
+    assert flows["cat"].to_list() == ["ac2g", "ac2g"]
