@@ -11,7 +11,7 @@
 --   gpu_busy_s      summed GPU busy time of the steps, seconds (NULL without GPU data)
 --   prefill_tokens  summed prefill tokens (NULL where no step gives them)
 --   decode_tokens   summed decode tokens (NULL where no step gives them)
---   cuda_graph_steps steps that ran (partly) as CUDA-graph replays
+--   cuda_graph_steps steps that ran (partly) as CUDA-graph replays (NULL when no step has GPU work)
 CREATE OR REPLACE VIEW profiler_steps_by_kind AS
 SELECT run_id, kind,
        count(*) AS steps,
@@ -22,6 +22,6 @@ SELECT run_id, kind,
        sum(gpu_busy_s) AS gpu_busy_s,
        sum(prefill_tokens) AS prefill_tokens,
        sum(decode_tokens) AS decode_tokens,
-       count(*) FILTER (WHERE cuda_graph) AS cuda_graph_steps
+       CASE WHEN count(cuda_graph) > 0 THEN count(*) FILTER (WHERE cuda_graph) END AS cuda_graph_steps
 FROM engine_steps
 GROUP BY run_id, kind;

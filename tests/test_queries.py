@@ -80,8 +80,11 @@ def test_steps_by_kind(con):
         ("mixed", 1, pytest.approx(0.006), pytest.approx(0.006), pytest.approx(0.004), 50, 2, 0),
         ("prefill", 1, pytest.approx(0.010), pytest.approx(0.010), pytest.approx(0.008), 100, 0, 0),
     ]
-    b = con.execute("SELECT kind, steps, gpu_busy_s FROM profiler_steps_by_kind WHERE run_id = 'b' ORDER BY kind")
-    assert b.fetchall() == [("decode", 1, None), (None, 1, None)]
+    b = con.execute(
+        "SELECT kind, steps, gpu_busy_s, cuda_graph_steps FROM profiler_steps_by_kind WHERE run_id = 'b' ORDER BY kind"
+    )
+    # a step with no GPU data says nothing about CUDA graphs: NULL, not 0
+    assert b.fetchall() == [("decode", 1, None, 0), (None, 1, None, None)]
 
 
 def test_phase_share_uses_gpu_time_when_there_is_some_else_wall_time(con):

@@ -160,8 +160,6 @@ def ingest(
             for w in info.warnings:
                 warnings.warn(w, TruncatedInput, stacklevel=2)
             src = info.to_dict() | {"part": part, "sha256": sha, "size_bytes": size}
-            if src.get("rank") is None:
-                src["rank"] = part if len(files) > 1 else None
             steps, summary = detect_steps(stage, part)
             steps_tables.append(steps)
             detection.append({"part": part, **summary})
