@@ -211,7 +211,7 @@ def ingest(
     con = duckdb.connect()
     con.execute(
         f"SET threads = 2; SET preserve_insertion_order = false; SET memory_limit = '{DUCK_MEMORY}'; "
-        f"SET temp_directory = '{scratch}'"
+        f"SET temp_directory = '{scratch}'; SET enable_progress_bar = true; SET enable_progress_bar_print = false"
     )
     try:
         done = _ingest_whole(con, path, scratch, keep_python, progress, info)
