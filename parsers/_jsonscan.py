@@ -416,3 +416,40 @@ def _close_from_tail(path: str, tail: bytes, base: int, ev_depth: int) -> tuple[
             continue  # a bare array must end the document
         return probe.array_close, bytes(probe._tail)
     return None
+
+
+def split_event_array(path: str, loc: ArrayLocation, parts: int, window: int = 2 << 20) -> list[tuple[int, int]]:
+    """Cut the event array into up to ``parts`` pieces of whole events, for parallel decoding.
+
+    Returns (end, start) pairs: piece k ends before the separating comma at ``end`` and piece k+1 starts
+    at ``start``. A cut is taken near each even share of the array at a candidate event start that a
+    forward scan of the next ``window`` bytes confirms (every event it completes parses on its own); where
+    no candidate is confirmed, there is no cut there.
+    """
+    ev_depth = 1 if loc.array_form else 2
+    span = loc.close - loc.open
+    cuts: list[tuple[int, int]] = []
+    if parts < 2 or span < 4 * window:
+        return cuts
+    with open(path, "rb") as f:
+        for k in range(1, parts):
+            target = loc.open + span * k // parts
+            f.seek(target)
+            buf = f.read(window)
+            for m in re.finditer(rb",\s*\{", buf):
+                p = m.end() - 1
+                probe = EventArrayScanner(path)
+                probe._phase = _EVENTS
+                probe._depth = ev_depth
+                probe._ev_depth = ev_depth
+                probe._started = True
+                try:
+                    lines = b"".join(b.data for b in probe._feed(buf[p:], target + p)).split(b"\n")
+                    complete = [ln for ln in lines if ln.strip()]
+                    if not complete or not all(isinstance(orjson.loads(ln), dict) for ln in complete):
+                        continue
+                except (TraceFormatError, orjson.JSONDecodeError):
+                    continue
+                cuts.append((target + m.start(), target + p))
+                break
+    return cuts

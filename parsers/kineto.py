@@ -25,7 +25,14 @@ from typing import Any
 import duckdb
 
 from lltrace.errors import TraceFormatError, TruncatedInput
-from lltrace.parsers._jsonscan import BLOCK_BYTES, Batch, EventArrayScanner, locate_event_array, read_blocks
+from lltrace.parsers._jsonscan import (
+    BLOCK_BYTES,
+    Batch,
+    EventArrayScanner,
+    locate_event_array,
+    read_blocks,
+    split_event_array,
+)
 from lltrace.parsers.kernel_classes import classify_table
 
 NAME = "pytorch-kineto"
@@ -227,7 +234,8 @@ def ingest(
 
 
 DUCK_MEMORY = "128MB"  # bounds the reader whatever the file size; joins and sorts spill to disk
-_MAX_EVENT_BYTES = 16 << 20  # one event larger than this is not a real trace event
+_MAX_EVENT_BYTES = 8 << 20  # one event larger than this is not a real trace event
+_READERS = 2  # array files decoded in parallel (one per core)
 
 
 def _copy_select(source_format: str, keep_python: bool, max_object: int, old_external_id: bool) -> str:
@@ -238,7 +246,22 @@ def _copy_select(source_format: str, keep_python: bool, max_object: int, old_ext
     select = select.replace("format = 'newline_delimited'", f"format = '{source_format}'").replace(
         "maximum_object_size = 268435456", f"maximum_object_size = {max_object}"
     )
-    return f"COPY ({select}) TO '@OUT@' (FORMAT parquet, COMPRESSION uncompressed)"
+    # Small row groups keep the writer's buffers (and so peak memory) small; the stage is read once.
+    return f"COPY ({select}) TO '@OUT@' (FORMAT parquet, COMPRESSION uncompressed, ROW_GROUP_SIZE 32768)"
+
+
+def _copy_range(src: int, dst: int, start: int, end: int) -> None:
+    """Copy bytes [start, end) of one file descriptor to the current end of another (in-kernel when possible)."""
+    pos, left = start, end - start
+    while left > 0:
+        if hasattr(os, "copy_file_range"):
+            n = os.copy_file_range(src, dst, min(left, 1 << 30), pos)
+        else:
+            n = os.write(dst, os.pread(src, min(left, 16 << 20), pos))
+        if n <= 0:
+            raise OSError(f"short copy at byte {pos}")
+        pos += n
+        left -= n
 
 
 def _old_external_id(path: str) -> bool:
@@ -277,37 +300,38 @@ def _ingest_whole(
         if gz:
             doc.unlink()
         return False
-    events = scratch / "events.json"
+    # Whole events in one array file per core: DuckDB reads an array file on one thread, files in parallel.
+    cuts = split_event_array(str(doc), loc, _READERS)
+    bounds = [loc.open, *(x for cut in cuts for x in cut), loc.close + 1]
+    pieces = []
+    with open(doc, "rb") as src:
+        for k in range(len(bounds) // 2):
+            start, end = bounds[2 * k], bounds[2 * k + 1]
+            piece = scratch / f"events-{k}.json"
+            dst = os.open(piece, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                if k > 0:
+                    os.write(dst, b"[")
+                _copy_range(src.fileno(), dst, start, end)
+                if k < len(bounds) // 2 - 1:
+                    os.write(dst, b"]")
+            finally:
+                os.close(dst)
+            pieces.append(piece)
     if gz:
-        # Reuse the decompressed file: blank the head (the "[" stays) and cut what follows the "]".
-        with open(doc, "r+b") as f:
-            f.write(b" " * loc.open)
-            f.truncate(loc.close + 1)
-        doc.rename(events)
-    else:
-        with open(path, "rb") as src, open(events, "wb") as dst:
-            left, pos = loc.close + 1 - loc.open, loc.open
-            while left > 0:
-                n = (
-                    os.copy_file_range(src.fileno(), dst.fileno(), left, pos)
-                    if hasattr(os, "copy_file_range")
-                    else dst.write(os.pread(src.fileno(), min(left, 16 << 20), pos))
-                )
-                if n <= 0:
-                    break
-                left -= n
-                pos += n
-    copy = _copy_select("array", keep_python, _MAX_EVENT_BYTES, _old_external_id(path)).replace(
-        "@OUT@", str(scratch / "ev-000000.parquet")
-    )
+        doc.unlink()
+    out = scratch / "ev-000000.parquet"
+    copy = _copy_select("array", keep_python, _MAX_EVENT_BYTES, _old_external_id(path)).replace("@OUT@", str(out))
     try:
-        _run_with_progress(con, copy, [str(events)], progress, size)
+        _run_with_progress(con, copy, [[str(p) for p in pieces]], progress, size)
     except duckdb.Error:
         # DuckDB's own error locations are per record; the streaming reader names the byte offset.
-        events.unlink()
-        (scratch / "ev-000000.parquet").unlink(missing_ok=True)
+        for p in pieces:
+            p.unlink()
+        out.unlink(missing_ok=True)
         return False
-    events.unlink()
+    for p in pieces:
+        p.unlink()
     info.details["metadata"] = loc.metadata
     info.details["array_form"] = loc.array_form
     if progress is not None:
@@ -454,35 +478,48 @@ def _finalize(
         raise TraceFormatError(path, "baseTimeNanoseconds", f"expected an integer, found {base!r}")
     base_ns = int(base or 0)
     staged = f"read_parquet('{scratch}/ev-*.parquet')"
-    read, dropped_py = con.execute(f"SELECT count(*), count(*) FILTER (WHERE dropped) FROM {staged}").fetchone()
-    if dropped_py:
-        info.dropped["python_function (not asked for)"] = int(dropped_py)
-    con.execute(f"CREATE OR REPLACE VIEW raw AS SELECT * EXCLUDE (dropped) FROM {staged} WHERE NOT dropped")
+    names = [
+        "read",
+        "dropped_py",
+        "x",
+        "zero_ts",
+        "python",
+        "ns_decimals",
+        "instants",
+        "meta",
+        "other_ph",
+        "capitalised_cats",
+        "old_flows",
+        "max_x_ts",
+    ]
     counts = dict(
         zip(
-            ["total", "x", "zero_ts", "python", "ns_decimals", "instants", "meta", "other_ph"],
+            names,
             con.execute(
-                """
+                f"""
                 SELECT count(*),
-                       count(*) FILTER (WHERE ph = 'X'),
-                       count(*) FILTER (WHERE ph = 'X' AND ts_ns = 0),
-                       count(*) FILTER (WHERE cat = 'python_function'),
+                       count(*) FILTER (WHERE dropped),
+                       count(*) FILTER (WHERE NOT dropped AND ph = 'X'),
+                       count(*) FILTER (WHERE NOT dropped AND ph = 'X' AND ts_ns = 0),
+                       count(*) FILTER (WHERE NOT dropped AND cat = 'python_function'),
                        count(*) FILTER (WHERE ts_ns % 1000 <> 0),
                        count(*) FILTER (WHERE ph IN ('i', 'I')),
                        count(*) FILTER (WHERE ph = 'M'),
-                       count(*) FILTER (WHERE ph NOT IN ('X', 'i', 'I', 'M', 's', 'f', 't'))
-                FROM raw
+                       count(*) FILTER (WHERE ph NOT IN ('X', 'i', 'I', 'M', 's', 'f', 't')),
+                       count(*) FILTER (WHERE old_cat),
+                       count(*) FILTER (WHERE ph IN ('s', 'f') AND name IN ('async_cpu_to_gpu', 'async_gpu')),
+                       max(ts_ns) FILTER (WHERE ph = 'X')
+                FROM {staged}
                 """
             ).fetchone(),
             strict=True,
         )
     )
-    counts["capitalised_cats"] = con.execute("SELECT count(*) FROM raw WHERE old_cat").fetchone()[0]
-    counts["old_flows"] = con.execute(
-        "SELECT count(*) FROM raw WHERE ph IN ('s', 'f') AND name IN ('async_cpu_to_gpu', 'async_gpu')"
-    ).fetchone()[0]
+    if counts["dropped_py"]:
+        info.dropped["python_function (not asked for)"] = int(counts["dropped_py"])
+    con.execute(f"CREATE OR REPLACE VIEW raw AS SELECT * EXCLUDE (dropped) FROM {staged} WHERE NOT dropped")
+    has_real = (counts["max_x_ts"] or 0) > 0
     # Zeroed timestamps (pytorch/pytorch#188481) are dropped when the rest of the trace has real times.
-    has_real = con.execute("SELECT max(ts_ns) > 0 FROM raw WHERE ph = 'X'").fetchone()[0]
     drop_zero = "AND ts_ns <> 0" if has_real else ""
     if has_real and counts["zero_ts"]:
         info.dropped["zero_timestamp"] = counts["zero_ts"]
@@ -502,7 +539,8 @@ def _finalize(
         (stage / table).mkdir(parents=True, exist_ok=True)
     common = f"CAST({part} AS INTEGER) AS part"
     out = {t: stage / t / f"part-{part:05d}.parquet" for t in ("kernels", "ops", "annotations", "flows")}
-    con.execute(
+    table_rows: dict[str, int] = {}
+    table_rows["kernels"] = con.execute(
         f"""
         COPY (
           WITH launches AS (
@@ -526,8 +564,8 @@ def _finalize(
           WHERE k.ph = 'X' AND k.cat IN {GPU_CATS} {drop_zero}
         ) TO '{out["kernels"]}' (FORMAT parquet, COMPRESSION zstd)
         """
-    )
-    con.execute(
+    ).fetchone()[0]
+    table_rows["ops"] = con.execute(
         f"""
         COPY (
           SELECT {common}, cat, name, pid, tid, ts_ns + {base_ns} AS ts_ns, dur_ns, external_id,
@@ -536,8 +574,8 @@ def _finalize(
           WHERE ph = 'X' AND cat NOT IN {GPU_CATS} AND cat NOT IN {ANNOTATION_CATS} {drop_zero}
         ) TO '{out["ops"]}' (FORMAT parquet, COMPRESSION zstd)
         """
-    )
-    con.execute(
+    ).fetchone()[0]
+    table_rows["annotations"] = con.execute(
         f"""
         COPY (
           SELECT {common}, cat, name, pid, tid, ts_ns + {base_ns} AS ts_ns, dur_ns, external_id, ev_idx,
@@ -547,8 +585,8 @@ def _finalize(
           ORDER BY ts_ns, dur_ns DESC
         ) TO '{out["annotations"]}' (FORMAT parquet, COMPRESSION zstd)
         """
-    )
-    con.execute(
+    ).fetchone()[0]
+    table_rows["flows"] = con.execute(
         f"""
         COPY (
           SELECT {common}, cat, name, ph, TRY_CAST(flow_id AS BIGINT) AS flow_id, pid, tid,
@@ -556,9 +594,8 @@ def _finalize(
           FROM raw WHERE ph IN ('s', 'f', 't')
         ) TO '{out["flows"]}' (FORMAT parquet, COMPRESSION zstd)
         """
-    )
-    table_rows = {t: con.execute(f"SELECT count(*) FROM read_parquet('{p}')").fetchone()[0] for t, p in out.items()}
-    info.records = int(read)
+    ).fetchone()[0]
+    info.records = int(counts["read"])
     info.version = _version(meta, counts, array_form)
     info.details |= {
         "size_bytes": os.path.getsize(path),
