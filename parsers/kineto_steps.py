@@ -8,7 +8,8 @@ Markers are tried in this order and the first family present defines the steps:
 4. ``record_function`` ranges named for a phase (``prefill``, ``decode``, ``decode_step``, ``extend``);
 5. ``ProfilerStep#N``;
 6. vLLM worker ``execute_model`` frames (python_function, kept for this);
-7. CUDA graph launches outside any step (one replay = one decode step).
+7. CUDA graph launches (one replay = one step; its kind comes from the shapes);
+8. with no marker at all, forward passes as runs of attention ops with identical input shapes.
 
 Independently of the marker, the step's input shapes are read from its attention op (query ``[T, H, D]``
 for vLLM's varlen attention, ``[B, H, S, D]`` for SDPA): ``shape_tokens``, ``shape_reqs``,
@@ -52,6 +53,7 @@ FAMILIES = {
     "profiler_step": 6,
     "execute_model": 7,
     "cuda_graph": 8,
+    "attention_shapes": 9,
 }
 
 
@@ -173,6 +175,49 @@ def _candidate_markers(con: duckdb.DuckDBPyConnection) -> list[tuple]:
     return rows
 
 
+def _forward_passes_from_shapes(con: duckdb.DuckDBPyConnection) -> list[dict]:
+    """Forward passes of a trace with no markers at all: runs of attention ops with the same input shapes.
+
+    Every layer of one forward calls attention with the same shapes; the next forward changes them (a
+    decode step's key grows by one token, a new prompt has another length). A run spans its first
+    attention op's start to its last one's end: the attention part of the pass, a lower bound of it.
+    """
+    rows = con.execute(
+        f"""
+        SELECT name, pid, tid, ts_ns, dur_ns, input_dims FROM ops
+        WHERE cat = 'cpu_op' AND input_dims IS NOT NULL AND {_ATTN_OPS_SQL}
+          AND (name LIKE '%unified_attention%' OR name = 'aten::scaled_dot_product_attention'
+               OR name LIKE '%cpu_attention_with_kv_cache%')
+        ORDER BY pid, tid, ts_ns
+        """
+    ).fetchall()
+    steps: list[dict] = []
+    for name, pid, tid, ts, dur, dims in rows:
+        last = steps[-1] if steps else None
+        if last and last["_key"] == (pid, tid, name, dims):
+            last["end_ns"] = max(last["end_ns"], ts + (dur or 0))
+            continue
+        steps.append(
+            dict(
+                _key=(pid, tid, name, dims),
+                marker=f"{name} {dims}",
+                pid=pid,
+                tid=tid,
+                start_ns=ts,
+                end_ns=ts + (dur or 0),
+                external_id=None,
+                kind=None,
+                prefill_reqs=None,
+                prefill_tokens=None,
+                decode_reqs=None,
+                decode_tokens=None,
+            )
+        )
+    for s in steps:
+        s.pop("_key")
+    return sorted(steps, key=lambda s: s["start_ns"])
+
+
 def detect_steps(stage: Path, part: int) -> tuple[pa.Table, dict]:
     """Compute the ``engine_steps`` rows of one staged trace; returns the table and a detection summary."""
     con = duckdb.connect()
@@ -252,9 +297,9 @@ def detect_steps(stage: Path, part: int) -> tuple[pa.Table, dict]:
                     start_ns=r[3],
                     end_ns=r[3] + r[4],
                     external_id=None,
-                    kind="decode",
-                    prefill_reqs=0,
-                    prefill_tokens=0,
+                    kind=None,  # a graph replay is usually decode, but only the shapes can say
+                    prefill_reqs=None,
+                    prefill_tokens=None,
                     decode_reqs=None,
                     decode_tokens=None,
                 )
@@ -262,6 +307,10 @@ def detect_steps(stage: Path, part: int) -> tuple[pa.Table, dict]:
             ]
 
     summary = {"family": family, "steps": len(steps)}
+    if not steps:
+        steps = _forward_passes_from_shapes(con)
+        family = "attention_shapes" if steps else None
+        summary = {"family": family, "steps": len(steps)}
     if not steps:
         con.close()
         return _empty_steps(), summary

@@ -137,3 +137,20 @@ def test_step_marker_parsing():
     assert (m.family, m.kind, m.decode_reqs, m.decode_tokens) == ("tracelens", "decode", 32, 32)
     assert parse_marker("ProfilerStep#12").family == "profiler_step"
     assert parse_marker("aten::mm") is None
+
+
+def test_forward_passes_from_attention_shapes_when_a_trace_has_no_markers(store, tmp_path):
+    """The CPU tiny-LM trace with every annotation removed: steps come from the attention shapes alone."""
+    import gzip
+    import json
+
+    src = shared_file("torch", "torch-cpu-tinylm-infer-10mb.trace.json.gz")
+    doc = json.loads(gzip.decompress(src.read_bytes()))
+    names = [e["name"] for e in doc["traceEvents"] if e.get("cat") == "user_annotation"]
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("cat") != "user_annotation"]
+    path = tmp_path / "nomarkers.json"
+    path.write_text(json.dumps(doc))
+    run, steps = _steps(path, store)
+    assert {s["detection"] for s in steps} == {"attention_shapes"}
+    assert sum(s["kind"] == "prefill" for s in steps) == names.count("prefill")
+    assert sum(s["kind"] == "decode" for s in steps) == names.count("decode_step")
