@@ -142,6 +142,16 @@ class EventArrayScanner:
         self.array_open: int | None = None  # offset of the events array's "["
         self.array_close: int | None = None  # offset of its "]"
 
+    @classmethod
+    def inside_array(cls, path: str, ev_depth: int) -> EventArrayScanner:
+        """A scanner that starts between two events of the array (for probing a piece of a file)."""
+        probe = cls(path)
+        probe._phase = _EVENTS
+        probe._depth = ev_depth
+        probe._ev_depth = ev_depth
+        probe._started = True
+        return probe
+
     def _error(self, offset: int, message: str) -> TraceFormatError:
         return TraceFormatError(self.path, f"byte {offset}", message)
 
@@ -398,11 +408,7 @@ def locate_event_array(path: str, size: int) -> ArrayLocation | None:
 def _close_from_tail(path: str, tail: bytes, base: int, ev_depth: int) -> tuple[int, bytes] | None:
     starts = [m.end() - 1 for m in re.finditer(rb"[,\[]\s*\{", tail)]
     for p in reversed(starts[-64:]):
-        probe = EventArrayScanner(path)
-        probe._phase = _EVENTS
-        probe._depth = ev_depth
-        probe._ev_depth = ev_depth
-        probe._started = True
+        probe = EventArrayScanner.inside_array(path, ev_depth)
         try:
             lines = b"".join(b.data for b in probe._feed(tail[p:], base + p))
             if probe.array_close is None:
@@ -438,11 +444,7 @@ def split_event_array(path: str, loc: ArrayLocation, parts: int, window: int = 2
             buf = f.read(window)
             for m in re.finditer(rb",\s*\{", buf):
                 p = m.end() - 1
-                probe = EventArrayScanner(path)
-                probe._phase = _EVENTS
-                probe._depth = ev_depth
-                probe._ev_depth = ev_depth
-                probe._started = True
+                probe = EventArrayScanner.inside_array(path, ev_depth)
                 try:
                     lines = b"".join(b.data for b in probe._feed(buf[p:], target + p)).split(b"\n")
                     complete = [ln for ln in lines if ln.strip()]

@@ -175,6 +175,60 @@ def _candidate_markers(con: duckdb.DuckDBPyConnection) -> list[tuple]:
     return rows
 
 
+def _step(name: str, pid, tid, ts: int, dur: int | None, marker: Marker | None = None, ext=None) -> dict:
+    """One detected step: its CPU span and what its marker (if any) says."""
+    return dict(
+        marker=name,
+        pid=pid,
+        tid=tid,
+        start_ns=ts,
+        end_ns=ts + (dur or 0),
+        external_id=ext,
+        kind=marker.kind if marker else None,
+        prefill_reqs=marker.prefill_reqs if marker else None,
+        prefill_tokens=marker.prefill_tokens if marker else None,
+        decode_reqs=marker.decode_reqs if marker else None,
+        decode_tokens=marker.decode_tokens if marker else None,
+    )
+
+
+def _find_steps(con: duckdb.DuckDBPyConnection) -> tuple[str | None, list[dict]]:
+    """The steps of the highest-priority family present (see the module docstring)."""
+    found: dict[str, list[dict]] = {}
+    for name, pid, tid, ts, dur, ext in _candidate_markers(con):
+        marker = parse_marker(name)
+        if marker is not None:
+            found.setdefault(marker.family, []).append(_step(name, pid, tid, ts, dur, marker, ext))
+    if found:
+        family = min(found, key=FAMILIES.__getitem__)
+        return family, found[family]
+    # vLLM worker frames: the outermost execute_model of each thread.
+    rows = con.execute(
+        """
+        WITH em AS (SELECT name, pid, tid, ts_ns, dur_ns FROM ops
+                    WHERE cat = 'python_function' AND name LIKE '%execute_model%')
+        SELECT a.name, a.pid, a.tid, a.ts_ns, a.dur_ns FROM em a
+        WHERE NOT EXISTS (SELECT 1 FROM em b WHERE b.pid = a.pid AND b.tid = a.tid
+                          AND b.ts_ns <= a.ts_ns AND b.ts_ns + b.dur_ns >= a.ts_ns + a.dur_ns
+                          AND (b.ts_ns < a.ts_ns OR b.dur_ns > a.dur_ns))
+        ORDER BY a.ts_ns
+        """
+    ).fetchall()
+    if rows:
+        return "execute_model", [_step(*r) for r in rows]
+    # CUDA graph replays: one launch is one step; a replay is usually decode, but only the shapes can say.
+    rows = con.execute(
+        """
+        SELECT name, pid, tid, ts_ns, dur_ns FROM ops
+        WHERE cat IN ('cuda_runtime', 'cuda_driver') AND name ILIKE '%GraphLaunch%' ORDER BY ts_ns
+        """
+    ).fetchall()
+    if rows:
+        return "cuda_graph", [_step(*r) for r in rows]
+    steps = _forward_passes_from_shapes(con)
+    return ("attention_shapes" if steps else None), steps
+
+
 def _forward_passes_from_shapes(con: duckdb.DuckDBPyConnection) -> list[dict]:
     """Forward passes of a trace with no markers at all: runs of attention ops with the same input shapes.
 
@@ -225,92 +279,8 @@ def detect_steps(stage: Path, part: int) -> tuple[pa.Table, dict]:
     for t in ("kernels", "ops", "annotations"):
         con.execute(f"CREATE VIEW {t} AS SELECT * FROM read_parquet('{stage}/{t}/part-{part:05d}.parquet')")
 
-    found: dict[str, list[tuple[tuple, Marker]]] = {}
-    for row in _candidate_markers(con):
-        marker = parse_marker(row[0])
-        if marker is not None:
-            found.setdefault(marker.family, []).append((row, marker))
-    steps: list[dict] = []
-    family = None
-    if found:
-        family = min(found, key=FAMILIES.__getitem__)
-        for (name, pid, tid, ts, dur, ext), mk in found[family]:
-            steps.append(
-                dict(
-                    marker=name,
-                    pid=pid,
-                    tid=tid,
-                    start_ns=ts,
-                    end_ns=ts + (dur or 0),
-                    external_id=ext,
-                    kind=mk.kind,
-                    prefill_reqs=mk.prefill_reqs,
-                    prefill_tokens=mk.prefill_tokens,
-                    decode_reqs=mk.decode_reqs,
-                    decode_tokens=mk.decode_tokens,
-                )
-            )
-    if not steps:
-        rows = con.execute(
-            """
-            WITH em AS (SELECT name, pid, tid, ts_ns, dur_ns FROM ops
-                        WHERE cat = 'python_function' AND name LIKE '%execute_model%')
-            SELECT a.name, a.pid, a.tid, a.ts_ns, a.dur_ns FROM em a
-            WHERE NOT EXISTS (SELECT 1 FROM em b WHERE b.pid = a.pid AND b.tid = a.tid
-                              AND b.ts_ns <= a.ts_ns AND b.ts_ns + b.dur_ns >= a.ts_ns + a.dur_ns
-                              AND (b.ts_ns < a.ts_ns OR b.dur_ns > a.dur_ns))
-            ORDER BY a.ts_ns
-            """
-        ).fetchall()
-        if rows:
-            family = "execute_model"
-            steps = [
-                dict(
-                    marker=r[0],
-                    pid=r[1],
-                    tid=r[2],
-                    start_ns=r[3],
-                    end_ns=r[3] + r[4],
-                    external_id=None,
-                    kind=None,
-                    prefill_reqs=None,
-                    prefill_tokens=None,
-                    decode_reqs=None,
-                    decode_tokens=None,
-                )
-                for r in rows
-            ]
-    if not steps:
-        rows = con.execute(
-            """
-            SELECT name, pid, tid, ts_ns, dur_ns FROM ops
-            WHERE cat IN ('cuda_runtime', 'cuda_driver') AND name ILIKE '%GraphLaunch%' ORDER BY ts_ns
-            """
-        ).fetchall()
-        if rows:
-            family = "cuda_graph"
-            steps = [
-                dict(
-                    marker=r[0],
-                    pid=r[1],
-                    tid=r[2],
-                    start_ns=r[3],
-                    end_ns=r[3] + r[4],
-                    external_id=None,
-                    kind=None,  # a graph replay is usually decode, but only the shapes can say
-                    prefill_reqs=None,
-                    prefill_tokens=None,
-                    decode_reqs=None,
-                    decode_tokens=None,
-                )
-                for r in rows
-            ]
-
+    family, steps = _find_steps(con)
     summary = {"family": family, "steps": len(steps)}
-    if not steps:
-        steps = _forward_passes_from_shapes(con)
-        family = "attention_shapes" if steps else None
-        summary = {"family": family, "steps": len(steps)}
     if not steps:
         con.close()
         return _empty_steps(), summary
