@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lltrace.errors import TraceFormatError
-from lltrace.parsers import kineto
+from lltrace.parsers import kineto, vllm
 
 SNIFF_BYTES = 64 << 10
 
@@ -41,6 +41,48 @@ FORMATS: tuple[Format, ...] = (
         "class, CPU launch gaps, CUDA-graph use; no per-request latency",
         sniff=kineto.sniff,
         ingest=kineto.ingest,
+    ),
+    Format(
+        name=vllm.OTLP,
+        family="vLLM",
+        description="OpenTelemetry llm_request spans: collector JSON lines of ExportTraceServiceRequest, a single "
+        "OTLP/JSON document, or a Jaeger UI export",
+        tables=("requests",),
+        attributes="per request: queue, prefill, decode (measured by the engine), server TTFT and e2e, token "
+        "counts; preemptions where journey events are present",
+        sniff=vllm.sniff_otlp,
+        ingest=vllm.ingest_otlp,
+    ),
+    Format(
+        name=vllm.BENCH,
+        family="vLLM",
+        description="`vllm bench serve` / benchmark_serving.py result JSON (summary, or per request with "
+        "--save-detailed; appended objects)",
+        tables=("requests",),
+        attributes="per request (detailed): client TTFT, e2e, ITLs, token counts, send times; queue + prefill "
+        "stay one bucket without engine-side data",
+        sniff=vllm.sniff_bench,
+        ingest=vllm.ingest_bench,
+    ),
+    Format(
+        name=vllm.CLIENT_LOG,
+        family="vLLM",
+        description="stdout of `vllm bench serve` (its Namespace(...) line: request_id_prefix, result file)",
+        tables=(),
+        attributes="the join key between a bench file and the engine's spans",
+        sniff=vllm.sniff_client_log,
+        ingest=vllm.ingest_client_log,
+    ),
+    Format(
+        name=vllm.PROMETHEUS,
+        family="vLLM",
+        description="Prometheus /metrics text scrapes (a file per scrape; time from `# scrape_unix_ts` or "
+        "sample timestamps)",
+        tables=("engine_stats",),
+        attributes="running / waiting (by reason: capacity) requests, KV-cache usage, cumulative preemptions, "
+        "token and prefix-cache counters over time",
+        sniff=vllm.sniff_prometheus,
+        ingest=vllm.ingest_prometheus,
     ),
 )
 

@@ -10,6 +10,7 @@ from lltrace.analysis import Analysis, analyze  # noqa: E402
 from lltrace.api import Run, ingest  # noqa: E402
 from lltrace.errors import (  # noqa: E402
     AnalysisError,
+    InputWarning,
     LltraceError,
     StoreError,
     TraceFormatError,
@@ -21,6 +22,7 @@ from lltrace.store import Store  # noqa: E402
 __all__ = [
     "Analysis",
     "AnalysisError",
+    "InputWarning",
     "LltraceError",
     "Run",
     "Store",

@@ -17,8 +17,10 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from lltrace import __version__
-from lltrace.errors import StoreError, TraceFormatError, TruncatedInput, UnknownFormat
+from lltrace.assemble import PROVENANCE, assemble_requests
+from lltrace.errors import InputWarning, StoreError, TraceFormatError, TruncatedInput, UnknownFormat
 from lltrace.parsers import FORMATS, Format, detect
+from lltrace.parsers.kineto import NAME as KINETO
 from lltrace.parsers.kineto_steps import detect_steps
 from lltrace.store import TABLES, Store, check_run_id
 
@@ -153,21 +155,25 @@ def ingest(
             size = path.stat().st_size
             cb = (lambda done, _p=str(path), _s=size: progress(_p, done, _s)) if progress else None
             with warnings.catch_warnings():
-                warnings.simplefilter("ignore", TruncatedInput)
+                warnings.simplefilter("ignore", InputWarning)
                 info = fmt.ingest(str(path), stage, part, keep_python=keep_python, progress=cb)
             if strict and info.truncated:
                 raise TraceFormatError(str(path), "end of file", f"truncated trace ({info.truncated})")
             for w in info.warnings:
-                warnings.warn(w, TruncatedInput, stacklevel=2)
+                warnings.warn(w, TruncatedInput if info.truncated else InputWarning, stacklevel=2)
             src = info.to_dict() | {"part": part, "sha256": sha, "size_bytes": size}
-            steps, summary = detect_steps(stage, part)
-            steps_tables.append(steps)
-            detection.append({"part": part, **summary})
-            src["rows"]["engine_steps"] = steps.num_rows
+            src.setdefault("rows", {})
+            if fmt.name == KINETO:
+                steps, summary = detect_steps(stage, part)
+                steps_tables.append((part, steps))
+                detection.append({"part": part, **summary})
+                src["rows"]["engine_steps"] = steps.num_rows
             sources.append(src)
-        (stage / "engine_steps").mkdir(exist_ok=True)
-        for part, t in enumerate(steps_tables):
+        if steps_tables:
+            (stage / "engine_steps").mkdir(exist_ok=True)
+        for part, t in steps_tables:
             pq.write_table(t, stage / "engine_steps" / f"part-{part:05d}.parquet", compression="zstd")
+        join = assemble_requests(stage, sources)
         meta = {
             "run_id": run_id,
             "name": run or run_id,
@@ -187,12 +193,14 @@ def ingest(
             },
             "detected": _detected(sources),
             "step_detection": detection,
+            "join": join,
             "provenance": {
                 "engine_steps.kind": "derived from step markers, else from attention input shapes (kind_from)",
                 "engine_steps.decode_tokens": "measured from markers; SGLang DECODE = bs x 1 (derived)",
                 "engine_steps.gpu_busy_s": "derived: union of attributed GPU op intervals",
                 "kernels.kernel_class": "derived: parsers/kernel_classes.csv rules",
-            },
+            }
+            | (PROVENANCE if join else {}),
         }
         (stage / "run.json").write_text(json.dumps(meta, indent=2, default=str))
     return Run(run_id, st, skipped)

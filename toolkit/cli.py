@@ -23,7 +23,7 @@ from rich.progress import (
 from rich.table import Table
 
 from lltrace import __version__
-from lltrace.errors import LltraceError, TruncatedInput
+from lltrace.errors import InputWarning, LltraceError
 
 app = typer.Typer(
     name="lltrace",
@@ -97,7 +97,7 @@ def _progress(quiet: bool) -> Iterator[Callable[[str, int, int], None] | None]:
 def _errors(quiet: bool) -> Iterator[None]:
     """Named library errors → one line on stderr and exit 1; truncation warnings → one line each."""
     with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", TruncatedInput)
+        warnings.simplefilter("always", InputWarning)
         try:
             yield
         except LltraceError as exc:
@@ -114,7 +114,7 @@ def _flush_warnings(caught: list[warnings.WarningMessage], quiet: bool) -> None:
     if quiet:
         return
     for w in caught:
-        if issubclass(w.category, TruncatedInput):
+        if issubclass(w.category, InputWarning):
             err.print(f"lltrace: warning: {w.message}", highlight=False, markup=False, soft_wrap=True)
 
 

@@ -29,5 +29,9 @@ class AnalysisError(LltraceError):
     """An analysis could not be made from what the run holds."""
 
 
-class TruncatedInput(UserWarning):
+class InputWarning(UserWarning):
+    """A source was read with a caveat the user should see (a missing scrape time, say)."""
+
+
+class TruncatedInput(InputWarning):
     """A source ended early; lltrace read it as far as it was valid (the message says how much was dropped)."""

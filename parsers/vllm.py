@@ -1,0 +1,448 @@
+"""vLLM serving sources: ``vllm bench serve`` result JSON, its client log, OTLP ``llm_request`` spans
+(collector JSON lines, single documents, Jaeger UI export) and Prometheus ``/metrics`` scrapes.
+
+Each parser writes source-shaped rows to a staging table (``_bench``, ``_spans``, ``engine_stats``); the
+run's files are joined into the canonical ``requests`` table afterwards (``lltrace.assemble``), because a
+request's client-side and server-side records come from different files. Field facts:
+docs/SERVING_FORMATS.md §A.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from lltrace.errors import TraceFormatError
+from lltrace.parsers.kineto import SourceInfo
+
+BENCH = "vllm-bench"
+CLIENT_LOG = "vllm-bench-client-log"
+OTLP = "otlp-traces"
+PROMETHEUS = "prometheus"
+
+
+def _write(stage: Path, table: str, part: int, rows: list[dict[str, Any]], schema: pa.Schema) -> int:
+    (stage / table).mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), stage / table / f"part-{part:05d}.parquet")
+    return len(rows)
+
+
+def _strip(head: bytes) -> bytes:
+    return head.lstrip(b"\xef\xbb\xbf \t\r\n")
+
+
+# -- vllm bench serve result JSON ---------------------------------------------------------------------
+
+
+def sniff_bench(head: bytes) -> bool:
+    """A ``vllm bench serve`` / ``benchmark_serving.py`` result: a JSON object with its summary keys."""
+    text = _strip(head)
+    return (
+        text.startswith(b"{")
+        and (b'"backend"' in text or b'"endpoint_type"' in text)
+        and any(k in text for k in (b'"request_throughput"', b'"input_lens"', b'"completed"', b'"num_prompts"'))
+    )
+
+
+BENCH_SCHEMA = pa.schema(
+    [
+        ("part", pa.int32()),
+        ("client_id", pa.string()),
+        ("client_file", pa.string()),
+        ("idx", pa.int64()),
+        ("input_tokens", pa.int64()),
+        ("output_tokens", pa.int64()),
+        ("ttft_s", pa.float64()),
+        ("e2e_s", pa.float64()),
+        ("client_start_s", pa.float64()),
+        ("client_queue_s", pa.float64()),
+        ("itl_count", pa.int64()),
+        ("itl_sum_s", pa.float64()),
+        ("error", pa.string()),
+        ("status", pa.string()),
+    ]
+)
+
+_PER_REQUEST = ("input_lens", "output_lens", "ttfts", "latencies", "start_times", "queue_times", "itls", "errors")
+
+
+def _bench_objects(path: str, text: str) -> list[dict]:
+    """One or more JSON objects (``--append-result`` puts them back to back); ``Infinity``/``NaN`` allowed."""
+    dec = json.JSONDecoder()
+    objs, pos = [], 0
+    while True:
+        while pos < len(text) and text[pos] in " \t\r\n":
+            pos += 1
+        if pos >= len(text):
+            break
+        try:
+            obj, pos = dec.raw_decode(text, pos)
+        except json.JSONDecodeError as exc:
+            line = text.count("\n", 0, exc.pos) + 1
+            raise TraceFormatError(path, f"line {line}", f"invalid JSON in a bench result ({exc.msg})") from None
+        if not isinstance(obj, dict):
+            raise TraceFormatError(path, f"line {text.count(chr(10), 0, pos) + 1}", "expected a JSON object")
+        objs.append(obj)
+    return objs
+
+
+def _num(v: Any) -> float | None:
+    if v is None or isinstance(v, bool):
+        return None
+    if isinstance(v, str):
+        if v.lower() in ("inf", "infinity"):
+            return math.inf
+        try:
+            return float(v)
+        except ValueError:
+            return None
+    return float(v) if isinstance(v, (int, float)) else None
+
+
+def ingest_bench(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
+    """Per-request rows of a bench result (when saved with details) and its summary into the metadata."""
+    info = SourceInfo(path=path, format=BENCH)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise TraceFormatError(path, f"byte {exc.start}", "invalid UTF-8") from None
+    rows: list[dict[str, Any]] = []
+    summaries = []
+    stem = os.path.basename(path)
+    for k, obj in enumerate(_bench_objects(path, text)):
+        client_id = stem if k == 0 else f"{stem}#{k}"
+        summary = {key: v for key, v in obj.items() if key not in _PER_REQUEST + ("generated_texts",)}
+        if "request_goodput:" in summary:  # benchmark_serving.py <= early 2025 wrote the key with a colon
+            summary.setdefault("request_goodput", summary.pop("request_goodput:"))
+        if isinstance(summary.get("request_rate"), str) or summary.get("request_rate") == math.inf:
+            summary["request_rate"] = "inf"
+        summary["client_id"] = client_id
+        summaries.append(summary)
+        lens = obj.get("input_lens")
+        if not isinstance(lens, list):
+            continue
+        n = len(lens)
+        cols = {key: obj.get(key) for key in _PER_REQUEST}
+        for key, val in cols.items():
+            if val is not None and (not isinstance(val, list) or len(val) != n):
+                raise TraceFormatError(
+                    path, f"object {k + 1}", f"per-request list {key!r} has {len(val)} entries, input_lens has {n}"
+                )
+
+        def at(key: str, i: int, cols: dict[str, Any] = cols) -> Any:
+            v = cols[key]
+            return v[i] if v is not None else None
+
+        for i in range(n):
+            err = at("errors", i)
+            itl = at("itls", i)
+            ok = err in (None, "")
+            rows.append(
+                {
+                    "part": part,
+                    "client_id": client_id,
+                    "client_file": stem,
+                    "idx": i,
+                    "input_tokens": at("input_lens", i),
+                    "output_tokens": at("output_lens", i) if ok else None,  # 0 for a failed request means "none"
+                    "ttft_s": _num(at("ttfts", i)) if ok else None,
+                    "e2e_s": _num(at("latencies", i)) if ok else None,
+                    "client_start_s": _num(at("start_times", i)),
+                    "client_queue_s": _num(at("queue_times", i)),
+                    "itl_count": len(itl) if isinstance(itl, list) else None,
+                    "itl_sum_s": float(sum(itl)) if isinstance(itl, list) else None,
+                    "error": err or None,
+                    "status": "ok" if ok else "error",
+                }
+            )
+    info.records = _write(stage, "_bench", part, rows, BENCH_SCHEMA)
+    info.version = "detailed (per-request lists)" if rows else "summary only"
+    info.details["bench"] = summaries
+    return info
+
+
+# -- the bench client's stdout --------------------------------------------------------------------------
+
+_NS_FIELD = re.compile(r"(\w+)=('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|[\w.+-]+)")
+
+
+def sniff_client_log(head: bytes) -> bool:
+    """The stdout of ``vllm bench serve``: its ``Namespace(...)`` dump of the options."""
+    return b"Namespace(" in head and b"bench_type='serve'" in head
+
+
+def ingest_client_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
+    """The options that join a bench file to the engine's spans (``request_id_prefix``, ``result_filename``)."""
+    info = SourceInfo(path=path, format=CLIENT_LOG)
+    text = Path(path).read_text(encoding="utf-8", errors="replace")
+    m = re.search(r"Namespace\((.*)\)\s*$", text, re.MULTILINE)
+    if m is None:
+        raise TraceFormatError(path, "line 1", "no Namespace(...) line with the bench options")
+    fields = {}
+    for key, raw in _NS_FIELD.findall(m.group(1)):
+        fields[key] = raw[1:-1] if raw[:1] in "'\"" else raw
+    keep = (
+        "request_id_prefix",
+        "result_filename",
+        "result_dir",
+        "num_prompts",
+        "request_rate",
+        "seed",
+        "dataset_name",
+        "model",
+        "base_url",
+        "host",
+        "port",
+        "max_concurrency",
+    )
+    info.details["client"] = {k: fields[k] for k in keep if k in fields}
+    info.records = 1
+    info.version = "vllm bench serve stdout"
+    return info
+
+
+# -- OpenTelemetry spans -------------------------------------------------------------------------------
+
+
+def sniff_otlp(head: bytes) -> bool:
+    """OTLP/JSON ExportTraceServiceRequest (collector JSON lines or one document), or a Jaeger UI export."""
+    text = _strip(head)
+    if re.match(rb'\{\s*"resourceSpans"', text):
+        return True
+    return re.match(rb'\{\s*"data"\s*:\s*\[\s*\{\s*"traceID"', text) is not None
+
+
+SPAN_SCHEMA = pa.schema(
+    [
+        ("part", pa.int32()),
+        ("request_id", pa.string()),
+        ("trace_id", pa.string()),
+        ("span_id", pa.string()),
+        ("start_ns", pa.int64()),
+        ("end_ns", pa.int64()),
+        ("queue_s", pa.float64()),
+        ("prefill_s", pa.float64()),
+        ("decode_s", pa.float64()),
+        ("inference_s", pa.float64()),
+        ("ttft_s", pa.float64()),
+        ("e2e_s", pa.float64()),
+        ("prompt_tokens", pa.int64()),
+        ("completion_tokens", pa.int64()),
+        ("max_tokens", pa.int64()),
+        ("num_preemptions", pa.int64()),
+        ("finish_status", pa.string()),
+        ("process", pa.string()),
+    ]
+)
+
+_ATTR = {
+    "gen_ai.latency.time_in_queue": "queue_s",
+    "gen_ai.latency.time_in_model_prefill": "prefill_s",
+    "gen_ai.latency.time_in_model_decode": "decode_s",
+    "gen_ai.latency.time_in_model_inference": "inference_s",
+    "gen_ai.latency.time_to_first_token": "ttft_s",
+    "gen_ai.latency.e2e": "e2e_s",
+    "gen_ai.usage.prompt_tokens": "prompt_tokens",
+    "gen_ai.usage.completion_tokens": "completion_tokens",
+    "gen_ai.request.max_tokens": "max_tokens",
+    "gen_ai.request.id": "request_id",
+}
+_INT_COLS = {"prompt_tokens", "completion_tokens", "max_tokens"}
+
+
+def _otlp_value(v: dict) -> Any:
+    for key in ("stringValue", "doubleValue", "intValue", "boolValue"):
+        if key in v:
+            val = v[key]
+            return int(val) if key == "intValue" else val  # OTLP/JSON writes int64 as a string
+    return None
+
+
+def _span_row(part: int, span: dict, process: str | None) -> dict[str, Any] | None:
+    if span.get("name") != "llm_request":
+        return None
+    attrs = {a["key"]: _otlp_value(a.get("value", {})) for a in span.get("attributes", [])}
+    row: dict[str, Any] = {c: None for c in SPAN_SCHEMA.names}
+    row.update(part=part, trace_id=span.get("traceId"), span_id=span.get("spanId"), process=process)
+    row["start_ns"] = int(span["startTimeUnixNano"])
+    row["end_ns"] = int(span["endTimeUnixNano"])
+    for key, col in _ATTR.items():
+        if key in attrs and attrs[key] is not None:
+            row[col] = int(attrs[key]) if col in _INT_COLS else attrs[key]
+    events = span.get("events") or []
+    journey = [e for e in events if str(e.get("name", "")).startswith("journey.")]
+    if journey:
+        row["num_preemptions"] = sum(1 for e in journey if e.get("name") == "journey.PREEMPTED")
+        fin = [e for e in journey if e.get("name") == "journey.FINISHED"]
+        if fin:
+            fattrs = {a["key"]: _otlp_value(a.get("value", {})) for a in fin[-1].get("attributes", [])}
+            row["finish_status"] = fattrs.get("finish.status")
+    return row
+
+
+def _jaeger_rows(part: int, doc: dict) -> tuple[list[dict], int]:
+    rows, other = [], 0
+    for trace in doc.get("data", []):
+        for sp in trace.get("spans", []):
+            if sp.get("operationName") != "llm_request":
+                other += 1
+                continue
+            tags = {t["key"]: t.get("value") for t in sp.get("tags", [])}
+            start_ns = int(sp["startTime"]) * 1000
+            span = {
+                "name": "llm_request",
+                "traceId": sp.get("traceID"),
+                "spanId": sp.get("spanID"),
+                "startTimeUnixNano": start_ns,
+                "endTimeUnixNano": start_ns + int(sp.get("duration", 0)) * 1000,
+                "attributes": [
+                    {"key": k, "value": {"stringValue": v} if isinstance(v, str) else {"doubleValue": v}}
+                    for k, v in tags.items()
+                ],
+            }
+            rows.append(_span_row(part, span, None))
+    return rows, other
+
+
+def ingest_otlp(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
+    """``llm_request`` spans → ``_spans`` rows (other spans, such as startup spans, are counted and dropped)."""
+    info = SourceInfo(path=path, format=OTLP)
+    rows: list[dict[str, Any]] = []
+    other = 0
+    text = Path(path).read_text(encoding="utf-8")
+    docs: list[dict] = []
+    stripped = text.strip()
+    try:
+        docs = [json.loads(stripped)]
+        info.version = "OTLP/JSON document"
+    except json.JSONDecodeError:
+        info.version = "OTLP/JSON lines (collector file exporter)"
+        for n, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                docs.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise TraceFormatError(path, f"line {n}", f"invalid JSON ({exc.msg})") from None
+    for doc in docs:
+        if "data" in doc and "resourceSpans" not in doc:
+            info.version = "Jaeger UI export"
+            r, o = _jaeger_rows(part, doc)
+            rows.extend(r)
+            other += o
+            continue
+        for rs in doc.get("resourceSpans", []):
+            res = {a["key"]: _otlp_value(a.get("value", {})) for a in rs.get("resource", {}).get("attributes", [])}
+            process = res.get("vllm.process_kind") or res.get("service.name")
+            for ss in rs.get("scopeSpans", rs.get("instrumentationLibrarySpans", [])):
+                for span in ss.get("spans", []):
+                    row = _span_row(part, span, process)
+                    if row is None:
+                        other += 1
+                    else:
+                        rows.append(row)
+    if other:
+        info.dropped["spans other than llm_request"] = other
+    info.records = _write(stage, "_spans", part, rows, SPAN_SCHEMA) + other
+    return info
+
+
+# -- Prometheus text scrapes ---------------------------------------------------------------------------
+
+
+def sniff_prometheus(head: bytes) -> bool:
+    """Prometheus text exposition with vLLM (or SGLang) metric families."""
+    text = _strip(head)
+    return (
+        (text.startswith(b"# ") or text[:5].isalpha())
+        and (b"# TYPE " in text or b"# HELP " in text)
+        and (b"vllm:" in text or b"sglang:" in text)
+    )
+
+
+STATS_SCHEMA = pa.schema(
+    [
+        ("part", pa.int32()),
+        ("ts_s", pa.float64()),
+        ("engine", pa.string()),
+        ("running", pa.float64()),
+        ("waiting", pa.float64()),
+        ("waiting_capacity", pa.float64()),
+        ("waiting_deferred", pa.float64()),
+        ("swapped", pa.float64()),
+        ("kv_usage", pa.float64()),
+        ("preemptions_total", pa.float64()),
+        ("prompt_tokens_total", pa.float64()),
+        ("generation_tokens_total", pa.float64()),
+        ("prefix_cache_queries_total", pa.float64()),
+        ("prefix_cache_hits_total", pa.float64()),
+        ("source", pa.string()),
+    ]
+)
+
+# column ← metric names across vLLM versions (first present wins)
+_PROM = {
+    "running": ("vllm:num_requests_running",),
+    "waiting": ("vllm:num_requests_waiting",),
+    "swapped": ("vllm:num_requests_swapped",),
+    "kv_usage": ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"),
+    "preemptions_total": ("vllm:num_preemptions_total",),
+    "prompt_tokens_total": ("vllm:prompt_tokens_total",),
+    "generation_tokens_total": ("vllm:generation_tokens_total",),
+    "prefix_cache_queries_total": ("vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total"),
+    "prefix_cache_hits_total": ("vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total"),
+}
+_SAMPLE = re.compile(r"^([A-Za-z_:][\w:]*)(?:\{([^}]*)\})?\s+(\S+)(?:\s+(-?\d+))?\s*$")
+_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+
+
+def ingest_prometheus(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
+    """One scrape → one ``engine_stats`` row per engine; the scrape time comes from a ``# scrape_unix_ts``
+    line or the samples' own timestamps, else it stays NULL (a file's mtime is not a scrape time)."""
+    info = SourceInfo(path=path, format=PROMETHEUS, version="Prometheus text exposition")
+    ts: float | None = None
+    per_engine: dict[str, dict[str, float]] = {}
+    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+        if line.startswith("# scrape_unix_ts"):
+            ts = float(line.split()[2])
+            continue
+        if not line.strip() or line.startswith("#"):
+            continue
+        m = _SAMPLE.match(line)
+        if m is None:
+            raise TraceFormatError(path, f"line {n}", f"not a Prometheus sample: {line[:80]!r}")
+        name, labels, value, sample_ts = m.groups()
+        if not name.startswith("vllm:"):
+            continue
+        lab = dict(_LABEL.findall(labels or ""))
+        engine = lab.get("engine", "0")
+        stats = per_engine.setdefault(engine, {})
+        if sample_ts is not None and ts is None:
+            ts = int(sample_ts) / 1000
+        v = float(value)
+        if name == "vllm:num_requests_waiting_by_reason":
+            stats[f"waiting_{lab.get('reason', 'other')}"] = stats.get(f"waiting_{lab.get('reason', 'other')}", 0) + v
+            continue
+        stats[name] = stats.get(name, 0.0) + v
+    rows = []
+    for engine, stats in sorted(per_engine.items()):
+        row: dict[str, Any] = {"part": part, "ts_s": ts, "engine": engine, "source": "prometheus"}
+        for col, names in _PROM.items():
+            row[col] = next((stats[n] for n in names if n in stats), None)
+        row["waiting_capacity"] = stats.get("waiting_capacity")
+        row["waiting_deferred"] = stats.get("waiting_deferred")
+        rows.append(row)
+    if ts is None:
+        info.warnings.append(
+            f"{path}: no scrape time in the file (# scrape_unix_ts or sample timestamps); ts_s is NULL"
+        )
+    info.records = _write(stage, "engine_stats", part, rows, STATS_SCHEMA)
+    info.details["scrape_unix_ts"] = ts
+    return info

@@ -1,0 +1,142 @@
+"""vLLM serving runs (bench JSON + client log + OTLP spans + Prometheus) joined into one requests table.
+
+Expected values come straight from the raw span JSON and the raw bench JSON of the real vLLM CPU runs.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from conftest import DATA
+
+import lltrace
+
+RUNS = ["A_baseline", "B_kvpressure", "B2_kv2x"]
+
+
+def _raw_spans(run_dir):
+    spans = {}
+    for line in (DATA / "vllm_cpu" / run_dir / "otlp" / "traces.otlp.jsonl").read_text().splitlines():
+        for rs in json.loads(line)["resourceSpans"]:
+            for ss in rs["scopeSpans"]:
+                for sp in ss["spans"]:
+                    if sp["name"] == "llm_request":
+                        attrs = {a["key"]: next(iter(a["value"].values())) for a in sp["attributes"]}
+                        spans[attrs["gen_ai.request.id"]] = (sp, attrs)
+    return spans
+
+
+def _raw_bench_rows(run_dir):
+    n = 0
+    for f in (DATA / "vllm_cpu" / run_dir / "bench").glob("*.json"):
+        n += len(json.loads(f.read_text())["input_lens"])
+    return n
+
+
+@pytest.mark.parametrize("run_dir", RUNS)
+def test_every_request_joins_its_span_and_keeps_the_engine_split(run_dir, store):
+    run = lltrace.ingest([DATA / "vllm_cpu" / run_dir], store=store)
+    req = {r["request_id"]: r for r in run.table("requests").to_dicts()}
+    spans = _raw_spans(run_dir)
+    assert len(req) == len(spans) == run.table("requests").height  # one row per request, no duplicates
+    assert sum(r["client_id"] is not None for r in req.values()) == _raw_bench_rows(run_dir)
+    for rid, (sp, a) in spans.items():
+        r = req[rid]
+        assert r["queue_s"] == pytest.approx(a["gen_ai.latency.time_in_queue"], abs=1e-6)
+        assert r["prefill_s"] == pytest.approx(a["gen_ai.latency.time_in_model_prefill"], abs=1e-6)
+        assert r["decode_s"] == pytest.approx(a["gen_ai.latency.time_in_model_decode"], abs=1e-6)
+        assert r["arrival_ns"] == int(sp["startTimeUnixNano"])
+        assert (r["input_tokens"], r["output_tokens"]) == (
+            int(a["gen_ai.usage.prompt_tokens"]),
+            int(a["gen_ai.usage.completion_tokens"]),
+        )
+        # The client measures from before the request leaves to after the last chunk arrives.
+        assert 0 < r["e2e_s"] - r["server_e2e_s"] < 0.1
+    clock = run.metadata["join"]["clock"]
+    assert clock["residual_p90_s"] < 0.05 and clock["matched_events"] == len(spans)
+
+
+def test_run_b_kv_pressure_from_the_metrics(store):
+    run = lltrace.ingest([DATA / "vllm_cpu" / "B_kvpressure"], store=store)
+    stats = run.sql(
+        "SELECT max(preemptions_total) AS p, max(kv_usage) AS kv, max(waiting_capacity) AS wc FROM engine_stats"
+    ).to_dicts()[0]
+    assert stats["p"] == 55 and stats["kv"] == 1.0 and stats["wc"] == 51
+    # Scrapes without a time stamp keep ts_s NULL (and say so), rather than taking the file's mtime.
+    final = [s for s in run.metadata["sources"] if s["path"].endswith("metrics_final.prom")][0]
+    assert final["scrape_unix_ts"] is None and final["warnings"]
+
+
+def test_prefix_inferred_from_spans_without_the_client_log(store, tmp_path):
+    src = DATA / "vllm_cpu" / "B2_kv2x"
+    folder = tmp_path / "b2"
+    folder.mkdir()
+    shutil.copy(src / "bench" / "bench_kvpressure_64req.json", folder)
+    shutil.copy(src / "otlp" / "traces.otlp.jsonl", folder)
+    run = lltrace.ingest([folder], store=store)
+    clients = run.metadata["join"]["clients"]
+    assert clients == [
+        {
+            "client_id": "bench_kvpressure_64req.json",
+            "requests": 64,
+            "matched": 64,
+            "prefix": "bench-9e5fd91b-",
+            "prefix_from": "inferred from span ids and token counts",
+            "token_mismatches": 0,
+        }
+    ]
+
+
+def test_bench_file_quirks(store, tmp_path):
+    """Fixture built from the documented schema: appended objects, "inf" rate, legacy goodput key, a failure."""
+    one = {
+        "backend": "vllm",
+        "request_rate": "inf",
+        "request_goodput:": 1.5,
+        "completed": 1,
+        "failed": 1,
+        "request_throughput": 2.0,
+        "input_lens": [10, 20],
+        "output_lens": [5, 0],
+        "ttfts": [0.1, 0.0],
+        "latencies": [0.5, 0.0],
+        "start_times": [100.0, 100.1],
+        "itls": [[0.1] * 4, []],
+        "errors": ["", "Bad Request"],
+    }
+    two = {"backend": "vllm", "request_rate": 4.0, "request_throughput": 1.0, "completed": 3, "mean_ttft_ms": 12.0}
+    path = tmp_path / "appended.json"
+    path.write_text(json.dumps(one) + "\n" + json.dumps(two).replace("4.0", "Infinity", 1) + "\n")
+    run = lltrace.ingest([path], store=store)
+    rows = run.table("requests").sort("client_index").to_dicts()
+    assert [(r["status"], r["output_tokens"], r["ttft_s"]) for r in rows] == [("ok", 5, 0.1), ("error", None, None)]
+    bench = run.metadata["sources"][0]["bench"]
+    assert [b["request_rate"] for b in bench] == ["inf", "inf"]
+    assert bench[0]["request_goodput"] == 1.5 and "request_goodput:" not in bench[0]
+    assert run.metadata["sources"][0]["version"] == "detailed (per-request lists)"
+
+
+def test_otlp_kind_as_enum_name_and_single_document(store, tmp_path):
+    span = {
+        "traceId": "ab",
+        "spanId": "cd",
+        "name": "llm_request",
+        "kind": "SPAN_KIND_SERVER",
+        "startTimeUnixNano": "1795961962087570432",
+        "endTimeUnixNano": "1795961963712544664",
+        "attributes": [
+            {"key": "gen_ai.request.id", "value": {"stringValue": "cmpl-x-0"}},
+            {"key": "gen_ai.latency.time_in_queue", "value": {"doubleValue": 0.5}},
+            {"key": "gen_ai.usage.prompt_tokens", "value": {"intValue": "832"}},
+        ],
+        "events": [{"name": "journey.PREEMPTED", "attributes": []}, {"name": "journey.PREEMPTED"}],
+    }
+    doc = {"resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [{"spans": [span]}]}]}
+    path = tmp_path / "spans.json"
+    path.write_text(json.dumps(doc, indent=2))
+    run = lltrace.ingest([path], store=store)
+    r = run.table("requests").to_dicts()[0]
+    assert (r["request_id"], r["queue_s"], r["input_tokens"], r["num_preemptions"]) == ("cmpl-x-0", 0.5, 832, 2)
+    assert r["prefill_s"] is None  # not in the span: NULL, not 0
