@@ -46,6 +46,19 @@ def render(doc: dict[str, Any]) -> Group:
     )
     parts.append(Panel(head, title="lltrace analyze", expand=False))
 
+    req = doc.get("requests")
+    if req:
+        t = Table(
+            title=f"Requests: {req['count']:,} ({req['errors']:,} failed; latencies measured by the {req['basis']})"
+        )
+        for col in ("metric", "p50 ms", "p90 ms", "p99 ms", "mean ms"):
+            t.add_column(col, justify="left" if col == "metric" else "right")
+        for key, label in (("ttft_s", "TTFT"), ("tpot_s", "TPOT"), ("e2e_s", "e2e"), ("queue_s", "engine queue")):
+            d = req.get(key)
+            if d:
+                t.add_row(label, _ms(d["p50"]), _ms(d["p90"]), _ms(d["p99"]), _ms(d["mean"]))
+        parts.append(t)
+
     steps = doc.get("steps")
     if steps:
         t = Table(title=f"Engine steps: {steps['count']:,} (detected from: {', '.join(steps['detection']) or 'none'})")

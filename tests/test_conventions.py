@@ -15,6 +15,8 @@ from lltrace.queries import install_views, query_files
 EMPTY_TABLES = {
     "kernels": "run_id VARCHAR, part INTEGER, device BIGINT, ts_ns BIGINT, dur_ns BIGINT, kernel_class VARCHAR, "
     "attention_variant VARCHAR",
+    "requests": "run_id VARCHAR, request_id VARCHAR, status VARCHAR, ttft_s DOUBLE, server_ttft_s DOUBLE, "
+    "e2e_s DOUBLE, server_e2e_s DOUBLE, output_tokens BIGINT, queue_s DOUBLE",
     "engine_steps": "run_id VARCHAR, kind VARCHAR, wall_s DOUBLE, gpu_busy_s DOUBLE, prefill_tokens BIGINT, "
     "decode_tokens BIGINT, cuda_graph BOOLEAN",
 }

@@ -105,3 +105,36 @@ def test_phase_share_uses_gpu_time_when_there_is_some_else_wall_time(con):
 def test_attention_variant(con):
     rows = con.execute("SELECT * FROM profiler_attention_variant ORDER BY run_id").fetchall()
     assert rows == [("a", "decode", 1, 1000e-9), ("b", None, 1, 100e-9)]
+
+
+REQUESTS = """
+CREATE TABLE requests (run_id VARCHAR, request_id VARCHAR, status VARCHAR, ttft_s DOUBLE, server_ttft_s DOUBLE,
+                       e2e_s DOUBLE, server_e2e_s DOUBLE, output_tokens BIGINT, queue_s DOUBLE);
+INSERT INTO requests VALUES
+    ('r', 'a', 'ok', 0.1, 0.09, 1.1, 1.0, 11, 0.01),      -- client figures win: tpot = (1.1 - 0.1) / 10
+    ('r', 'b', 'finished', NULL, 0.2, NULL, 0.5, 4, 0.02), -- server only: tpot = (0.5 - 0.2) / 3
+    ('r', 'c', 'ok', 0.3, NULL, 0.3, NULL, 1, NULL),        -- one output token: no tpot; no engine data
+    ('r', 'd', 'error', NULL, NULL, NULL, NULL, NULL, NULL) -- failed: counted, not in the latencies
+"""
+
+
+def test_requests_latency_and_summary():
+    c = duckdb.connect()
+    c.execute(REQUESTS)
+    install_views(c, ["requests"])
+    lat = c.execute("SELECT request_id, basis, ttft_s, e2e_s, tpot_s, queue_s FROM requests_latency ORDER BY 1")
+    assert lat.fetchall() == [
+        ("a", "client", 0.1, 1.1, pytest.approx(0.1), 0.01),
+        ("b", "server", 0.2, 0.5, pytest.approx(0.1), 0.02),
+        ("c", "client", 0.3, 0.3, None, None),
+    ]
+    s = c.execute("SELECT requests, errors, basis, ttft_p50, tpot_mean, e2e_p50, queue_p50 FROM requests_summary")
+    assert s.fetchone() == (
+        4,
+        1,
+        "mixed",
+        pytest.approx(0.2),
+        pytest.approx(0.1),
+        pytest.approx(0.5),
+        pytest.approx(0.015),
+    )

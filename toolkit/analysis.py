@@ -97,7 +97,7 @@ def analyze(
                 "gpu": {"name": gpu_obj.name, "origin": gpu_origin} if gpu_obj else None,
                 "model": {"name": model_obj.name, "origin": "option --model"} if model_obj else None,
             },
-            "requests": None,
+            "requests": _requests(con, views),
             "attribution": None,
             "classification": None,
             "steps": _steps(con, views, gpu_obj, model_obj),
@@ -160,6 +160,29 @@ def _steps(con, views: set[str], gpu: GPU | None, model: Model | None) -> dict[s
         "detection": sorted({it["detection"] for it in items if it["detection"]}),
         "bound_note": note,
         "items": items,
+    }
+
+
+def _requests(con, views: set[str]) -> dict[str, Any] | None:
+    if "requests_summary" not in views:
+        return None
+    rows = _rows(con, "SELECT * EXCLUDE (run_id) FROM requests_summary")
+    if not rows:
+        return None
+    r = rows[0]
+
+    def dist(prefix: str) -> dict[str, Any] | None:
+        d = {k: r[f"{prefix}_{k}"] for k in ("p50", "p90", "p99", "mean")}
+        return None if all(v is None for v in d.values()) else d
+
+    return {
+        "count": r["requests"],
+        "errors": r["errors"],
+        "basis": r["basis"],
+        "ttft_s": dist("ttft"),
+        "tpot_s": dist("tpot"),
+        "e2e_s": dist("e2e"),
+        "queue_s": dist("queue"),
     }
 
 
