@@ -140,3 +140,14 @@ def test_otlp_kind_as_enum_name_and_single_document(store, tmp_path):
     r = run.table("requests").to_dicts()[0]
     assert (r["request_id"], r["queue_s"], r["input_tokens"], r["num_preemptions"]) == ("cmpl-x-0", 0.5, 832, 2)
     assert r["prefill_s"] is None  # not in the span: NULL, not 0
+
+
+def test_analyze_reports_request_percentiles_from_the_spans(store):
+    import statistics
+
+    doc = lltrace.analyze([DATA / "vllm_cpu" / "B_kvpressure"], store=store).to_dict()
+    queues = [a["gen_ai.latency.time_in_queue"] for _, a in _raw_spans("B_kvpressure").values()]
+    assert doc["requests"]["count"] == len(queues) == 96
+    assert doc["requests"]["queue_s"]["p50"] == pytest.approx(statistics.median(queues), abs=1e-6)
+    assert doc["requests"]["basis"] == "client"
+    assert doc["steps"]["count_by_kind"]["decode"] == 60
