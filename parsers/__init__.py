@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lltrace.errors import TraceFormatError
-from lltrace.parsers import kineto, vllm
+from lltrace.parsers import kineto, vllm, workloads
 
 SNIFF_BYTES = 64 << 10
 
@@ -83,6 +83,42 @@ FORMATS: tuple[Format, ...] = (
         "token and prefix-cache counters over time",
         sniff=vllm.sniff_prometheus,
         ingest=vllm.ingest_prometheus,
+    ),
+    Format(
+        name=workloads.AZURE,
+        family="production traces",
+        description="Azure LLM inference trace CSV, 2023 (100 ns, no zone) and 2024 (us with zone) styles",
+        tables=("requests",),
+        attributes="arrivals and prompt/output sizes: workload mix, load over time (no latencies)",
+        sniff=workloads.sniff_azure,
+        ingest=workloads.ingest_azure,
+    ),
+    Format(
+        name=workloads.BURSTGPT,
+        family="production traces",
+        description="BurstGPT CSV, v1.1 and v1.2+ (Session ID, Elapsed time); zero response tokens = failed",
+        tables=("requests",),
+        attributes="arrivals, sizes, failures; end-to-end latency where Elapsed time is given",
+        sniff=workloads.sniff_burstgpt,
+        ingest=workloads.ingest_burstgpt,
+    ),
+    Format(
+        name=workloads.MOONCAKE,
+        family="production traces",
+        description="Mooncake FAST'25 JSONL (relative ms; hash_ids = 512-token prefix blocks)",
+        tables=("requests",),
+        attributes="arrivals, sizes and prefix-block ids (prefix-cache reuse can be measured)",
+        sniff=workloads.sniff_mooncake,
+        ingest=workloads.ingest_mooncake,
+    ),
+    Format(
+        name=workloads.OWN,
+        family="lltrace",
+        description="lltrace's request schema (README) as CSV, JSON lines or Parquet",
+        tables=("requests",),
+        attributes="whatever the columns give: arrivals and sizes at least; timestamps, preemptions when present",
+        sniff=workloads.sniff_own,
+        ingest=workloads.ingest_own,
     ),
 )
 

@@ -221,7 +221,7 @@ def assemble_requests(stage: Path, sources: list[dict[str, Any]]) -> dict[str, A
         )
     (stage / "requests").mkdir(exist_ok=True)
     table = pa.Table.from_pylist(out, schema=REQUEST_SCHEMA).sort_by([("arrival_s", "ascending")])
-    pq.write_table(table, stage / "requests" / "part-00000.parquet", compression="zstd")
+    pq.write_table(table, stage / "requests" / "part-joined.parquet", compression="zstd")
     report["requests"] = len(out)
     report["spans"] = len(spans)
     report["bench_rows"] = len(bench)

@@ -1,0 +1,338 @@
+"""Production arrival traces and lltrace's own request schema → ``requests`` rows.
+
+Formats: Azure LLM inference traces 2023 (``2023-11-16 18:17:03.9799600``, 100 ns, no zone) and 2024
+(``2024-05-10 00:00:00.009930+00:00``, µs with zone, some rows without a fraction), BurstGPT (v1.1 and
+v1.2+ columns; zero response tokens = a failed request), Mooncake FAST'25 JSONL (relative ms, ``hash_ids``
+= prefix blocks of 512 tokens), and lltrace's own CSV / JSON-lines / Parquet request schema. Everything is
+decoded by DuckDB's readers straight into Parquet: tens of millions of rows stream in bounded memory.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow.parquet as pq
+
+from lltrace.errors import TraceFormatError
+from lltrace.parsers.kineto import SourceInfo
+
+AZURE = "azure-llm-trace"
+BURSTGPT = "burstgpt"
+MOONCAKE = "mooncake-trace"
+OWN = "lltrace-requests"
+
+MOONCAKE_BLOCK_TOKENS = 512
+
+# The requests columns every writer fills (the rest of the canonical table stays NULL).
+_REQUEST_COLUMNS = {
+    "request_id": "VARCHAR",
+    "client_id": "VARCHAR",
+    "client_index": "BIGINT",
+    "arrival_s": "DOUBLE",
+    "queued_s": "DOUBLE",
+    "scheduled_s": "DOUBLE",
+    "first_token_s": "DOUBLE",
+    "last_token_s": "DOUBLE",
+    "finished_s": "DOUBLE",
+    "input_tokens": "BIGINT",
+    "output_tokens": "BIGINT",
+    "cached_tokens": "BIGINT",
+    "prefix_block_ids": "BIGINT[]",
+    "num_preemptions": "BIGINT",
+    "status": "VARCHAR",
+    "ttft_s": "DOUBLE",
+    "e2e_s": "DOUBLE",
+    "queue_s": "DOUBLE",
+    "prefill_s": "DOUBLE",
+    "decode_s": "DOUBLE",
+    "server_ttft_s": "DOUBLE",
+    "server_e2e_s": "DOUBLE",
+    "client_start_s": "DOUBLE",
+    "arrival_ns": "BIGINT",
+    "matched_by": "VARCHAR",
+}
+
+
+def _first_line(head: bytes) -> str:
+    return head.lstrip(b"\xef\xbb\xbf").split(b"\n", 1)[0].decode("utf-8", "replace").strip().strip("\r")
+
+
+def _header(head: bytes) -> list[str]:
+    return [c.strip() for c in _first_line(head).split(",")]
+
+
+def sniff_azure(head: bytes) -> bool:
+    """Azure LLM (and LMM) inference trace CSV."""
+    cols = _header(head)
+    return cols[:1] == ["TIMESTAMP"] and "ContextTokens" in cols and "GeneratedTokens" in cols
+
+
+def sniff_burstgpt(head: bytes) -> bool:
+    """BurstGPT CSV (v1.1 or v1.2+ header)."""
+    cols = _header(head)
+    return cols[:1] == ["Timestamp"] and "Request tokens" in cols and "Response tokens" in cols
+
+
+def sniff_mooncake(head: bytes) -> bool:
+    """Mooncake JSONL: timestamp (ms), input_length, output_length, hash_ids."""
+    line = _first_line(head)
+    return line.startswith("{") and all(f'"{k}"' in line for k in ("timestamp", "input_length", "output_length"))
+
+
+def sniff_own(head: bytes) -> bool:
+    """lltrace's request schema as CSV, JSON lines or Parquet."""
+    if head[:4] == b"PAR1":
+        return True  # checked against the schema when read
+    line = _first_line(head)
+    needed = ("request_id", "input_tokens", "output_tokens")
+    if line.startswith("{"):
+        return all(f'"{k}"' in line for k in needed) and ('"arrival_s"' in line or '"arrival_time"' in line)
+    cols = [c.strip().strip('"') for c in line.split(",")]
+    return all(k in cols for k in needed) and ("arrival_s" in cols or "arrival_time" in cols)
+
+
+def _connect(stage: Path) -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect()
+    con.execute(f"SET threads = 2; SET memory_limit = '512MB'; SET temp_directory = '{stage}/_tmp'")
+    return con
+
+
+def _copy(con: duckdb.DuckDBPyConnection, path: str, stage: Path, part: int, select: str, params: list) -> int:
+    """Write the requests rows of one source (all canonical columns, NULL where the source has none)."""
+    (stage / "requests").mkdir(parents=True, exist_ok=True)
+    out = stage / "requests" / f"part-{part:05d}.parquet"
+    cols = ", ".join(f"CAST({c} AS {t}) AS {c}" for c, t in _REQUEST_COLUMNS.items())
+    try:
+        (n,) = con.execute(
+            f"COPY (SELECT {cols} FROM ({select})) TO '{out}' (FORMAT parquet, COMPRESSION zstd)", params
+        ).fetchone()
+    except duckdb.Error as exc:
+        msg = str(exc).splitlines()[0]
+        line = re.search(r"[Ll]ine:? (\d+)", str(exc))
+        raise TraceFormatError(path, f"line {line.group(1)}" if line else "file", msg) from None
+    return int(n)
+
+
+def _nulls(present: set[str]) -> str:
+    return ", ".join(f"NULL AS {c}" for c in _REQUEST_COLUMNS if c not in present)
+
+
+def _ts_ns(x: str) -> str:
+    """SQL for "YYYY-MM-DD[ T]HH:MM:SS[.fraction][+HH:MM|Z]" text → exact epoch nanoseconds.
+
+    Any number of fraction digits (Azure 2023 writes 7); a zone offset when present, none (or Z) = UTC.
+    """
+    t = f"replace({x}, 'T', ' ')"
+    zone = f"regexp_extract({t}, '([+-])(\\d\\d):?(\\d\\d)$', ['sign', 'h', 'm'])"
+    return f"""(
+        epoch_ns(strptime(left({t}, 19), '%Y-%m-%d %H:%M:%S'))
+        + CAST(rpad(coalesce(nullif(regexp_extract({t}, '^.{{19}}\\.(\\d+)', 1), ''), '0'), 9, '0')[1:9] AS BIGINT)
+        - coalesce(CASE {zone}.sign WHEN '-' THEN -1 WHEN '+' THEN 1 END
+                   * (CAST(nullif({zone}.h, '') AS BIGINT) * 3600 + CAST(nullif({zone}.m, '') AS BIGINT) * 60)
+                   * 1000000000, 0))"""
+
+
+def ingest_azure(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
+    """Azure LLM inference trace: arrival (exact ns), prompt and output tokens per request."""
+    info = SourceInfo(path=path, format=AZURE)
+    con = _connect(stage)
+    try:
+        zones = con.execute(
+            "SELECT count(*) FILTER (WHERE regexp_matches(TIMESTAMP, '([+-]\\d\\d:?\\d\\d|Z)$')), count(*), "
+            "count(*) FILTER (WHERE NOT regexp_matches(TIMESTAMP, '^\\d{4}-\\d\\d-\\d\\d[ T]\\d\\d:\\d\\d:\\d\\d')) "
+            "FROM read_csv(?, header = true, columns = {'TIMESTAMP': 'VARCHAR', 'ContextTokens': 'BIGINT', "
+            "'GeneratedTokens': 'BIGINT'}, ignore_errors = false, null_padding = true)",
+            [path],
+        ).fetchone()
+        zoned, total, bad = zones
+        if bad:
+            raise TraceFormatError(path, "TIMESTAMP column", f"{bad} rows are not 'YYYY-MM-DD HH:MM:SS[.f][zone]'")
+        select = f"""
+            SELECT printf('%s:%d', ?, row_number() OVER () - 1) AS request_id, ? AS client_id,
+                   row_number() OVER () - 1 AS client_index,
+                   arrival_ns / 1e9 AS arrival_s, arrival_ns, ContextTokens AS input_tokens,
+                   GeneratedTokens AS output_tokens, 'ok' AS status,
+                   {
+            _nulls(
+                {
+                    "request_id",
+                    "client_id",
+                    "client_index",
+                    "arrival_s",
+                    "arrival_ns",
+                    "input_tokens",
+                    "output_tokens",
+                    "status",
+                }
+            )
+        }
+            FROM (SELECT *, {_ts_ns("TIMESTAMP")} AS arrival_ns
+                  FROM read_csv(?, header = true, columns = {{'TIMESTAMP': 'VARCHAR', 'ContextTokens': 'BIGINT',
+                                'GeneratedTokens': 'BIGINT'}}))
+        """
+        name = Path(path).name
+        info.records = _copy(con, path, stage, part, select, [name, name, path])
+    finally:
+        con.close()
+    info.version = "2024 (us, with zone)" if zoned else "2023 (100 ns, no zone)"
+    info.details["clock"] = {
+        "origin": "TIMESTAMP column, epoch ns",
+        "zone": "as written" if zoned == total else ("UTC assumed (no zone in the file)" if not zoned else "mixed"),
+    }
+    return info
+
+
+def ingest_burstgpt(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
+    """BurstGPT: arrival (s from day 1), sizes, model/log type as the client, and e2e where v1.2+ gives it."""
+    info = SourceInfo(path=path, format=BURSTGPT)
+    con = _connect(stage)
+    try:
+        cols = [r[0] for r in con.execute("DESCRIBE SELECT * FROM read_csv(?, header = true)", [path]).fetchall()]
+        has_elapsed = "Elapsed time" in cols
+        e2e = '"Elapsed time"' if has_elapsed else "NULL"
+        select = f"""
+            SELECT printf('%s:%d', ?, row_number() OVER () - 1) AS request_id,
+                   "Model" || '/' || "Log Type" AS client_id, row_number() OVER () - 1 AS client_index,
+                   CAST("Timestamp" AS DOUBLE) AS arrival_s,
+                   CAST(round(CAST("Timestamp" AS DOUBLE) * 1e9) AS BIGINT) AS arrival_ns,
+                   "Request tokens" AS input_tokens,
+                   CASE WHEN "Response tokens" = 0 THEN NULL ELSE "Response tokens" END AS output_tokens,
+                   CASE WHEN "Response tokens" = 0 THEN 'error' ELSE 'ok' END AS status,
+                   CASE WHEN "Response tokens" = 0 THEN NULL ELSE CAST({e2e} AS DOUBLE) END AS e2e_s,
+                   {
+            _nulls(
+                {
+                    "request_id",
+                    "client_id",
+                    "client_index",
+                    "arrival_s",
+                    "arrival_ns",
+                    "input_tokens",
+                    "output_tokens",
+                    "status",
+                    "e2e_s",
+                }
+            )
+        }
+            FROM read_csv(?, header = true)
+        """
+        info.records = _copy(con, path, stage, part, select, [Path(path).name, path])
+        (failed,) = con.execute(
+            'SELECT count(*) FROM read_csv(?, header = true) WHERE "Response tokens" = 0', [path]
+        ).fetchone()
+    finally:
+        con.close()
+    info.version = "v1.2+ (Session ID, Elapsed time)" if has_elapsed else "v1.1"
+    info.details["failed_requests"] = int(failed)
+    info.details["clock"] = {"origin": "seconds from 00:00 of the trace's first day (relative)"}
+    return info
+
+
+def ingest_mooncake(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
+    """Mooncake JSONL: relative arrival (ms), sizes and the prefix-block hash ids (512 tokens a block)."""
+    info = SourceInfo(path=path, format=MOONCAKE, version="FAST'25 release")
+    con = _connect(stage)
+    try:
+        select = f"""
+            SELECT printf('%s:%d', ?, row_number() OVER () - 1) AS request_id, ? AS client_id,
+                   row_number() OVER () - 1 AS client_index,
+                   timestamp / 1e3 AS arrival_s, CAST(timestamp AS BIGINT) * 1000000 AS arrival_ns,
+                   input_length AS input_tokens, output_length AS output_tokens,
+                   hash_ids AS prefix_block_ids, 'ok' AS status,
+                   {
+            _nulls(
+                {
+                    "request_id",
+                    "client_id",
+                    "client_index",
+                    "arrival_s",
+                    "arrival_ns",
+                    "input_tokens",
+                    "output_tokens",
+                    "prefix_block_ids",
+                    "status",
+                }
+            )
+        }
+            FROM read_json(?, format = 'newline_delimited',
+                           columns = {{timestamp: 'BIGINT', input_length: 'BIGINT', output_length: 'BIGINT',
+                                       hash_ids: 'BIGINT[]'}})
+        """
+        name = Path(path).name
+        info.records = _copy(con, path, stage, part, select, [name, name, path])
+    finally:
+        con.close()
+    info.details["clock"] = {"origin": "milliseconds from the trace start (relative)"}
+    info.details["prefix_block_tokens"] = MOONCAKE_BLOCK_TOKENS
+    return info
+
+
+_OWN_OPTIONAL = (
+    "scheduled_s",
+    "first_token_s",
+    "last_token_s",
+    "finished_s",
+    "cached_tokens",
+    "num_preemptions",
+    "status",
+    "client_id",
+    "ttft_s",
+    "e2e_s",
+    "queue_s",
+    "prefill_s",
+    "decode_s",
+)
+
+
+def ingest_own(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
+    """lltrace's request schema (README): request_id, arrival_s or arrival_time (ISO-8601), input_tokens,
+    output_tokens, and any of the optional columns."""
+    info = SourceInfo(path=path, format=OWN)
+    con = _connect(stage)
+    with open(path, "rb") as f:
+        magic = f.read(4)
+    if magic == b"PAR1":
+        reader, info.version = "read_parquet(?)", "Parquet"
+        cols = set(pq.read_schema(path).names)
+    else:
+        first = open(path, "rb").readline().lstrip()
+        if first.startswith(b"{"):
+            reader, info.version = "read_json(?, format = 'newline_delimited')", "JSON lines"
+        else:
+            reader, info.version = "read_csv(?, header = true)", "CSV"
+        cols = {r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {reader}", [path]).fetchall()}
+    missing = [c for c in ("request_id", "input_tokens", "output_tokens") if c not in cols]
+    if missing or not ({"arrival_s", "arrival_time"} & cols):
+        con.close()
+        need = missing + ([] if {"arrival_s", "arrival_time"} & cols else ["arrival_s or arrival_time"])
+        raise TraceFormatError(path, "header", f"missing required column(s): {', '.join(need)}")
+    if "arrival_s" in cols:
+        arrival = "CAST(arrival_s AS DOUBLE)"
+        arrival_ns = "CAST(round(CAST(arrival_s AS DOUBLE) * 1e9) AS BIGINT)"
+    else:
+        arrival_ns = _ts_ns("CAST(arrival_time AS VARCHAR)")
+        arrival = f"{arrival_ns} / 1e9"
+    present = {"request_id", "arrival_s", "arrival_ns", "input_tokens", "output_tokens"}
+    extra = []
+    for c in _OWN_OPTIONAL:
+        if c in cols:
+            extra.append(c)
+            present.add(c)
+    status = "" if "status" in cols else ", 'ok' AS status"
+    present.add("status")
+    select = f"""
+        SELECT CAST(request_id AS VARCHAR) AS request_id, {arrival} AS arrival_s, {arrival_ns} AS arrival_ns,
+               input_tokens, output_tokens {"".join(", " + c for c in extra)} {status}, {_nulls(present)}
+        FROM {reader}
+    """
+    try:
+        info.records = _copy(con, path, stage, part, select, [path])
+        (dups,) = con.execute(f"SELECT count(*) - count(DISTINCT request_id) FROM {reader}", [path]).fetchone()
+    finally:
+        con.close()
+    if dups:
+        raise TraceFormatError(path, "request_id column", f"{dups} duplicate request ids")
+    return info

@@ -1,0 +1,135 @@
+"""Production arrival traces and lltrace's own request schema, checked against independent readings."""
+
+from __future__ import annotations
+
+import csv
+import json
+from datetime import datetime, timezone
+
+import pytest
+from conftest import shared_file
+
+import lltrace
+from lltrace.errors import TraceFormatError
+
+
+def _epoch_ns(text: str) -> int:
+    """Independent parse of an Azure timestamp (any fraction digits; zone or none = UTC)."""
+    date, _, rest = text.partition(".")
+    frac, zone = rest, ""
+    for sign in "+-":
+        if sign in rest:
+            frac, zone = rest.split(sign, 1)[0], sign + rest.split(sign, 1)[1]
+    dt = datetime.strptime(date, "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc)
+    ns = int(dt.timestamp()) * 10**9 + int((frac or "0").ljust(9, "0")[:9])
+    if zone:
+        h, m = int(zone[1:3]), int(zone[4:6])
+        ns -= (1 if zone[0] == "+" else -1) * (h * 3600 + m * 60) * 10**9
+    return ns
+
+
+@pytest.mark.parametrize(
+    "parts",
+    [
+        ("azure_llm_2023", "AzureLLMInferenceTrace_code.csv"),
+        ("azure_llm_2023", "AzureLLMInferenceTrace_conv.csv"),
+        ("azure_llm_2024", "notebook_output_excerpt_code_1week.csv"),
+        ("azure_llm_2024", "notebook_output_excerpt_conv_1week.csv"),
+    ],
+)
+def test_azure_traces(parts, store):
+    path = shared_file("serving", *parts)
+    rows = list(csv.DictReader(path.open()))
+    run = lltrace.ingest([path], store=store)
+    got = run.table("requests").sort("client_index")
+    assert got.height == len(rows)
+    if parts[1].endswith("code.csv"):
+        assert got.height == 8819
+    assert got["arrival_ns"].to_list() == [_epoch_ns(r["TIMESTAMP"]) for r in rows]
+    assert got["input_tokens"].to_list() == [int(r["ContextTokens"]) for r in rows]
+    assert got["output_tokens"].to_list() == [int(r["GeneratedTokens"]) for r in rows]
+    version = run.metadata["sources"][0]["version"]
+    assert version.startswith("2024") if "2024" in parts[0] else version.startswith("2023")
+
+
+def test_mooncake_keeps_prefix_block_ids(store):
+    path = shared_file("serving", "mooncake", "conversation_trace.jsonl")
+    raw = [json.loads(line) for line in path.open()]
+    run = lltrace.ingest([path], store=store)
+    got = run.table("requests").sort("client_index")
+    assert got.height == len(raw) == 12031
+    assert got["arrival_ns"].to_list() == [r["timestamp"] * 10**6 for r in raw]
+    assert got["prefix_block_ids"].to_list() == [r["hash_ids"] for r in raw]
+    assert got["output_tokens"].to_list() == [r["output_length"] for r in raw]
+
+
+def test_burstgpt_both_schemas(store, tmp_path):
+    """No real BurstGPT file is in shared/: fixtures built from the documented columns (HPMLL/BurstGPT README)."""
+    v11 = tmp_path / "burst_v11.csv"
+    v11.write_text(
+        "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
+        "5,ChatGPT,472,18,490,Conversation log\n45,GPT-4,1087,0,1087,API log\n"
+    )
+    run = lltrace.ingest([v11], store=store)
+    rows = run.table("requests").sort("client_index").to_dicts()
+    assert [(r["arrival_s"], r["client_id"], r["status"], r["output_tokens"]) for r in rows] == [
+        (5.0, "ChatGPT/Conversation log", "ok", 18),
+        (45.0, "GPT-4/API log", "error", None),
+    ]
+    assert run.metadata["sources"][0]["failed_requests"] == 1
+    v12 = tmp_path / "burst_v12.csv"
+    v12.write_text(
+        "Timestamp,Session ID,Elapsed time,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
+        "5,17,2.5,ChatGPT,472,18,490,Conversation log\n"
+    )
+    rows = lltrace.ingest([v12], store=store).table("requests").to_dicts()
+    assert (rows[0]["e2e_s"], rows[0]["input_tokens"]) == (2.5, 472)
+
+
+def test_own_schema_csv_jsonl_parquet(store, tmp_path):
+    import polars as pl
+
+    df = pl.DataFrame(
+        {
+            "request_id": ["a", "b"],
+            "arrival_time": ["2026-01-02T03:04:05.5Z", "2026-01-02T03:04:06Z"],
+            "input_tokens": [100, 200],
+            "output_tokens": [10, 20],
+            "num_preemptions": [0, 2],
+        }
+    )
+    expect = [_epoch_ns("2026-01-02 03:04:05.5"), _epoch_ns("2026-01-02 03:04:06")]
+    for kind in ("csv", "jsonl", "parquet"):
+        path = tmp_path / f"own.{kind}"
+        {"csv": df.write_csv, "jsonl": df.write_ndjson, "parquet": df.write_parquet}[kind](path)
+        run = lltrace.ingest([path], store=store)
+        got = run.table("requests").sort("request_id")
+        assert got["arrival_ns"].to_list() == expect, kind
+        assert got["num_preemptions"].to_list() == [0, 2]
+        assert run.metadata["sources"][0]["format"] == "lltrace-requests"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("request_id,arrival_s,input_tokens\na,1.0,5\n", "missing required column(s): output_tokens"),
+        ("request_id,arrival_s,input_tokens,output_tokens\na,1.0,5,1\na,2.0,6,2\n", "1 duplicate request ids"),
+    ],
+)
+def test_own_schema_bad_input(text, message, store, tmp_path):
+    path = tmp_path / "bad.csv"
+    path.write_text(text)
+    if "output_tokens" not in text:
+        with pytest.raises(lltrace.UnknownFormat):  # without its required columns it is not this format
+            lltrace.ingest([path], store=store)
+        return
+    with pytest.raises(TraceFormatError, match=message):
+        lltrace.ingest([path], store=store)
+    assert lltrace.Store(store).run_ids() == []
+
+
+def test_azure_bad_timestamp_is_an_error(store, tmp_path):
+    path = tmp_path / "az.csv"
+    path.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03.97,10,2\n16/11/2023 18:17,3,4\n")
+    with pytest.raises(TraceFormatError, match="1 rows are not"):
+        lltrace.ingest([path], store=store)
