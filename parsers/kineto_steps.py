@@ -275,7 +275,10 @@ def _forward_passes_from_shapes(con: duckdb.DuckDBPyConnection) -> list[dict]:
 def detect_steps(stage: Path, part: int) -> tuple[pa.Table, dict]:
     """Compute the ``engine_steps`` rows of one staged trace; returns the table and a detection summary."""
     con = duckdb.connect()
-    con.execute(f"SET threads = 2; SET memory_limit = '{DUCK_MEMORY}'; SET temp_directory = '{stage}/_tmp'")
+    con.execute(
+        f"SET threads = 2; SET memory_limit = '{DUCK_MEMORY}'; SET temp_directory = '{stage}/_tmp'; "
+        "SET enable_progress_bar = false"
+    )
     for t in ("kernels", "ops", "annotations"):
         con.execute(f"CREATE VIEW {t} AS SELECT * FROM read_parquet('{stage}/{t}/part-{part:05d}.parquet')")
 

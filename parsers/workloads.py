@@ -5,6 +5,9 @@ Formats: Azure LLM inference traces 2023 (``2023-11-16 18:17:03.9799600``, 100 n
 v1.2+ columns; zero response tokens = a failed request), Mooncake FAST'25 JSONL (relative ms, ``hash_ids``
 = prefix blocks of 512 tokens), and lltrace's own CSV / JSON-lines / Parquet request schema. Everything is
 decoded by DuckDB's readers straight into Parquet: tens of millions of rows stream in bounded memory.
+
+Arrival traces carry no request ids, so ``request_id`` stays NULL for them (a row is one request, in file
+order; ``client_id`` names the file or, for BurstGPT, the model and log type).
 """
 
 from __future__ import annotations
@@ -96,7 +99,10 @@ def sniff_own(head: bytes) -> bool:
 
 def _connect(stage: Path) -> duckdb.DuckDBPyConnection:
     con = duckdb.connect()
-    con.execute(f"SET threads = 2; SET memory_limit = '512MB'; SET temp_directory = '{stage}/_tmp'")
+    con.execute(
+        f"SET threads = 2; SET memory_limit = '512MB'; SET temp_directory = '{stage}/_tmp'; SET TimeZone = 'UTC'; "
+        "SET enable_progress_bar = false"
+    )
     return con
 
 
@@ -121,66 +127,48 @@ def _nulls(present: set[str]) -> str:
 
 
 def _ts_ns(x: str) -> str:
-    """SQL for "YYYY-MM-DD[ T]HH:MM:SS[.fraction][+HH:MM|Z]" text → exact epoch nanoseconds.
+    """SQL: timestamp text → epoch nanoseconds, NULL when it is not a timestamp.
 
-    Any number of fraction digits (Azure 2023 writes 7); a zone offset when present, none (or Z) = UTC.
+    With a zone (``+00:00``, ``Z``) DuckDB's TIMESTAMPTZ parser reads it (µs, as the 2024 traces are); without
+    one it is read as TIMESTAMP_NS in UTC, which keeps Azure 2023's 100 ns digits exact.
     """
-    t = f"replace({x}, 'T', ' ')"
-    zone = f"regexp_extract({t}, '([+-])(\\d\\d):?(\\d\\d)$', ['sign', 'h', 'm'])"
-    return f"""(
-        epoch_ns(strptime(left({t}, 19), '%Y-%m-%d %H:%M:%S'))
-        + CAST(rpad(coalesce(nullif(regexp_extract({t}, '^.{{19}}\\.(\\d+)', 1), ''), '0'), 9, '0')[1:9] AS BIGINT)
-        - coalesce(CASE {zone}.sign WHEN '-' THEN -1 WHEN '+' THEN 1 END
-                   * (CAST(nullif({zone}.h, '') AS BIGINT) * 3600 + CAST(nullif({zone}.m, '') AS BIGINT) * 60)
-                   * 1000000000, 0))"""
+    return (
+        f"(CASE WHEN right({x}, 1) = 'Z' OR substr({x}, -6, 1) IN ('+', '-') "
+        f"THEN epoch_ns(TRY_CAST({x} AS TIMESTAMPTZ)) ELSE epoch_ns(TRY_CAST({x} AS TIMESTAMP_NS)) END)"
+    )
+
+
+def _check_arrivals(con: duckdb.DuckDBPyConnection, path: str, out: Path, column: str) -> None:
+    (bad,) = con.execute(f"SELECT count(*) FROM read_parquet('{out}') WHERE arrival_ns IS NULL").fetchone()
+    if bad:
+        raise TraceFormatError(path, f"{column} column", f"{bad} rows are not 'YYYY-MM-DD HH:MM:SS[.f][zone]'")
 
 
 def ingest_azure(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     """Azure LLM inference trace: arrival (exact ns), prompt and output tokens per request."""
     info = SourceInfo(path=path, format=AZURE)
+    with open(path, "rb") as f:
+        f.readline()
+        first = f.readline().decode("utf-8", "replace").split(",", 1)[0].strip()
+    zoned = first.endswith("Z") or first[-6:-5] in ("+", "-")
     con = _connect(stage)
     try:
-        zones = con.execute(
-            "SELECT count(*) FILTER (WHERE regexp_matches(TIMESTAMP, '([+-]\\d\\d:?\\d\\d|Z)$')), count(*), "
-            "count(*) FILTER (WHERE NOT regexp_matches(TIMESTAMP, '^\\d{4}-\\d\\d-\\d\\d[ T]\\d\\d:\\d\\d:\\d\\d')) "
-            "FROM read_csv(?, header = true, columns = {'TIMESTAMP': 'VARCHAR', 'ContextTokens': 'BIGINT', "
-            "'GeneratedTokens': 'BIGINT'}, ignore_errors = false, null_padding = true)",
-            [path],
-        ).fetchone()
-        zoned, total, bad = zones
-        if bad:
-            raise TraceFormatError(path, "TIMESTAMP column", f"{bad} rows are not 'YYYY-MM-DD HH:MM:SS[.f][zone]'")
         select = f"""
-            SELECT printf('%s:%d', ?, row_number() OVER () - 1) AS request_id, ? AS client_id,
-                   row_number() OVER () - 1 AS client_index,
-                   arrival_ns / 1e9 AS arrival_s, arrival_ns, ContextTokens AS input_tokens,
+            SELECT ? AS client_id, arrival_ns / 1e9 AS arrival_s, arrival_ns, ContextTokens AS input_tokens,
                    GeneratedTokens AS output_tokens, 'ok' AS status,
-                   {
-            _nulls(
-                {
-                    "request_id",
-                    "client_id",
-                    "client_index",
-                    "arrival_s",
-                    "arrival_ns",
-                    "input_tokens",
-                    "output_tokens",
-                    "status",
-                }
-            )
-        }
+                   {_nulls({"client_id", "arrival_s", "arrival_ns", "input_tokens", "output_tokens", "status"})}
             FROM (SELECT *, {_ts_ns("TIMESTAMP")} AS arrival_ns
                   FROM read_csv(?, header = true, columns = {{'TIMESTAMP': 'VARCHAR', 'ContextTokens': 'BIGINT',
                                 'GeneratedTokens': 'BIGINT'}}))
         """
-        name = Path(path).name
-        info.records = _copy(con, path, stage, part, select, [name, name, path])
+        info.records = _copy(con, path, stage, part, select, [Path(path).name, path])
+        _check_arrivals(con, path, stage / "requests" / f"part-{part:05d}.parquet", "TIMESTAMP")
     finally:
         con.close()
     info.version = "2024 (us, with zone)" if zoned else "2023 (100 ns, no zone)"
     info.details["clock"] = {
         "origin": "TIMESTAMP column, epoch ns",
-        "zone": "as written" if zoned == total else ("UTC assumed (no zone in the file)" if not zoned else "mixed"),
+        "zone": "as written" if zoned else "UTC assumed (no zone in the file)",
     }
     return info
 
@@ -194,28 +182,14 @@ def ingest_burstgpt(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
         has_elapsed = "Elapsed time" in cols
         e2e = '"Elapsed time"' if has_elapsed else "NULL"
         select = f"""
-            SELECT printf('%s:%d', ?, row_number() OVER () - 1) AS request_id,
-                   "Model" || '/' || "Log Type" AS client_id, row_number() OVER () - 1 AS client_index,
-                   CAST("Timestamp" AS DOUBLE) AS arrival_s,
+            SELECT "Model" || '/' || "Log Type" AS client_id, CAST("Timestamp" AS DOUBLE) AS arrival_s,
                    CAST(round(CAST("Timestamp" AS DOUBLE) * 1e9) AS BIGINT) AS arrival_ns,
                    "Request tokens" AS input_tokens,
                    CASE WHEN "Response tokens" = 0 THEN NULL ELSE "Response tokens" END AS output_tokens,
                    CASE WHEN "Response tokens" = 0 THEN 'error' ELSE 'ok' END AS status,
                    CASE WHEN "Response tokens" = 0 THEN NULL ELSE CAST({e2e} AS DOUBLE) END AS e2e_s,
                    {
-            _nulls(
-                {
-                    "request_id",
-                    "client_id",
-                    "client_index",
-                    "arrival_s",
-                    "arrival_ns",
-                    "input_tokens",
-                    "output_tokens",
-                    "status",
-                    "e2e_s",
-                }
-            )
+            _nulls({"client_id", "arrival_s", "arrival_ns", "input_tokens", "output_tokens", "status", "e2e_s"})
         }
             FROM read_csv(?, header = true)
         """
@@ -237,17 +211,13 @@ def ingest_mooncake(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     con = _connect(stage)
     try:
         select = f"""
-            SELECT printf('%s:%d', ?, row_number() OVER () - 1) AS request_id, ? AS client_id,
-                   row_number() OVER () - 1 AS client_index,
-                   timestamp / 1e3 AS arrival_s, CAST(timestamp AS BIGINT) * 1000000 AS arrival_ns,
+            SELECT ? AS client_id, timestamp / 1e3 AS arrival_s, CAST(timestamp AS BIGINT) * 1000000 AS arrival_ns,
                    input_length AS input_tokens, output_length AS output_tokens,
                    hash_ids AS prefix_block_ids, 'ok' AS status,
                    {
             _nulls(
                 {
-                    "request_id",
                     "client_id",
-                    "client_index",
                     "arrival_s",
                     "arrival_ns",
                     "input_tokens",
@@ -261,8 +231,7 @@ def ingest_mooncake(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
                            columns = {{timestamp: 'BIGINT', input_length: 'BIGINT', output_length: 'BIGINT',
                                        hash_ids: 'BIGINT[]'}})
         """
-        name = Path(path).name
-        info.records = _copy(con, path, stage, part, select, [name, name, path])
+        info.records = _copy(con, path, stage, part, select, [Path(path).name, path])
     finally:
         con.close()
     info.details["clock"] = {"origin": "milliseconds from the trace start (relative)"}
@@ -330,6 +299,8 @@ def ingest_own(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     """
     try:
         info.records = _copy(con, path, stage, part, select, [path])
+        if "arrival_time" in cols and "arrival_s" not in cols:
+            _check_arrivals(con, path, stage / "requests" / f"part-{part:05d}.parquet", "arrival_time")
         (dups,) = con.execute(f"SELECT count(*) - count(DISTINCT request_id) FROM {reader}", [path]).fetchone()
     finally:
         con.close()

@@ -86,7 +86,7 @@ class Store:
         from lltrace.queries import install_views
 
         con = duckdb.connect()
-        con.execute("SET threads = 2")
+        con.execute("SET threads = 2; SET enable_progress_bar = false")
         available = []
         for table in TABLES:
             files = self.table_files(table, run_ids)

@@ -1,0 +1,121 @@
+"""Arrival-trace ingest throughput: lltrace vs polars read_csv + a Python row loop, in one run.
+
+Generates an Azure-2024-style trace (``YYYY-MM-DD HH:MM:SS.ffffff+00:00``, some rows without a fraction,
+as in the real files) of N rows by resampling the real Azure 2023 conversation trace's prompt/output
+lengths with Poisson arrivals, then measures in fresh processes:
+
+- ``polars+loop``  polars.read_csv, then a Python loop turning each row into a request (timestamp parsed
+                   with datetime.fromisoformat) — what a quick in-house script does;
+- ``lltrace``      lltrace.ingest of the same file (CSV → Parquet run store).
+
+Prints rows/s and peak RSS for each and the ratio. Read ratios: these machines are noisy.
+
+    python benchmarks/workloads.py                 # 10 million rows
+    python benchmarks/workloads.py --rows 2000000
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+SOURCE = REPO.parent / "shared" / "data" / "serving" / "azure_llm_2023" / "AzureLLMInferenceTrace_conv.csv"
+
+
+def build(out: Path, rows: int, rate: float = 45.0, seed: int = 7) -> None:
+    """Write an Azure-2024-style CSV of ``rows`` requests at ``rate`` req/s (Poisson)."""
+    with SOURCE.open() as f:
+        real = [(int(r["ContextTokens"]), int(r["GeneratedTokens"])) for r in csv.DictReader(f)]
+    lens = np.array(real)
+    rng = np.random.default_rng(seed)
+    start = np.datetime64("2024-05-12T00:00:00", "us")
+    with out.open("w") as f:
+        f.write("TIMESTAMP,ContextTokens,GeneratedTokens\n")
+        t_us = 0.0
+        chunk = 1_000_000
+        for lo in range(0, rows, chunk):
+            n = min(chunk, rows - lo)
+            t = t_us + np.cumsum(rng.exponential(1e6 / rate, n))
+            t_us = float(t[-1])
+            stamps = np.datetime_as_string(start + t.astype("timedelta64[us]"), unit="us")
+            pick = lens[rng.integers(0, len(lens), n)]
+            lines = []
+            for s, (i, o) in zip(stamps.tolist(), pick.tolist(), strict=True):
+                s = s.replace("T", " ")
+                if s.endswith(".000000"):  # the real 2024 files drop an all-zero fraction
+                    s = s[:-7]
+                lines.append(f"{s}+00:00,{i},{o}\n")
+            f.write("".join(lines))
+
+
+_CHILD = {
+    "polars+loop": (
+        "import polars as pl\nfrom datetime import datetime\n",
+        "df = pl.read_csv(PATH)\n"
+        "out = []\n"
+        "for ts, i, o in df.iter_rows():\n"
+        "    out.append({'arrival_s': datetime.fromisoformat(ts).timestamp(), 'input_tokens': i, "
+        "'output_tokens': o})\n",
+    ),
+    "lltrace": (
+        "import tempfile, lltrace\n",
+        "with tempfile.TemporaryDirectory() as d:\n    lltrace.ingest([PATH], store=d)\n",
+    ),
+}
+
+
+def measure(what: str, path: Path) -> dict:
+    imports, work = _CHILD[what]
+    code = (
+        "import resource, time, json\n" + imports + f"PATH = {str(path)!r}\n"
+        "t = time.perf_counter()\n" + work + "dt = time.perf_counter() - t\n"
+        "print(json.dumps({'seconds': dt, 'peak_rss': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if p.returncode:
+        return {"error": (p.stderr.strip().splitlines() or ["failed"])[-1]}
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=10_000_000)
+    ap.add_argument("--workdir", type=Path, default=None)
+    args = ap.parse_args()
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="lltrace-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    path = work / f"azure2024-style-{args.rows}.csv"
+    if not path.exists():
+        t = time.perf_counter()
+        build(path, args.rows)
+        print(
+            f"built {path.name}: {args.rows:,} rows, {path.stat().st_size / 1e6:,.0f} MB in "
+            f"{time.perf_counter() - t:.0f} s"
+        )
+    print(f"\n{'reader':<12} {'rows/s':>12} {'seconds':>8} {'peak RSS MB':>12}")
+    res = {}
+    for what in ("polars+loop", "lltrace"):
+        r = measure(what, path)
+        res[what] = r
+        if "error" in r:
+            print(f"{what:<12} failed: {r['error']}")
+            continue
+        print(f"{what:<12} {args.rows / r['seconds']:>12,.0f} {r['seconds']:>8.1f} {r['peak_rss'] / 1e6:>12,.0f}")
+    if all("seconds" in r for r in res.values()):
+        print(
+            f"\nlltrace = {res['polars+loop']['seconds'] / res['lltrace']['seconds']:.1f}x polars+loop "
+            f"(target >= 5x), {args.rows / res['lltrace']['seconds'] / 1e6:.2f} M rows/s (target >= 1 M)"
+        )
+
+
+if __name__ == "__main__":
+    main()
