@@ -193,7 +193,7 @@ def ingest_burstgpt(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
         }
             FROM read_csv(?, header = true)
         """
-        info.records = _copy(con, path, stage, part, select, [Path(path).name, path])
+        info.records = _copy(con, path, stage, part, select, [path])
         (failed,) = con.execute(
             'SELECT count(*) FROM read_csv(?, header = true) WHERE "Response tokens" = 0', [path]
         ).fetchone()
