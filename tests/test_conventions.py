@@ -76,3 +76,22 @@ def test_kernel_rules_are_valid_and_cover_known_kernels():
         assert classify(name) == expect, name
     assert classify("Memcpy HtoD (Pinned -> Device)", "gpu_memcpy") == ("memory", None)
     assert classify("Stream Sync", "cuda_sync") == ("sync", None)
+
+
+def test_readme_request_format_example_ingests(tmp_path):
+    """The README's example of lltrace's own request format is read as documented."""
+    from conftest import REPO
+
+    import lltrace
+
+    text = (REPO / "README.md").read_text()
+    block = re.search(r"```csv\n(.*?)```", text, re.DOTALL).group(1)
+    path = tmp_path / "own.csv"
+    path.write_text(block)
+    run = lltrace.ingest([path], store=tmp_path / "store")
+    rows = run.table("requests").sort("request_id").to_dicts()
+    assert [(r["request_id"], r["input_tokens"], r["ttft_s"]) for r in rows] == [
+        ("r-0001", 1840, 0.412),
+        ("r-0002", 96, 0.081),
+    ]
+    assert rows[0]["arrival_ns"] == 1767323045500000000
