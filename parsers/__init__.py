@@ -85,6 +85,17 @@ FORMATS: tuple[Format, ...] = (
         ingest=vllm.ingest_prometheus,
     ),
     Format(
+        name=vllm.SERVER_LOG,
+        family="vLLM",
+        description="vLLM server log: V1 `Engine NNN:` stats and `Iteration(k)` lines, V0 metrics.py stats "
+        "and preemption warnings (ANSI colours, process prefixes and glued lines tolerated)",
+        tables=("engine_stats", "engine_steps"),
+        attributes="running / waiting / KV usage over time; per-iteration prefill and decode tokens and "
+        "elapsed time (a step source without a profiler)",
+        sniff=vllm.sniff_server_log,
+        ingest=vllm.ingest_server_log,
+    ),
+    Format(
         name=workloads.AZURE,
         family="production traces",
         description="Azure LLM inference trace CSV, 2023 (100 ns, no zone) and 2024 (us with zone) styles",

@@ -21,11 +21,13 @@ import pyarrow.parquet as pq
 
 from lltrace.errors import TraceFormatError
 from lltrace.parsers.kineto import SourceInfo
+from lltrace.parsers.kineto_steps import STEP_SCHEMA
 
 BENCH = "vllm-bench"
 CLIENT_LOG = "vllm-bench-client-log"
 OTLP = "otlp-traces"
 PROMETHEUS = "prometheus"
+SERVER_LOG = "vllm-server-log"
 
 
 def _write(stage: Path, table: str, part: int, rows: list[dict[str, Any]], schema: pa.Schema) -> int:
@@ -445,4 +447,142 @@ def ingest_prometheus(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
         )
     info.records = _write(stage, "engine_stats", part, rows, STATS_SCHEMA)
     info.details["scrape_unix_ts"] = ts
+    return info
+
+
+# -- server log lines ----------------------------------------------------------------------------------
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_HEADER = re.compile(r"(?:INFO|WARNING|ERROR|DEBUG)\s+(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.\d+)?\s+\[?[\w./-]+:\d+\]")
+_V1_STATS = re.compile(
+    r"Engine (\d+): Avg prompt throughput: ([\d.]+) tokens/s, Avg generation throughput: ([\d.]+) tokens/s, "
+    r"Running: (\d+) reqs, Waiting: (\d+) reqs,(?: Preemptions: (\d+),)?\s*(?:\w+ )?KV cache usage: ([\d.]+)%"
+    r"(?:, Prefix cache hit rate: ([\d.]+)%)?"
+)
+_V0_STATS = re.compile(
+    r"Avg prompt throughput: ([\d.]+) tokens/s, Avg generation throughput: ([\d.]+) tokens/s, Running: (\d+) reqs, "
+    r"Swapped: (\d+) reqs, Pending: (\d+) reqs(?:, GPU KV cache usage: ([\d.]+)%)?"
+)
+_ITERATION = re.compile(
+    r"Engine (\d+): Iteration\((\d+)\): (\d+) context requests, (\d+) context tokens, (\d+) generation requests, "
+    r"(\d+) generation tokens, iteration elapsed time: ([\d.]+) ms(?:, (?:\w+ )?KV cache usage: ([\d.]+)%)?"
+)
+_V0_PREEMPT = re.compile(r"is preempted by PreemptionMode\.(\w+) mode.*?total_num_cumulative_preemption=(\d+)")
+
+
+def sniff_server_log(head: bytes) -> bool:
+    """A vLLM server log: its logger header lines with stats, iteration or startup lines."""
+    text = head.decode("utf-8", "replace")
+    return _HEADER.search(text) is not None and any(
+        k in text for k in ("vLLM", "vllm", "Avg prompt throughput", "Iteration(", "api_server", "loggers.py")
+    )
+
+
+LOG_STATS_SCHEMA = pa.schema(
+    [
+        *STATS_SCHEMA,
+        ("log_stamp", pa.string()),
+        ("prompt_throughput", pa.float64()),
+        ("generation_throughput", pa.float64()),
+        ("prefix_cache_hit_rate", pa.float64()),
+    ]
+)
+# The profiler's step columns (NULL here: a log line has no GPU data) plus what the log adds.
+LOG_STEP_SCHEMA = pa.schema(
+    [*STEP_SCHEMA, ("engine", pa.string()), ("kv_usage", pa.float64()), ("log_stamp", pa.string())]
+)
+
+
+def ingest_server_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
+    """Stats lines (V0 and V1) → ``engine_stats``; ``Iteration(k)`` lines → ``engine_steps`` (source log).
+
+    Log times are ``MM-DD HH:MM:SS`` with no year or zone; they are kept as ``log_stamp`` and placed on the
+    run clock when the run is assembled (year from another source of the run; zone assumed UTC).
+    """
+    info = SourceInfo(path=path, format=SERVER_LOG)
+    text = _ANSI.sub("", Path(path).read_text(encoding="utf-8", errors="replace"))
+    stats: list[dict[str, Any]] = []
+    steps: list[dict[str, Any]] = []
+    heads = list(_HEADER.finditer(text))
+    v0 = v1 = 0
+    for i, h in enumerate(heads):
+        body = text[h.end() : heads[i + 1].start() if i + 1 < len(heads) else len(text)]
+        stamp = f"{h.group(1)}-{h.group(2)} {h.group(3)}:{h.group(4)}:{h.group(5)}"
+        if m := _ITERATION.search(body):
+            eng, k, nc, tc, ng, tg, ms, kv = m.groups()
+            tc_i, tg_i = int(tc), int(tg)
+            kind = "mixed" if tc_i and tg_i else "prefill" if tc_i else "decode" if tg_i else "idle"
+            steps.append(
+                {
+                    "part": part,
+                    "step_id": int(k),
+                    "engine": eng,
+                    "kind": kind,
+                    "kind_from": "log counts",
+                    "prefill_reqs": int(nc),
+                    "prefill_tokens": tc_i,
+                    "decode_reqs": int(ng),
+                    "decode_tokens": tg_i,
+                    "wall_s": float(ms) / 1e3,
+                    "kv_usage": float(kv) / 100 if kv else None,
+                    "log_stamp": stamp,
+                    "detection": "vllm iteration log",
+                    "source": "log",
+                }
+            )
+            v1 += 1
+        elif m := _V1_STATS.search(body):
+            eng, pt, gt, run, wait, pre, kv, hit = m.groups()
+            stats.append(
+                {
+                    "part": part,
+                    "engine": eng,
+                    "running": float(run),
+                    "waiting": float(wait),
+                    "preemptions_total": float(pre) if pre else None,
+                    "kv_usage": float(kv) / 100,
+                    "prompt_throughput": float(pt),
+                    "generation_throughput": float(gt),
+                    "prefix_cache_hit_rate": float(hit) / 100 if hit else None,
+                    "log_stamp": stamp,
+                    "source": "log",
+                }
+            )
+            v1 += 1
+        elif m := _V0_STATS.search(body):
+            pt, gt, run, swapped, pending, kv = m.groups()
+            stats.append(
+                {
+                    "part": part,
+                    "engine": "0",
+                    "running": float(run),
+                    "waiting": float(pending),
+                    "swapped": float(swapped),
+                    "kv_usage": float(kv) / 100 if kv else None,
+                    "prompt_throughput": float(pt),
+                    "generation_throughput": float(gt),
+                    "log_stamp": stamp,
+                    "source": "log",
+                }
+            )
+            v0 += 1
+        elif m := _V0_PREEMPT.search(body):
+            # Logged only every 50th preemption: the cumulative count is the figure, not the line count.
+            stats.append(
+                {
+                    "part": part,
+                    "engine": "0",
+                    "preemptions_total": float(m.group(2)),
+                    "log_stamp": stamp,
+                    "source": "log",
+                }
+            )
+    if not stats and not steps:
+        info.warnings.append(f"{path}: no stats or iteration lines found in the log")
+    _write(stage, "engine_stats", part, stats, LOG_STATS_SCHEMA)
+    if steps:
+        _write(stage, "engine_steps", part, steps, LOG_STEP_SCHEMA)
+    info.records = len(heads)
+    info.version = "V0 (metrics.py)" if v0 and not v1 else "V1 (loggers.py)" if v1 else "no stats lines"
+    info.details["log_lines"] = {"stats": len(stats), "iterations": len(steps)}
     return info

@@ -1,7 +1,8 @@
--- profiler_steps_by_kind: engine steps of each kind with their duration distribution, per run.
+-- profiler_steps_by_kind: engine steps of each kind with their duration distribution, per run and step source.
 -- requires: engine_steps
 -- columns:
 --   run_id          run
+--   source          profiler | log: where the steps come from (a run may have both)
 --   kind            prefill | decode | mixed | idle | NULL (kind not known)
 --   steps           number of steps
 --   wall_s_total    summed CPU-side step duration, seconds
@@ -13,7 +14,7 @@
 --   decode_tokens   summed decode tokens (NULL where no step gives them)
 --   cuda_graph_steps steps that ran (partly) as CUDA-graph replays (NULL when no step has GPU work)
 CREATE OR REPLACE VIEW profiler_steps_by_kind AS
-SELECT run_id, kind,
+SELECT run_id, source, kind,
        count(*) AS steps,
        sum(wall_s) AS wall_s_total,
        avg(wall_s) AS wall_s_mean,
@@ -24,4 +25,4 @@ SELECT run_id, kind,
        sum(decode_tokens) AS decode_tokens,
        CASE WHEN count(cuda_graph) > 0 THEN count(*) FILTER (WHERE cuda_graph) END AS cuda_graph_steps
 FROM engine_steps
-GROUP BY run_id, kind;
+GROUP BY run_id, source, kind;

@@ -113,23 +113,28 @@ def analyze(
 def _steps(con, views: set[str], gpu: GPU | None, model: Model | None) -> dict[str, Any] | None:
     if "engine_steps" not in views:
         return None
+    sources = dict(con.execute("SELECT source, count(*) FROM engine_steps GROUP BY source").fetchall())
+    # A run may carry steps from its profiler trace and from the server's iteration log; the profiler's
+    # (with GPU data) are described, the other source's count is reported beside them.
+    src = "profiler" if sources.get("profiler") else "log" if sources.get("log") else None
+    where = f"WHERE source = '{src}'" if src else ""
     counts = {k: 0 for k in STEP_KINDS}
     unknown = 0
-    for kind, n in con.execute("SELECT kind, count(*) FROM engine_steps GROUP BY kind").fetchall():
+    for kind, n in con.execute(f"SELECT kind, count(*) FROM engine_steps {where} GROUP BY kind").fetchall():
         if kind in counts:
             counts[kind] = n
         else:
             unknown += n
-    by_kind = _rows(con, "SELECT * EXCLUDE (run_id) FROM profiler_steps_by_kind ORDER BY kind")
-    share = _rows(con, "SELECT * EXCLUDE (run_id) FROM profiler_phase_share")
+    by_kind = _rows(con, f"SELECT * EXCLUDE (run_id, source) FROM profiler_steps_by_kind {where} ORDER BY kind")
+    share = _rows(con, f"SELECT * EXCLUDE (run_id, source) FROM profiler_phase_share {where}")
     items = _rows(
         con,
-        """
+        f"""
         SELECT part, step_id, kind, kind_from, start_s, wall_s AS dur_s, prefill_reqs, prefill_tokens,
                decode_reqs, decode_tokens, gpu_busy_s, launch_gap_s, gpu_idle_s, kernels, cuda_graph,
                graph_launches, t_gemm_s, t_attention_s, t_communication_s, t_memory_s, t_elementwise_s,
                t_other_s, shape_tokens, shape_reqs, shape_query_len, shape_context_tokens, marker, detection
-        FROM engine_steps ORDER BY part, start_ns
+        FROM engine_steps {where} ORDER BY part, start_s, step_id
         """,
     )
     note = None
@@ -155,6 +160,8 @@ def _steps(con, views: set[str], gpu: GPU | None, model: Model | None) -> dict[s
     return {
         "count": sum(counts.values()) + unknown,
         "count_by_kind": counts | ({"unknown": unknown} if unknown else {}),
+        "source": src,
+        "count_by_source": sources,
         "by_kind": by_kind,
         "phase_share": share[0] if share else None,
         "detection": sorted({it["detection"] for it in items if it["detection"]}),

@@ -17,7 +17,7 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from lltrace import __version__
-from lltrace.assemble import PROVENANCE, assemble_requests
+from lltrace.assemble import PROVENANCE, assemble_requests, place_log_times
 from lltrace.errors import InputWarning, StoreError, TraceFormatError, TruncatedInput, UnknownFormat
 from lltrace.parsers import FORMATS, Format, detect
 from lltrace.parsers.kineto import NAME as KINETO
@@ -174,6 +174,16 @@ def ingest(
         for part, t in steps_tables:
             pq.write_table(t, stage / "engine_steps" / f"part-{part:05d}.parquet", compression="zstd")
         join = assemble_requests(stage, sources)
+        log_clock = place_log_times(stage)
+        alignment: list[dict[str, Any]] = [
+            {"part": s["part"], "source": s["path"], "method": "profiler clock (epoch ns), as written"}
+            for s in sources
+            if s["format"] == KINETO
+        ]
+        if join and join.get("clock"):
+            alignment.append(join["clock"])
+        if log_clock:
+            alignment.append(log_clock)
         meta = {
             "run_id": run_id,
             "name": run or run_id,
@@ -186,10 +196,10 @@ def ingest(
             "skipped": [s.__dict__ for s in skipped],
             "clock": {
                 "run_clock": "epoch nanoseconds (profiler ts + baseTimeNanoseconds where given)",
-                "alignment": [
-                    {"part": s["part"], "method": "none (one clock per file)", "offset_ns": 0} for s in sources
-                ],
-                "note": "ranks' clocks are per host and not synchronised" if len(sources) > 1 else None,
+                "alignment": alignment,
+                "note": "profiler ranks' clocks are per host and not synchronised"
+                if sum(s["format"] == KINETO for s in sources) > 1
+                else None,
             },
             "detected": _detected(sources),
             "step_detection": detection,
@@ -200,7 +210,7 @@ def ingest(
                 "engine_steps.gpu_busy_s": "derived: union of attributed GPU op intervals",
                 "kernels.kernel_class": "derived: parsers/kernel_classes.csv rules",
             }
-            | (PROVENANCE if join else {}),
+            | (PROVENANCE if join or log_clock else {}),
         }
         (stage / "run.json").write_text(json.dumps(meta, indent=2, default=str))
     return Run(run_id, st, skipped)

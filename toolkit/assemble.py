@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import statistics
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +61,8 @@ PROVENANCE = {
     "requests.last_token_s": "derived: first_token_s + decode_s",
     "requests.ttft_s": "measured by the client (bench ttfts)",
     "requests.e2e_s": "measured by the client (bench latencies)",
+    "engine_steps.start_s (source log)": "estimated: iteration ends chained from elapsed times within 1 s log stamps",
+    "engine_stats.ts_s (source log)": "derived: log stamp with the year of another source, zone UTC or inferred",
 }
 
 _ID = re.compile(r"^cmpl-(.*?)(\d+)-0$")
@@ -225,4 +228,70 @@ def assemble_requests(stage: Path, sources: list[dict[str, Any]]) -> dict[str, A
     report["requests"] = len(out)
     report["spans"] = len(spans)
     report["bench_rows"] = len(bench)
+    return report
+
+
+def place_log_times(stage: Path) -> dict[str, Any] | None:
+    """Put log-stamped rows (``MM-DD HH:MM:SS``, no year, no zone) on the run clock.
+
+    The year comes from another source of the run (span start, scrape time or profiler clock, the earliest
+    one); the zone is UTC unless the spans show the log's clock a whole number of hours off, in which case
+    that offset is applied. Iteration lines are printed when an iteration ends: each ``end_s`` is chained
+    from the previous end plus the elapsed time and kept at or after its own 1-second stamp (estimated).
+    """
+    stat_files = sorted((stage / "engine_stats").glob("*.parquet"))
+    step_files = sorted((stage / "engine_steps").glob("*.parquet"))
+    logged = [f for f in stat_files + step_files if "log_stamp" in pq.read_schema(f).names]
+    if not logged:
+        return None
+    anchors: list[tuple[float, str]] = []
+    spans = _rows(stage / "_spans")
+    if spans:
+        anchors.append((min(s["start_ns"] for s in spans) / 1e9, "llm_request span start"))
+    for f in stat_files:
+        ts = [t for t in pq.read_table(f, columns=["ts_s"]).column("ts_s").to_pylist() if t is not None]
+        if ts:
+            anchors.append((min(ts), "Prometheus scrape time"))
+    for f in step_files:
+        if "start_ns" in pq.read_schema(f).names:
+            ns = [t for t in pq.read_table(f, columns=["start_ns"]).column("start_ns").to_pylist() if t]
+            if ns:
+                anchors.append((min(ns) / 1e9, "profiler clock"))
+    report: dict[str, Any] = {"source": "server log", "zone": "UTC (assumed)", "zone_offset_h": 0}
+    if not anchors:
+        report["method"] = "no other dated source in the run: log rows keep ts_s NULL (log_stamp only)"
+        return report
+    anchor, what = min(anchors)
+    year = datetime.fromtimestamp(anchor, tz=timezone.utc).year
+    report["method"] = f"year {year} from the {what}; zone UTC unless the spans say otherwise"
+
+    def epoch(stamp: str) -> float:
+        return datetime.strptime(f"{year}-{stamp}", "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc).timestamp()
+
+    shift = 0.0
+    step_rows = [r for f in step_files if f in logged for r in pq.read_table(f).to_pylist()]
+    if spans and step_rows:
+        first_log = min(epoch(r["log_stamp"]) for r in step_rows)
+        gap = first_log - min(s["start_ns"] for s in spans) / 1e9
+        hours = round(gap / 3600)
+        if hours:
+            shift = -hours * 3600.0
+            report["zone"] = f"UTC{hours:+d} (inferred: the log's first iteration is {hours} h off the first span)"
+            report["zone_offset_h"] = hours
+        report["first_iteration_minus_first_span_s"] = gap + shift
+    for f in logged:
+        rows = pq.read_table(f).to_pylist()
+        schema = pq.read_schema(f)
+        if "ts_s" in schema.names:  # engine_stats
+            for r in rows:
+                if r.get("log_stamp") and r.get("ts_s") is None:
+                    r["ts_s"] = epoch(r["log_stamp"]) + shift
+        else:  # engine_steps from iteration lines
+            prev_end = None
+            for r in sorted(rows, key=lambda r: r["step_id"]):
+                stamp = epoch(r["log_stamp"]) + shift
+                end = stamp if prev_end is None else max(stamp, prev_end + (r["wall_s"] or 0.0))
+                r["end_s"], r["start_s"] = end, end - (r["wall_s"] or 0.0)
+                prev_end = end
+        pq.write_table(pa.Table.from_pylist(rows, schema=schema), f)
     return report
