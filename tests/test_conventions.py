@@ -17,8 +17,8 @@ EMPTY_TABLES = {
     "attention_variant VARCHAR",
     "requests": "run_id VARCHAR, request_id VARCHAR, status VARCHAR, ttft_s DOUBLE, server_ttft_s DOUBLE, "
     "e2e_s DOUBLE, server_e2e_s DOUBLE, output_tokens BIGINT, queue_s DOUBLE",
-    "engine_steps": "run_id VARCHAR, source VARCHAR, kind VARCHAR, wall_s DOUBLE, gpu_busy_s DOUBLE, prefill_tokens BIGINT, "
-    "decode_tokens BIGINT, cuda_graph BOOLEAN",
+    "engine_steps": "run_id VARCHAR, source VARCHAR, kind VARCHAR, wall_s DOUBLE, gpu_busy_s DOUBLE, "
+    "prefill_tokens BIGINT, decode_tokens BIGINT, cuda_graph BOOLEAN",
 }
 
 

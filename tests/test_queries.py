@@ -22,8 +22,8 @@ INSERT INTO kernels VALUES
 """
 
 STEPS = """
-CREATE TABLE engine_steps (run_id VARCHAR, source VARCHAR, kind VARCHAR, wall_s DOUBLE, gpu_busy_s DOUBLE, prefill_tokens BIGINT,
-                           decode_tokens BIGINT, cuda_graph BOOLEAN);
+CREATE TABLE engine_steps (run_id VARCHAR, source VARCHAR, kind VARCHAR, wall_s DOUBLE, gpu_busy_s DOUBLE,
+                           prefill_tokens BIGINT, decode_tokens BIGINT, cuda_graph BOOLEAN);
 INSERT INTO engine_steps VALUES
     ('a', 'profiler', 'prefill', 0.010, 0.008, 100, 0, false),
     ('a', 'profiler', 'decode', 0.002, 0.001, 0, 4, true),
