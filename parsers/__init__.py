@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lltrace.errors import TraceFormatError
-from lltrace.parsers import kineto, vllm, workloads
+from lltrace.parsers import clients, kineto, vllm, workloads
 
 SNIFF_BYTES = 64 << 10
 
@@ -52,6 +52,16 @@ FORMATS: tuple[Format, ...] = (
         "counts; preemptions where journey events are present",
         sniff=vllm.sniff_otlp,
         ingest=vllm.ingest_otlp,
+    ),
+    Format(
+        name=clients.SGLANG_BENCH,
+        family="SGLang",
+        description="`python -m sglang.bench_serving` output JSON lines (compact and --output-details; bare "
+        "Infinity/NaN)",
+        tables=("requests",),
+        attributes="per request with --output-details: client TTFT, e2e, ITLs, sizes; otherwise the summary",
+        sniff=clients.sniff_sglang_bench,
+        ingest=clients.ingest_sglang_bench,
     ),
     Format(
         name=vllm.BENCH,
@@ -130,6 +140,24 @@ FORMATS: tuple[Format, ...] = (
         attributes="whatever the columns give: arrivals and sizes at least; timestamps, preemptions when present",
         sniff=workloads.sniff_own,
         ingest=workloads.ingest_own,
+    ),
+    Format(
+        name=clients.LLMPERF,
+        family="benchmark clients",
+        description="Ray LLMPerf *_individual_responses.json (no ids, no timestamps; errored rows kept)",
+        tables=("requests",),
+        attributes="per request: client TTFT, e2e, sizes, errors (no arrival times)",
+        sniff=clients.sniff_llmperf,
+        ingest=clients.ingest_llmperf,
+    ),
+    Format(
+        name=clients.LLMPERF_SUMMARY,
+        family="benchmark clients",
+        description="Ray LLMPerf *_summary.json",
+        tables=(),
+        attributes="the run's latency quantiles and error rate, as the client computed them",
+        sniff=clients.sniff_llmperf_summary,
+        ingest=clients.ingest_llmperf_summary,
     ),
 )
 

@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 
 from lltrace.errors import TraceFormatError
 from lltrace.parsers.kineto import SourceInfo
+from lltrace.parsers.schema import REQUEST_DUCKDB_TYPES
 
 AZURE = "azure-llm-trace"
 BURSTGPT = "burstgpt"
@@ -29,34 +30,7 @@ OWN = "lltrace-requests"
 
 MOONCAKE_BLOCK_TOKENS = 512
 
-# The requests columns every writer fills (the rest of the canonical table stays NULL).
-_REQUEST_COLUMNS = {
-    "request_id": "VARCHAR",
-    "client_id": "VARCHAR",
-    "client_index": "BIGINT",
-    "arrival_s": "DOUBLE",
-    "queued_s": "DOUBLE",
-    "scheduled_s": "DOUBLE",
-    "first_token_s": "DOUBLE",
-    "last_token_s": "DOUBLE",
-    "finished_s": "DOUBLE",
-    "input_tokens": "BIGINT",
-    "output_tokens": "BIGINT",
-    "cached_tokens": "BIGINT",
-    "prefix_block_ids": "BIGINT[]",
-    "num_preemptions": "BIGINT",
-    "status": "VARCHAR",
-    "ttft_s": "DOUBLE",
-    "e2e_s": "DOUBLE",
-    "queue_s": "DOUBLE",
-    "prefill_s": "DOUBLE",
-    "decode_s": "DOUBLE",
-    "server_ttft_s": "DOUBLE",
-    "server_e2e_s": "DOUBLE",
-    "client_start_s": "DOUBLE",
-    "arrival_ns": "BIGINT",
-    "matched_by": "VARCHAR",
-}
+_REQUEST_COLUMNS = REQUEST_DUCKDB_TYPES
 
 
 def _first_line(head: bytes) -> str:

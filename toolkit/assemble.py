@@ -19,35 +19,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-REQUEST_SCHEMA = pa.schema(
-    [
-        ("request_id", pa.string()),
-        ("client_id", pa.string()),
-        ("client_index", pa.int64()),
-        ("arrival_s", pa.float64()),
-        ("queued_s", pa.float64()),
-        ("scheduled_s", pa.float64()),
-        ("first_token_s", pa.float64()),
-        ("last_token_s", pa.float64()),
-        ("finished_s", pa.float64()),
-        ("input_tokens", pa.int64()),
-        ("output_tokens", pa.int64()),
-        ("cached_tokens", pa.int64()),
-        ("prefix_block_ids", pa.list_(pa.int64())),
-        ("num_preemptions", pa.int64()),
-        ("status", pa.string()),
-        ("ttft_s", pa.float64()),
-        ("e2e_s", pa.float64()),
-        ("queue_s", pa.float64()),
-        ("prefill_s", pa.float64()),
-        ("decode_s", pa.float64()),
-        ("server_ttft_s", pa.float64()),
-        ("server_e2e_s", pa.float64()),
-        ("client_start_s", pa.float64()),
-        ("arrival_ns", pa.int64()),
-        ("matched_by", pa.string()),
-    ]
-)
+from lltrace.parsers.schema import REQUEST_SCHEMA
 
 PROVENANCE = {
     "requests.queue_s": "measured: span gen_ai.latency.time_in_queue",

@@ -1,0 +1,51 @@
+"""SGLang bench_serving and LLMPerf outputs (real files), checked against independent readings."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import DATA, shared_file
+
+import lltrace
+
+
+def test_sglang_bench_jsonl_with_bare_infinity(store):
+    folder = DATA / "serving" / "sglang_bench_serving"
+    run = lltrace.ingest([folder], store=store)
+    by_file = {s["path"].rsplit("/", 1)[1]: s for s in run.metadata["sources"]}
+    for f in folder.glob("*.jsonl"):
+        lines = [ln for ln in f.read_text().splitlines() if ln.strip()]
+        src = by_file[f.name]
+        assert src["format"] == "sglang-bench"
+        assert len(src["bench"]) == len(lines)
+        raw_rates = [json.loads(ln)["request_rate"] for ln in lines]  # json reads the bare Infinity token
+        assert [b["request_rate"] for b in src["bench"]] == ["inf" if r == float("inf") else r for r in raw_rates]
+        assert [b["completed"] for b in src["bench"]] == [json.loads(ln)["completed"] for ln in lines]
+    assert src["version"] == "summary only"  # the compact dict has no per-request lists
+
+
+@pytest.mark.parametrize(
+    ("name", "errors"), [("individual__bedrock_70b.json", 49), ("individual__fireworks_70b.json", 0)]
+)
+def test_llmperf_individual(name, errors, store):
+    path = shared_file("serving", "llmperf", name)
+    raw = json.loads(path.read_text())
+    run = lltrace.ingest([path], store=store)
+    rows = run.table("requests").sort("client_index").to_dicts()
+    assert len(rows) == len(raw) == 150
+    assert sum(r["status"] == "error" for r in rows) == errors == run.metadata["sources"][0]["errored_requests"]
+    assert [r["ttft_s"] for r in rows] == [x["ttft_s"] for x in raw]
+    assert [r["output_tokens"] for r in rows] == [x["number_output_tokens"] for x in raw]
+    assert all(r["arrival_s"] is None and r["request_id"] is None for r in rows)  # LLMPerf records neither
+    doc = lltrace.analyze(run).to_dict()
+    assert doc["requests"]["count"] == 150 and doc["requests"]["errors"] == errors
+
+
+def test_llmperf_summary(store):
+    path = shared_file("serving", "llmperf", "summary__bedrock_70b.json")
+    raw = json.loads(path.read_text())
+    run = lltrace.ingest([path], store=store)
+    summary = run.metadata["sources"][0]["summary"]
+    assert summary["results_number_errors"] == raw["results_number_errors"]
+    assert run.metadata["sources"][0]["format"] == "llmperf-summary"
