@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from lltrace.errors import TraceFormatError
+from lltrace.errors import TraceFormatError, UnknownFormat
 from lltrace.parsers import clients, kineto, vllm, workloads
 
 SNIFF_BYTES = 64 << 10
@@ -179,13 +179,44 @@ def read_head(path: str | Path, size: int = SNIFF_BYTES) -> bytes:
         return out
 
 
+# Words that say which format a file was meant to be, for the "closest formats" hint of an unknown file.
+_MARKERS: dict[str, tuple[bytes, ...]] = {
+    kineto.NAME: (b'"traceEvents"', b'"ph"', b'"ts"', b'"dur"', b'"cat"', b'"schemaVersion"'),
+    vllm.OTLP: (b'"resourceSpans"', b'"scopeSpans"', b'"spans"', b'"traceId"', b'"llm_request"'),
+    vllm.BENCH: (b'"backend"', b'"request_throughput"', b'"input_lens"', b'"ttfts"', b'"completed"'),
+    clients.SGLANG_BENCH: (b'"backend"', b'"total_output_tokens_retokenized"', b'"sharegpt_output_len"'),
+    vllm.PROMETHEUS: (b"# TYPE", b"# HELP", b"vllm:"),
+    vllm.SERVER_LOG: (b"INFO", b"Avg prompt throughput", b"Iteration(", b"Engine 000"),
+    vllm.CLIENT_LOG: (b"Namespace(", b"request_id_prefix"),
+    workloads.AZURE: (b"TIMESTAMP", b"ContextTokens", b"GeneratedTokens"),
+    workloads.BURSTGPT: (b"Timestamp", b"Request tokens", b"Response tokens"),
+    workloads.MOONCAKE: (b'"timestamp"', b'"input_length"', b'"output_length"', b'"hash_ids"'),
+    workloads.OWN: (b"request_id", b"arrival_s", b"arrival_time", b"input_tokens", b"output_tokens"),
+    clients.LLMPERF: (b'"ttft_s"', b'"end_to_end_latency_s"', b'"error_code"'),
+    clients.LLMPERF_SUMMARY: (b'"results_', b'"num_concurrent_requests"'),
+}
+
+
+def closest_formats(head: bytes, n: int = 3) -> list[str]:
+    """Formats whose marker words the head shares most, for an error message (best first)."""
+    scores = []
+    for name, markers in _MARKERS.items():
+        hits = sum(m in head for m in markers)
+        if hits:
+            scores.append((hits / len(markers), name))
+    return [name for _, name in sorted(scores, reverse=True)[:n]]
+
+
 def detect(path: str | Path) -> Format | None:
-    """The format of a file judged from its first bytes, or None."""
+    """The format of a file judged from its first bytes, or None.
+
+    Raises ``UnknownFormat`` when the head fits more than one format (ambiguous).
+    """
     head = read_head(path)
-    for fmt in FORMATS:
-        if fmt.sniff(head):
-            return fmt
-    return None
+    hits = [fmt for fmt in FORMATS if fmt.sniff(head)]
+    if len(hits) > 1:
+        raise UnknownFormat(f"{path}: ambiguous: the file looks like {', '.join(f.name for f in hits)}")
+    return hits[0] if hits else None
 
 
 def by_name(name: str) -> Format:

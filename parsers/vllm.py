@@ -46,10 +46,12 @@ def _strip(head: bytes) -> bytes:
 def sniff_bench(head: bytes) -> bool:
     """A ``vllm bench serve`` / ``benchmark_serving.py`` result: a JSON object with its summary keys."""
     text = _strip(head)
+    sglang_only = (b'"total_output_tokens_retokenized"', b'"sharegpt_output_len"', b'"accept_length"')
     return (
         text.startswith(b"{")
         and (b'"backend"' in text or b'"endpoint_type"' in text)
         and any(k in text for k in (b'"request_throughput"', b'"input_lens"', b'"completed"', b'"num_prompts"'))
+        and not any(k in text for k in sglang_only)
     )
 
 

@@ -172,3 +172,11 @@ def test_sql_over_the_store(store):
     assert json.loads(r.stdout.strip()) == {"kind": "decode", "decode_reqs": 32}
     r = run("sql", "--store", str(store), "SELECT * FROM no_such_table")
     assert r.exit_code == 1 and r.stderr.startswith("lltrace: error: SQL error:")
+
+
+def test_unknown_file_names_the_closest_formats(tmp_path, store):
+    path = tmp_path / "almost_azure.csv"
+    path.write_text("TIMESTAMP,ContextTokens\n2023-11-16 18:17:03.9799600,4808\n")  # no GeneratedTokens
+    r = run("ingest", "--store", str(store), str(path))
+    assert r.exit_code == 1
+    assert r.stderr.strip().startswith(f"lltrace: error: {path}: not a format lltrace reads (closest: azure-llm-trace")

@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 from lltrace import __version__
 from lltrace.assemble import PROVENANCE, assemble_requests, place_log_times
 from lltrace.errors import InputWarning, StoreError, TraceFormatError, TruncatedInput, UnknownFormat
-from lltrace.parsers import FORMATS, Format, detect
+from lltrace.parsers import FORMATS, Format, closest_formats, detect, read_head
 from lltrace.parsers.kineto import NAME as KINETO
 from lltrace.parsers.kineto_steps import detect_steps
 from lltrace.store import TABLES, Store, check_run_id
@@ -92,8 +92,14 @@ def expand_inputs(paths: Sequence[str | os.PathLike[str]]) -> tuple[list[tuple[P
                 except TraceFormatError as exc:
                     skipped.append(Skipped(str(f), exc.message))
                     continue
+                except UnknownFormat as exc:
+                    skipped.append(Skipped(str(f), str(exc).split(": ", 1)[1]))
+                    continue
                 if fmt is None:
-                    skipped.append(Skipped(str(f), "no known format"))
+                    near = closest_formats(read_head(f))
+                    skipped.append(
+                        Skipped(str(f), "no known format" + (f" (closest: {', '.join(near)})" if near else ""))
+                    )
                 else:
                     found.append((f, fmt))
         elif p.is_file():
@@ -101,8 +107,9 @@ def expand_inputs(paths: Sequence[str | os.PathLike[str]]) -> tuple[list[tuple[P
             if fmt is None:
                 if p.stat().st_size == 0:
                     raise TraceFormatError(str(p), "byte 0", "empty file: no JSON document")
-                known = ", ".join(f.name for f in FORMATS)
-                raise UnknownFormat(f"{p}: not a format lltrace reads (known: {known}; see `lltrace formats`)")
+                near = closest_formats(read_head(p))
+                hint = f"closest: {', '.join(near)}" if near else f"known: {', '.join(f.name for f in FORMATS)}"
+                raise UnknownFormat(f"{p}: not a format lltrace reads ({hint}; see `lltrace formats`)")
             found.append((p, fmt))
         else:
             raise UnknownFormat(f"{p}: no such file or folder")
