@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lltrace.errors import TraceFormatError, UnknownFormat
-from lltrace.parsers import clients, kineto, vllm, workloads
+from lltrace.parsers import clients, kineto, sglang, vllm, workloads
 
 SNIFF_BYTES = 64 << 10
 
@@ -159,6 +159,17 @@ FORMATS: tuple[Format, ...] = (
         sniff=clients.sniff_llmperf_summary,
         ingest=clients.ingest_llmperf_summary,
     ),
+    Format(
+        name=sglang.SCHEDULER_LOG,
+        family="SGLang",
+        description="SGLang scheduler log: Prefill/Decode batch lines (2025-03 to 2026 variants), Retract "
+        "requests, Req Time Stats",
+        tables=("engine_steps", "engine_stats", "requests"),
+        attributes="prefill batches (tokens, cached tokens), running / queued requests and KV token usage over "
+        "time, retractions (preemptions); per-request queue time where Req Time Stats are logged",
+        sniff=sglang.sniff_scheduler_log,
+        ingest=sglang.ingest_scheduler_log,
+    ),
 )
 
 
@@ -194,6 +205,7 @@ _MARKERS: dict[str, tuple[bytes, ...]] = {
     workloads.OWN: (b"request_id", b"arrival_s", b"arrival_time", b"input_tokens", b"output_tokens"),
     clients.LLMPERF: (b'"ttft_s"', b'"end_to_end_latency_s"', b'"error_code"'),
     clients.LLMPERF_SUMMARY: (b'"results_', b'"num_concurrent_requests"'),
+    sglang.SCHEDULER_LOG: (b"Prefill batch", b"Decode batch", b"#running-req", b"#queue-req"),
 }
 
 

@@ -203,6 +203,11 @@ def assemble_requests(stage: Path, sources: list[dict[str, Any]]) -> dict[str, A
     return report
 
 
+def _needs_year(stamp: str | None) -> bool:
+    """A vLLM-style ``MM-DD HH:MM:SS`` stamp (SGLang's carry their year and are placed when read)."""
+    return stamp is not None and len(stamp) == 14
+
+
 def place_log_times(stage: Path) -> dict[str, Any] | None:
     """Put log-stamped rows (``MM-DD HH:MM:SS``, no year, no zone) on the run clock.
 
@@ -213,7 +218,12 @@ def place_log_times(stage: Path) -> dict[str, Any] | None:
     """
     stat_files = sorted((stage / "engine_stats").glob("*.parquet"))
     step_files = sorted((stage / "engine_steps").glob("*.parquet"))
-    logged = [f for f in stat_files + step_files if "log_stamp" in pq.read_schema(f).names]
+    logged = [
+        f
+        for f in stat_files + step_files
+        if "log_stamp" in pq.read_schema(f).names
+        and any(_needs_year(x) for x in pq.read_table(f, columns=["log_stamp"]).column("log_stamp").to_pylist())
+    ]
     if not logged:
         return None
     anchors: list[tuple[float, str]] = []
@@ -242,6 +252,7 @@ def place_log_times(stage: Path) -> dict[str, Any] | None:
 
     shift = 0.0
     step_rows = [r for f in step_files if f in logged for r in pq.read_table(f).to_pylist()]
+    step_rows = [r for r in step_rows if _needs_year(r.get("log_stamp"))]
     if spans and step_rows:
         first_log = min(epoch(r["log_stamp"]) for r in step_rows)
         gap = first_log - min(s["start_ns"] for s in spans) / 1e9
@@ -256,11 +267,13 @@ def place_log_times(stage: Path) -> dict[str, Any] | None:
         schema = pq.read_schema(f)
         if "ts_s" in schema.names:  # engine_stats
             for r in rows:
-                if r.get("log_stamp") and r.get("ts_s") is None:
+                if _needs_year(r.get("log_stamp")) and r.get("ts_s") is None:
                     r["ts_s"] = epoch(r["log_stamp"]) + shift
         else:  # engine_steps from iteration lines
             prev_end = None
             for r in sorted(rows, key=lambda r: r["step_id"]):
+                if not _needs_year(r.get("log_stamp")) or r.get("end_s") is not None:
+                    continue
                 stamp = epoch(r["log_stamp"]) + shift
                 end = stamp if prev_end is None else max(stamp, prev_end + (r["wall_s"] or 0.0))
                 r["end_s"], r["start_s"] = end, end - (r["wall_s"] or 0.0)

@@ -1,0 +1,157 @@
+"""SGLang scheduler logs: ``Prefill batch`` / ``Decode batch`` lines in every version seen, ``Retract
+requests`` (SGLang's preemption) and ``Req Time Stats`` per-request lines. Field facts:
+docs/SERVING_FORMATS.md §B3.
+
+Prefill batches become ``engine_steps`` rows (source log): SGLang logs every prefill batch but only every
+Nth decode batch, so decode lines are load samples (``engine_stats``), not steps. Times are the log's
+``YYYY-MM-DD HH:MM:SS`` (no zone: UTC assumed, recorded in the metadata).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from lltrace.parsers.kineto import SourceInfo
+from lltrace.parsers.schema import REQUEST_SCHEMA
+from lltrace.parsers.vllm import LOG_STATS_SCHEMA, LOG_STEP_SCHEMA
+
+SCHEDULER_LOG = "sglang-scheduler-log"
+
+_HEAD = re.compile(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)((?: [A-Z]+\d+)*)\]\s*")
+_BATCH = re.compile(r"(Prefill|Decode) batch[.,]\s*(#(?:new-seq|running-req): \d.*)")
+_FIELD = re.compile(r"(#?[A-Za-z][\w -]*?(?: \(token/s\))?): (-?\d+(?:\.\d+)?|True|False)")
+_RETRACT = re.compile(r"Retract requests\. #retracted_reqs: (\d+)")
+_REQ_STATS = re.compile(
+    r"Req Time Stats\(rid=([^,]+), input len=(\d+), output len=(\d+), type=(\w+)\): queue_duration=([\d.]+)ms, "
+    r"forward_duration=([\d.]+)ms"
+)
+
+
+def sniff_scheduler_log(head: bytes) -> bool:
+    """SGLang scheduler output: Prefill/Decode batch lines, retraction or request time stats."""
+    text = head.decode("utf-8", "replace")
+    return bool(
+        re.search(r"(Prefill|Decode) batch[.,] #", text)
+        or "Retract requests. #retracted_reqs" in text
+        or "Req Time Stats(rid=" in text
+    )
+
+
+def _epoch(stamp: str) -> float:
+    return datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc).timestamp()
+
+
+def ingest_scheduler_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
+    """Prefill batches → steps; batch lines → load samples; retractions → cumulative preemptions."""
+    info = SourceInfo(path=path, format=SCHEDULER_LOG, version="SGLang scheduler log")
+    steps: list[dict[str, Any]] = []
+    stats: list[dict[str, Any]] = []
+    reqs: list[dict[str, Any]] = []
+    retracted = 0
+    suspicious = 0
+    last_ts: float | None = None
+    for line in Path(path).read_text(encoding="utf-8", errors="replace").splitlines():
+        h = _HEAD.match(line)
+        body = line[h.end() :] if h else line
+        ts = _epoch(h.group(1)) if h else None
+        rank = (h.group(2) or "").strip() or None if h else None
+        last_ts = ts or last_ts
+        if m := _BATCH.search(body):
+            kind, rest = m.groups()
+            f = {k.strip(): v for k, v in _FIELD.findall(rest)}
+            usage = f.get("token usage", f.get("full token usage"))
+            stat = {
+                "part": part,
+                "ts_s": ts,
+                "engine": rank or "0",
+                "source": "log",
+                "running": float(f["#running-req"]) if "#running-req" in f else None,
+                "waiting": float(f["#queue-req"]) if "#queue-req" in f else None,
+                "kv_usage": float(usage) if usage is not None else None,
+                "log_stamp": h.group(1) if h else None,
+            }
+            if kind == "Prefill":
+                stat["prompt_throughput"] = (
+                    float(f["input throughput (token/s)"]) if "input throughput (token/s)" in f else None
+                )
+                steps.append(
+                    {
+                        "part": part,
+                        "step_id": len(steps),
+                        "engine": rank or "0",
+                        "start_s": None,
+                        "end_s": ts,
+                        "kind": "prefill",
+                        "kind_from": "log line",
+                        "prefill_reqs": int(f.get("#new-seq", 0)),
+                        "prefill_tokens": int(f.get("#new-token", 0)),
+                        "decode_reqs": None,
+                        "decode_tokens": None,
+                        "kv_usage": stat["kv_usage"],
+                        "log_stamp": h.group(1) if h else None,
+                        "cuda_graph": (f.get("cuda graph") or f.get("npu graph")) == "True"
+                        if ("cuda graph" in f or "npu graph" in f)
+                        else None,
+                        "detection": "sglang prefill batch log",
+                        "source": "log",
+                    }
+                )
+            else:
+                stat["generation_throughput"] = (
+                    float(f["gen throughput (token/s)"]) if "gen throughput (token/s)" in f else None
+                )
+            stats.append(stat)
+        elif m := _RETRACT.search(body):
+            retracted += int(m.group(1))
+            stats.append(
+                {
+                    "part": part,
+                    "ts_s": ts if h else last_ts,
+                    "engine": rank or "0",
+                    "source": "log",
+                    "preemptions_total": float(retracted),
+                    "log_stamp": h.group(1) if h else None,
+                }
+            )
+        elif m := _REQ_STATS.search(body):
+            rid, n_in, n_out, _type, queue_ms, fwd_ms = m.groups()
+            if float(fwd_ms) > 1e9:  # one SGLang build logged an epoch in ms here; not a duration
+                suspicious += 1
+            reqs.append(
+                {
+                    "request_id": rid,
+                    "input_tokens": int(n_in),
+                    "output_tokens": int(n_out),
+                    "queue_s": float(queue_ms) / 1e3,
+                    "status": "finished",
+                    "client_id": Path(path).name,
+                }
+            )
+    for table, rows, schema in (
+        ("engine_steps", steps, LOG_STEP_SCHEMA),
+        ("engine_stats", stats, LOG_STATS_SCHEMA),
+        ("requests", reqs, REQUEST_SCHEMA),
+    ):
+        if rows:
+            (stage / table).mkdir(parents=True, exist_ok=True)
+            pq.write_table(pa.Table.from_pylist(rows, schema=schema), stage / table / f"part-{part:05d}.parquet")
+    if suspicious:
+        info.warnings.append(
+            f"{path}: {suspicious} Req Time Stats lines have forward_duration beyond 1e9 ms "
+            "(an epoch, not a duration): ignored"
+        )
+    info.records = len(steps) + len(stats) + len(reqs)
+    info.details["log_lines"] = {
+        "prefill_batches": len(steps),
+        "load_samples": len(stats),
+        "retracted": retracted,
+        "request_time_stats": len(reqs),
+    }
+    info.details["clock"] = {"origin": "log date-time, zone UTC (assumed)"}
+    return info
