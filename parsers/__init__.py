@@ -170,6 +170,61 @@ FORMATS: tuple[Format, ...] = (
         sniff=sglang.sniff_scheduler_log,
         ingest=sglang.ingest_scheduler_log,
     ),
+    Format(
+        name=clients.TRTLLM_REQUESTS,
+        family="TensorRT-LLM",
+        description="`trtllm-bench --request_json` request records (ns timestamps)",
+        tables=("requests",),
+        attributes="per request: client TTFT and e2e, sizes, errors",
+        sniff=clients.sniff_trtllm_requests,
+        ingest=clients.ingest_trtllm_requests,
+    ),
+    Format(
+        name=clients.TRTLLM_ITERATIONS,
+        family="TensorRT-LLM",
+        description="per-iteration stats (`--iteration_log`, iteration perf stats): JSON lines or array",
+        tables=("engine_steps", "engine_stats"),
+        attributes="per iteration: context/generation requests and tokens, latency; queued and active requests, "
+        "KV blocks in use, paused (preempted) requests",
+        sniff=clients.sniff_trtllm_iterations,
+        ingest=clients.ingest_trtllm_iterations,
+    ),
+    Format(
+        name=clients.TGI_LOG,
+        family="TGI",
+        description="Hugging Face TGI router log lines (Rust duration strings: s, ms, µs, ns)",
+        tables=("requests",),
+        attributes="per request: queue time and server total; inference (prefill + decode) not split",
+        sniff=clients.sniff_tgi_log,
+        ingest=clients.ingest_tgi_log,
+    ),
+    Format(
+        name=clients.GENAI_PERF,
+        family="benchmark clients",
+        description="GenAI-Perf / Perf Analyzer profile_export.json",
+        tables=("requests",),
+        attributes="per request: send time, client TTFT and e2e (token counts need re-tokenizing: NULL)",
+        sniff=clients.sniff_genai_perf,
+        ingest=clients.ingest_genai_perf,
+    ),
+    Format(
+        name=clients.AIPERF,
+        family="benchmark clients",
+        description="AIPerf profile_export.jsonl",
+        tables=("requests",),
+        attributes="per request: ids, send time, sizes, client TTFT and e2e, errors",
+        sniff=clients.sniff_aiperf,
+        ingest=clients.ingest_aiperf,
+    ),
+    Format(
+        name=clients.GUIDELLM,
+        family="benchmark clients",
+        description="guidellm benchmarks.json (current and <= 0.3 schemas)",
+        tables=("requests",),
+        attributes="per request: send time, sizes, cached tokens, client TTFT and e2e, errors",
+        sniff=clients.sniff_guidellm,
+        ingest=clients.ingest_guidellm,
+    ),
 )
 
 
@@ -206,6 +261,12 @@ _MARKERS: dict[str, tuple[bytes, ...]] = {
     clients.LLMPERF: (b'"ttft_s"', b'"end_to_end_latency_s"', b'"error_code"'),
     clients.LLMPERF_SUMMARY: (b'"results_', b'"num_concurrent_requests"'),
     sglang.SCHEDULER_LOG: (b"Prefill batch", b"Decode batch", b"#running-req", b"#queue-req"),
+    clients.TRTLLM_REQUESTS: (b'"start_timestamp"', b'"first_token_timestamp"', b'"num_input_tokens"'),
+    clients.TRTLLM_ITERATIONS: (b'"iterLatencyMS"', b'"numActiveRequests"', b'"kvCacheStats"'),
+    clients.TGI_LOG: (b"queue_time=", b"inference_time=", b"total_time="),
+    clients.GENAI_PERF: (b'"experiments"', b'"response_timestamps"', b'"service_kind"'),
+    clients.AIPERF: (b'"metadata"', b'"metrics"', b'"request_start_ns"'),
+    clients.GUIDELLM: (b'"benchmarks"', b'"requests"', b'"successful"'),
 }
 
 

@@ -315,10 +315,48 @@ def _jaeger_rows(part: int, doc: dict) -> tuple[list[dict], int]:
     return rows, other
 
 
+_SGLANG_STAGES = {"prefill_waiting": "queue_s", "prefill_forward": "prefill_s", "decode_forward": "decode_s"}
+
+
+def _sglang_requests(part: int, spans: list[dict]) -> list[dict[str, Any]]:
+    """SGLang ``Req <rid>`` root spans: the split comes from their stage spans (``prefill_waiting`` = queue,
+    ``prefill_forward``, ``decode_forward`` summed), preferred over the root's own gen_ai.latency attributes,
+    which do not add up in real exports (docs/SERVING_FORMATS.md §B2)."""
+    children: dict[str, list[dict]] = {}
+    for sp in spans:
+        if sp.get("parentSpanId"):
+            children.setdefault(sp["parentSpanId"], []).append(sp)
+    out = []
+    for sp in spans:
+        name = str(sp.get("name", ""))
+        if not name.startswith("Req "):
+            continue
+        row = _span_row(part, sp | {"name": "llm_request"}, "sglang")
+        if row is None:
+            continue
+        if row["request_id"] is None:
+            row["request_id"] = name[4:]
+        stages: dict[str, float] = {}
+        stack, n_desc = list(children.get(sp.get("spanId"), [])), 0
+        while stack:
+            c = stack.pop()
+            n_desc += 1
+            stack.extend(children.get(c.get("spanId"), []))
+            col = _SGLANG_STAGES.get(c.get("name"))
+            if col:
+                dur = (int(c["endTimeUnixNano"]) - int(c["startTimeUnixNano"])) / 1e9
+                stages[col] = stages.get(col, 0.0) + dur
+        row.update(stages)  # measured stage spans win over the root's attributes
+        row["_stage_spans"] = n_desc
+        out.append(row)
+    return out
+
+
 def ingest_otlp(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     """``llm_request`` spans → ``_spans`` rows (other spans, such as startup spans, are counted and dropped)."""
     info = SourceInfo(path=path, format=OTLP)
     rows: list[dict[str, Any]] = []
+    all_spans: list[dict] = []
     other = 0
     text = Path(path).read_text(encoding="utf-8")
     docs: list[dict] = []
@@ -340,7 +378,7 @@ def ingest_otlp(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
             info.version = "Jaeger UI export"
             r, o = _jaeger_rows(part, doc)
             rows.extend(r)
-            other += o
+            all_spans.extend({} for _ in range(o))
             continue
         for rs in doc.get("resourceSpans", []):
             res = {a["key"]: _otlp_value(a.get("value", {})) for a in rs.get("resource", {}).get("attributes", [])}
@@ -349,11 +387,16 @@ def ingest_otlp(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
                 for span in ss.get("spans", []):
                     row = _span_row(part, span, process)
                     if row is None:
-                        other += 1
+                        all_spans.append(span)
                     else:
                         rows.append(row)
+    sglang = _sglang_requests(part, all_spans)
+    rows.extend(sglang)
+    other = len(all_spans) - sum(1 + r.pop("_stage_spans") for r in sglang)
+    if sglang:
+        info.version += ", SGLang request spans with stage spans"
     if other:
-        info.dropped["spans other than llm_request"] = other
+        info.dropped["spans other than request spans"] = other
     info.records = _write(stage, "_spans", part, rows, SPAN_SCHEMA) + other
     return info
 

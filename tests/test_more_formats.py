@@ -1,0 +1,245 @@
+"""Formats with no real sample in shared/: fixtures built field by field from the documented schemas
+(docs/SERVING_FORMATS.md §B2, §C1, §C2, §D1, §D3 and the upstream sources it cites)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import lltrace
+from lltrace.errors import TraceFormatError
+from lltrace.parsers.clients import rust_duration_s
+
+
+def _one(path, store):
+    run = lltrace.ingest([path], store=store)
+    return run, run.table("requests").to_dicts()
+
+
+def test_trtllm_request_json(store, tmp_path):
+    recs = [
+        {
+            "id": 0,
+            "num_input_tokens": 128,
+            "error_tokens": 0,
+            "start_timestamp": 1_000_000_000,
+            "first_token_timestamp": 1_050_000_000,
+            "end_timestamp": 2_000_000_000,
+            "num_output_tokens": 64,
+        },
+        {
+            "id": 1,
+            "num_input_tokens": 256,
+            "error_tokens": 3,
+            "start_timestamp": 1_100_000_000,
+            "first_token_timestamp": 1_300_000_000,
+            "end_timestamp": 1_400_000_000,
+            "num_output_tokens": 2,
+        },
+    ]
+    path = tmp_path / "requests.json"
+    path.write_text(json.dumps(recs))
+    run, rows = _one(path, store)
+    rows.sort(key=lambda r: r["request_id"])
+    assert [(r["request_id"], r["ttft_s"], r["e2e_s"], r["status"]) for r in rows] == [
+        ("0", 0.05, 1.0, "ok"),
+        ("1", 0.2, pytest.approx(0.3), "error"),
+    ]
+    assert run.metadata["sources"][0]["format"] == "trtllm-bench-requests"
+    recs[1]["end_timestamp"] = 1_000_000_000  # ends before it starts
+    path.write_text(json.dumps(recs))
+    with pytest.raises(TraceFormatError, match="record 1: negative duration e2e_s"):
+        lltrace.ingest([path], store=store)
+
+
+def test_trtllm_iteration_log(store, tmp_path):
+    lines = [
+        {
+            "iter": 0,
+            "iterLatencyMS": 12.5,
+            "numActiveRequests": 2,
+            "numQueuedRequests": 5,
+            "kvCacheStats": {"maxNumBlocks": 100, "usedNumBlocks": 40, "freeNumBlocks": 60, "tokensPerBlock": 64},
+            "inflightBatchingStats": {
+                "numContextRequests": 2,
+                "numGenRequests": 0,
+                "numCtxTokens": 900,
+                "numPausedRequests": 0,
+            },
+        },
+        {
+            "iter": 1,
+            "iterLatencyMS": 8.0,
+            "numActiveRequests": 2,
+            "numQueuedRequests": 5,
+            "kvCacheStats": {"maxNumBlocks": 100, "usedNumBlocks": 100},
+            "inflightBatchingStats": {
+                "numContextRequests": 0,
+                "numGenRequests": 2,
+                "numCtxTokens": 0,
+                "numPausedRequests": 1,
+            },
+        },
+    ]
+    path = tmp_path / "iter.log"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    run = lltrace.ingest([path], store=store)
+    steps = run.sql("SELECT step_id, kind, prefill_tokens, decode_reqs, wall_s FROM engine_steps ORDER BY 1").rows()
+    assert steps == [(0, "prefill", 900, 0, 0.0125), (1, "decode", 0, 2, 0.008)]
+    stats = run.sql("SELECT waiting, kv_usage, swapped FROM engine_stats ORDER BY kv_usage").rows()
+    assert stats == [(5.0, 0.4, 0.0), (5.0, 1.0, 1.0)]
+
+
+def test_tgi_log_rust_durations(store, tmp_path):
+    assert rust_duration_s("204.8µs") == pytest.approx(204.8e-6)
+    assert rust_duration_s("19.9ms") == pytest.approx(0.0199) and rust_duration_s("1.19s") == 1.19
+    line = (
+        "2024-05-01T10:00:02.000000Z  INFO generate{parameters=...}: text_generation_router::server: "
+        'router/src/server.rs:305: Success total_time="1.19s" validation_time="204.8µs" queue_time="23.1µs" '
+        'inference_time="1.19s" time_per_token="19.9ms" seed="None"'
+    )
+    path = tmp_path / "tgi.log"
+    path.write_text(line + "\nINFO something else\n")
+    run, rows = _one(path, store)
+    r = rows[0]
+    assert (r["queue_s"], r["server_e2e_s"]) == (pytest.approx(23.1e-6), 1.19)
+    assert r["arrival_s"] == pytest.approx(1714557602.0 - 1.19)
+    assert r["prefill_s"] is None and r["decode_s"] is None  # TGI does not split inference time
+
+
+def test_genai_perf_profile_export(store, tmp_path):
+    doc = {
+        "service_kind": "openai",
+        "endpoint": "v1/chat/completions",
+        "version": "0.0.8",
+        "experiments": [
+            {
+                "experiment": {"mode": "concurrency", "value": 4},
+                "requests": [
+                    {
+                        "timestamp": 1_700_000_000_000_000_000,
+                        "request_inputs": {"payload": "{}"},
+                        "response_timestamps": [1_700_000_000_100_000_000, 1_700_000_000_900_000_000],
+                        "response_outputs": [{"response": "data: {}"}, {"response": "data: [DONE]"}],
+                    }
+                ],
+                "window_boundaries": [],
+            }
+        ],
+    }
+    path = tmp_path / "profile_export.json"
+    path.write_text(json.dumps(doc))
+    run, rows = _one(path, store)
+    assert [(r["client_id"], r["ttft_s"], r["e2e_s"], r["output_tokens"]) for r in rows] == [
+        ("concurrency=4", pytest.approx(0.1), pytest.approx(0.9), None)
+    ]
+
+
+def test_aiperf_jsonl_and_its_bad_input(store, tmp_path):
+    def rec(rid, err=None):
+        return {
+            "metadata": {
+                "x_request_id": rid,
+                "request_start_ns": 1_700_000_000_000_000_000,
+                "request_end_ns": 1_700_000_001_000_000_000,
+            },
+            "metrics": {
+                "input_sequence_length": {"value": 550, "unit": "tokens"},
+                "time_to_first_token": {"value": 120.0, "unit": "ms"},
+                "request_latency": {"value": 1000.0, "unit": "ms"},
+                "output_sequence_length": {"value": 150, "unit": "tokens"},
+            },
+            "error": err,
+        }
+
+    path = tmp_path / "profile_export.jsonl"
+    path.write_text(json.dumps(rec("a")) + "\n" + json.dumps(rec("b", {"code": 500})) + "\n")
+    run, rows = _one(path, store)
+    rows.sort(key=lambda r: r["request_id"])
+    assert [(r["request_id"], r["ttft_s"], r["input_tokens"], r["status"]) for r in rows] == [
+        ("a", 0.12, 550, "ok"),
+        ("b", 0.12, 550, "error"),
+    ]
+    path.write_text(json.dumps(rec("a")) + "\n" + json.dumps(rec("a")) + "\n")
+    with pytest.raises(TraceFormatError, match="duplicate request id 'a'"):
+        lltrace.ingest([path], store=store)
+    path.write_text(json.dumps(rec("a")) + "\n" + json.dumps(rec("b"))[:40] + "\n")  # truncated last line
+    with pytest.raises(TraceFormatError, match="line 2: invalid JSON line"):
+        lltrace.ingest([path], store=store)
+
+
+@pytest.mark.parametrize("old", [False, True])
+def test_guidellm_both_schemas(old, store, tmp_path):
+    if old:
+        req = {
+            "request_id": "r1",
+            "start_time": 100.0,
+            "first_token_time": 100.25,
+            "end_time": 101.0,
+            "prompt_tokens": 10,
+            "output_tokens": 5,
+        }
+    else:
+        req = {
+            "request_id": "r1",
+            "request_start_time": 100.0,
+            "time_to_first_token_ms": 250.0,
+            "request_latency": 1.0,
+            "prompt_tokens": 10,
+            "output_tokens": 5,
+            "cached_tokens": 4,
+        }
+    doc = {"benchmarks": [{"metrics": {}, "requests": {"successful": [req], "incomplete": [], "errored": []}}]}
+    path = tmp_path / "benchmarks.json"
+    path.write_text(json.dumps(doc))
+    run, rows = _one(path, store)
+    assert [(r["request_id"], r["arrival_s"], r["ttft_s"], r["e2e_s"]) for r in rows] == [("r1", 100.0, 0.25, 1.0)]
+    assert run.metadata["sources"][0]["version"] == ("<= 0.3 schema" if old else "current schema")
+
+
+def test_sglang_otel_stage_spans_win_over_root_attributes(store, tmp_path):
+    def span(sid, name, start, end, parent=None, attrs=()):
+        return {
+            "traceId": "t",
+            "spanId": sid,
+            "parentSpanId": parent or "",
+            "name": name,
+            "kind": 1,
+            "startTimeUnixNano": str(start),
+            "endTimeUnixNano": str(end),
+            "attributes": [{"key": k, "value": v} for k, v in attrs],
+        }
+
+    t0 = 1_800_000_000_000_000_000
+    ms = 1_000_000
+    spans = [
+        span(
+            "r",
+            "Req abc",
+            t0,
+            t0 + 190 * ms,
+            attrs=[
+                ("gen_ai.request.id", {"stringValue": "abc"}),
+                ("gen_ai.usage.prompt_tokens", {"intValue": "8"}),
+                ("gen_ai.latency.time_in_model_prefill", {"doubleValue": 0.1865}),
+                ("gen_ai.latency.time_in_model_decode", {"doubleValue": 0.000044}),
+            ],
+        ),
+        span("s", "Scheduler [TP 0]", t0, t0 + 190 * ms, parent="r"),
+        span("w", "prefill_waiting", t0, t0 + 22 * ms, parent="s"),
+        span("p", "prefill_forward", t0 + 22 * ms, t0 + 47 * ms, parent="s"),
+        span("d1", "decode_forward", t0 + 47 * ms, t0 + 120 * ms, parent="s"),
+        span("d2", "decode_forward", t0 + 120 * ms, t0 + 184 * ms, parent="s"),
+    ]
+    doc = {"resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [{"spans": spans}]}]}
+    path = tmp_path / "sglang.otlp.json"
+    path.write_text(json.dumps(doc))
+    run, rows = _one(path, store)
+    r = rows[0]
+    assert r["request_id"] == "abc"
+    assert (r["queue_s"], r["prefill_s"], r["decode_s"]) == (
+        pytest.approx(0.022),
+        pytest.approx(0.025),
+        pytest.approx(0.137),
+    )
