@@ -31,6 +31,11 @@ REQUEST_SCHEMA = pa.schema(
         ("client_start_s", pa.float64()),
         ("arrival_ns", pa.int64()),
         ("matched_by", pa.string()),
+        # Estimated split of a client-measured TTFT (no engine-side timestamps): labelled, never mixed with
+        # the measured queue_s / prefill_s above.
+        ("queue_s_est", pa.float64()),
+        ("prefill_s_est", pa.float64()),
+        ("split_basis", pa.string()),
     ]
 )
 

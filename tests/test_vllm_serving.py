@@ -151,3 +151,22 @@ def test_analyze_reports_request_percentiles_from_the_spans(store):
     assert doc["requests"]["queue_s"]["p50"] == pytest.approx(statistics.median(queues), abs=1e-6)
     assert doc["requests"]["basis"] == "client"
     assert doc["steps"]["count_by_kind"]["decode"] == 60
+
+
+def test_without_spans_the_queue_prefill_split_is_estimated_within_20_percent(store, tmp_path):
+    import statistics
+
+    src = DATA / "vllm_cpu" / "B_kvpressure"
+    folder = tmp_path / "no_spans"
+    for sub in ("bench", "metrics"):
+        shutil.copytree(src / sub, folder / sub)
+    shutil.copy(src / "server.log", folder)
+    run = lltrace.ingest([folder], store=store)
+    rows = run.table("requests").to_dicts()
+    assert all(r["queue_s"] is None and r["prefill_s"] is None for r in rows)  # nothing measured server-side
+    est = [r["queue_s_est"] for r in rows if r["queue_s_est"] is not None]
+    assert len(est) == len(rows) == 96
+    truth = statistics.median(a["gen_ai.latency.time_in_queue"] for _, a in _raw_spans("B_kvpressure").values())
+    assert abs(statistics.median(est) - truth) / truth < 0.20
+    assert all(r["split_basis"].startswith("estimated:") for r in rows)
+    assert run.metadata["ttft_split"]["requests_split"] == 96

@@ -17,7 +17,7 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from lltrace import __version__
-from lltrace.assemble import PROVENANCE, assemble_requests, place_log_times
+from lltrace.assemble import PROVENANCE, assemble_requests, estimate_ttft_split, place_log_times
 from lltrace.errors import InputWarning, StoreError, TraceFormatError, TruncatedInput, UnknownFormat
 from lltrace.parsers import FORMATS, Format, closest_formats, detect, read_head
 from lltrace.parsers.kineto import NAME as KINETO
@@ -182,6 +182,7 @@ def ingest(
             pq.write_table(t, stage / "engine_steps" / f"part-{part:05d}.parquet", compression="zstd")
         join = assemble_requests(stage, sources)
         log_clock = place_log_times(stage)
+        split = estimate_ttft_split(stage)
         alignment: list[dict[str, Any]] = [
             {"part": s["part"], "source": s["path"], "method": "profiler clock (epoch ns), as written"}
             for s in sources
@@ -211,6 +212,7 @@ def ingest(
             "detected": _detected(sources),
             "step_detection": detection,
             "join": join,
+            "ttft_split": split,
             "provenance": {
                 "engine_steps.kind": "derived from step markers, else from attention input shapes (kind_from)",
                 "engine_steps.decode_tokens": "measured from markers; SGLang DECODE = bs x 1 (derived)",
