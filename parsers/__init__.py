@@ -225,6 +225,24 @@ FORMATS: tuple[Format, ...] = (
         sniff=clients.sniff_guidellm,
         ingest=clients.ingest_guidellm,
     ),
+    Format(
+        name=vllm.STATS_CSV,
+        family="vLLM",
+        description="vLLM V0 engine stats sampled into CSV by a client (BurstGPT replay tooling; KV usage in %)",
+        tables=("engine_stats",),
+        attributes="running / pending / swapped requests and KV usage over time (monotonic clock)",
+        sniff=vllm.sniff_stats_csv,
+        ingest=vllm.ingest_stats_csv,
+    ),
+    Format(
+        name=vllm.REPLAY_CONFIG,
+        family="vLLM",
+        description="BurstGPT replay run configuration (JSON objects appended back to back)",
+        tables=(),
+        attributes="the run's model, QPS and trace scale (metadata)",
+        sniff=vllm.sniff_replay_config,
+        ingest=vllm.ingest_replay_config,
+    ),
 )
 
 
@@ -267,6 +285,8 @@ _MARKERS: dict[str, tuple[bytes, ...]] = {
     clients.GENAI_PERF: (b'"experiments"', b'"response_timestamps"', b'"service_kind"'),
     clients.AIPERF: (b'"metadata"', b'"metrics"', b'"request_start_ns"'),
     clients.GUIDELLM: (b'"benchmarks"', b'"requests"', b'"successful"'),
+    vllm.STATS_CSV: (b"timestamp", b"prompt_throughput", b"num_running", b"gpu_kvcache_usage"),
+    vllm.REPLAY_CONFIG: (b'"server_config"', b'"prompt_config"', b'"model path"'),
 }
 
 

@@ -166,7 +166,8 @@ def ingest_bench(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
                     "status": "ok" if ok else "error",
                 }
             )
-    info.records = _write(stage, "_bench", part, rows, BENCH_SCHEMA)
+    # records read: per-request rows where the file has them, else its result objects
+    info.records = _write(stage, "_bench", part, rows, BENCH_SCHEMA) or len(summaries)
     info.version = "detailed (per-request lists)" if rows else "summary only"
     info.details["bench"] = summaries
     return info
@@ -630,4 +631,71 @@ def ingest_server_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
     info.records = len(heads)
     info.version = "V0 (metrics.py)" if v0 and not v1 else "V1 (loggers.py)" if v1 else "no stats lines"
     info.details["log_lines"] = {"stats": len(stats), "iterations": len(steps)}
+    return info
+
+
+# -- custom engine-stats scrapes (BurstGPT replay tooling) ---------------------------------------------------
+
+STATS_CSV = "vllm-stats-csv"
+REPLAY_CONFIG = "burstgpt-replay-config"
+
+
+def sniff_stats_csv(head: bytes) -> bool:
+    """A CSV of vLLM V0 engine stats sampled by a client (liao4s/BurstGPT_test ``vllm_log_*.csv``)."""
+    first = head.split(b"\n", 1)[0].strip()
+    return first.startswith(b"timestamp,prompt_throughput,generation_throughput,num_running")
+
+
+def ingest_stats_csv(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
+    """Samples → ``engine_stats``. ``timestamp`` is a monotonic clock (arbitrary origin) and the KV usage
+    columns are percentages (0–100), as the capture script writes them."""
+    import csv as _csv
+
+    info = SourceInfo(path=path, format=STATS_CSV, version="V0 stats sampled by a client")
+    rows = []
+    with open(path, newline="", encoding="utf-8") as f:
+        reader = _csv.DictReader(f)
+        need = {"timestamp", "num_running", "num_pending", "gpu_kvcache_usage"}
+        missing = need - set(reader.fieldnames or [])
+        if missing:
+            raise TraceFormatError(path, "line 1", f"missing column(s): {', '.join(sorted(missing))}")
+        for n, r in enumerate(reader, start=2):
+            try:
+                rows.append(
+                    {
+                        "part": part,
+                        "ts_s": float(r["timestamp"]),
+                        "engine": "0",
+                        "source": "scrape",
+                        "running": float(r["num_running"]),
+                        "waiting": float(r["num_pending"]),
+                        "swapped": float(r["num_swapped"]) if r.get("num_swapped") not in (None, "") else None,
+                        "kv_usage": float(r["gpu_kvcache_usage"]) / 100,
+                        "prompt_throughput": float(r["prompt_throughput"]) if r.get("prompt_throughput") else None,
+                        "generation_throughput": float(r["generation_throughput"])
+                        if r.get("generation_throughput")
+                        else None,
+                    }
+                )
+            except ValueError as exc:
+                raise TraceFormatError(path, f"line {n}", f"not a number ({exc})") from None
+    _write(stage, "engine_stats", part, rows, LOG_STATS_SCHEMA)
+    info.records = len(rows)
+    info.details["clock"] = {"origin": "client monotonic seconds (arbitrary origin); not aligned to wall clock"}
+    return info
+
+
+def sniff_replay_config(head: bytes) -> bool:
+    """The run configuration the BurstGPT replay tool appends (objects back to back, no separator)."""
+    text = _strip(head)
+    return text.startswith(b"{") and b'"server_config"' in text and b'"prompt_config"' in text
+
+
+def ingest_replay_config(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
+    """The configurations (model, QPS, trace scale) into the run metadata; no rows."""
+    info = SourceInfo(path=path, format=REPLAY_CONFIG, version="appended JSON objects")
+    text = Path(path).read_text(encoding="utf-8")
+    objs = _bench_objects(path, text)
+    info.details["configs"] = objs
+    info.records = len(objs)
     return info

@@ -137,3 +137,27 @@ def test_azure_bad_timestamp_is_an_error(store, tmp_path):
     path.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03.97,10,2\n16/11/2023 18:17,3,4\n")
     with pytest.raises(TraceFormatError, match="1 rows are not"):
         lltrace.ingest([path], store=store)
+
+
+def test_every_serving_sample_is_read(store):
+    """The whole shared/data/serving folder as one ingest: no file left unread, counts from the raw files."""
+    import json as _json
+
+    from conftest import DATA
+
+    folder = DATA / "serving"
+    run = lltrace.ingest([folder], store=store)
+    assert run.skipped == []
+    files = sorted(p for p in folder.rglob("*") if p.is_file())
+    srcs = {s["path"]: s for s in run.metadata["sources"]}
+    assert sorted(srcs) == sorted(str(p) for p in files)
+    stats_csv = folder / "vllm_engine_stats_scrape" / "liao4s_vllm_log_scale100_prompt500.csv"
+    assert srcs[str(stats_csv)]["records"] == len(stats_csv.read_text().strip().splitlines()) - 1 == 538
+    cfg = folder / "vllm_engine_stats_scrape" / "liao4s_server_log.json"
+    text, dec, pos, n = cfg.read_text(), _json.JSONDecoder(), 0, 0
+    while pos < len(text.rstrip()):
+        _, pos = dec.raw_decode(text, pos)
+        n += 1
+    assert srcs[str(cfg)]["records"] == n
+    kv = run.sql("SELECT max(kv_usage) AS kv FROM engine_stats WHERE source = 'scrape'").to_dicts()[0]["kv"]
+    assert kv == pytest.approx(0.192519706741635)  # the CSV's percent column, as a fraction
