@@ -243,3 +243,79 @@ def test_sglang_otel_stage_spans_win_over_root_attributes(store, tmp_path):
         pytest.approx(0.025),
         pytest.approx(0.137),
     )
+
+
+def test_jaeger_ui_export(store, tmp_path):
+    doc = {
+        "data": [
+            {
+                "traceID": "abc",
+                "spans": [
+                    {
+                        "traceID": "abc",
+                        "spanID": "1",
+                        "operationName": "llm_request",
+                        "startTime": 1_800_000_000_000_000,
+                        "duration": 1_500_000,
+                        "tags": [
+                            {"key": "gen_ai.request.id", "type": "string", "value": "cmpl-x-0"},
+                            {"key": "gen_ai.latency.time_in_queue", "type": "float64", "value": 0.25},
+                            {"key": "gen_ai.latency.time_in_model_prefill", "type": "float64", "value": 0.05},
+                        ],
+                    },
+                    {
+                        "traceID": "abc",
+                        "spanID": "2",
+                        "operationName": "Load weights",
+                        "startTime": 1,
+                        "duration": 1,
+                        "tags": [],
+                    },
+                ],
+            }
+        ],
+        "processes": {},
+    }
+    path = tmp_path / "jaeger.json"
+    path.write_text(json.dumps(doc))
+    run, rows = _one(path, store)
+    assert [(r["request_id"], r["queue_s"], r["prefill_s"], r["finished_s"]) for r in rows] == [
+        ("cmpl-x-0", 0.25, 0.05, pytest.approx(1_800_000_001.5))
+    ]
+    src = run.metadata["sources"][0]
+    assert src["version"] == "Jaeger UI export" and src["dropped"] == {"spans other than request spans": 1}
+
+
+def test_vllm_log_with_ansi_colours_and_process_prefix(store, tmp_path):
+    line = (
+        "\x1b[1;36m(APIServer pid=7)\x1b[0;0m INFO 03-17 15:38:10 [loggers.py:259] Engine 000: Avg prompt "
+        "throughput: 23998.2 tokens/s, Avg generation throughput: 18.1 tokens/s, Running: 10 reqs, Waiting: 90 "
+        "reqs, GPU KV cache usage: 19.3%, Prefix cache hit rate: 0.0%\n"
+    )
+    path = tmp_path / "server.log"
+    path.write_text("INFO 03-17 15:38:00 [api_server.py:1] vLLM API server version 0.9\n" + line)
+    run = lltrace.ingest([path], store=store)
+    row = run.table("engine_stats").to_dicts()[0]
+    assert (row["running"], row["waiting"], row["kv_usage"], row["prompt_throughput"]) == (10, 90, 0.193, 23998.2)
+    assert row["ts_s"] is None  # no other dated source in the run: the year is unknown, so no epoch time
+
+
+def test_sglang_bench_with_output_details(store, tmp_path):
+    obj = {
+        "backend": "sglang",
+        "dataset_name": "random",
+        "request_rate": float("inf"),
+        "completed": 2,
+        "total_output_tokens_retokenized": 30,
+        "input_lens": [100, 200],
+        "output_lens": [10, 20],
+        "ttfts": [0.1, 0.2],
+        "itls": [[0.01] * 9, [0.01] * 19],
+        "generated_texts": ["", ""],
+        "errors": ["", ""],
+    }
+    path = tmp_path / "sglang.jsonl"
+    path.write_text(json.dumps(obj) + "\n")  # json.dumps writes the bare Infinity token, as SGLang does
+    run, rows = _one(path, store)
+    assert sorted((r["input_tokens"], r["ttft_s"]) for r in rows) == [(100, 0.1), (200, 0.2)]
+    assert run.metadata["sources"][0]["format"] == "sglang-bench"
