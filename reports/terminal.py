@@ -46,6 +46,66 @@ def render(doc: dict[str, Any]) -> Group:
     )
     parts.append(Panel(head, title="lltrace analyze", expand=False))
 
+    cls = doc.get("classification")
+    if cls:
+        head = Text()
+        head.append(f"{cls['label']}", style="bold red" if cls["label"].endswith("bound") else "bold")
+        head.append(f": {cls['why']}")
+        if cls.get("crossover_input_tokens"):
+            head.append(
+                f"\nCrossover input length L* = {cls['crossover_input_tokens']:,.0f} tokens "
+                "(prompts longer than this spend more time in prefill than in decode)"
+            )
+        parts.append(Panel(head, title="Verdict", expand=False))
+    att = doc.get("attribution")
+    if att:
+        t = Table(
+            title=f"Where the time went ({att['requests']:,} requests, summed end-to-end {att['e2e_s_total']:,.2f} s)"
+        )
+        for col in ("component", "total s", "share", "basis"):
+            t.add_column(col, justify="left" if col in ("component", "basis") else "right")
+        for c in ("queue", "prefill", "decode", "preempted", "overhead"):
+            row = att[c]
+            t.add_row(c, f"{row['total_s']:,.3f}", _pct(row["share"]), row["basis"] or "-")
+        kvw = att["kv_wait"]
+        if kvw["total_s"] is not None:
+            t.add_row(
+                "  of queue: waiting for KV room", f"{kvw['total_s']:,.3f}", _pct(kvw["share_of_parent"]), kvw["basis"]
+            )
+        parts.append(t)
+        rates = []
+        if att.get("prefill_tokens_per_s"):
+            rates.append(f"measured prefill rate {att['prefill_tokens_per_s']:,.0f} tok/s")
+        if att.get("decode_s_per_token"):
+            rates.append(f"decode {att['decode_s_per_token'] * 1e3:,.2f} ms/token")
+        if att.get("clock_errors"):
+            rates.append(f"{att['clock_errors']} requests with negative overhead (clock misalignment)")
+        if rates:
+            parts.append(Text(" · ".join(rates)))
+    kv = doc.get("kv")
+    if kv and any(v is not None for v in kv.values()):
+        wait = "-" if kv["kv_wait_s"] is None else f"{kv['kv_wait_s']:,.2f} s"
+        parts.append(
+            Text(
+                f"KV cache: peak usage {_pct(kv['peak_usage'])} · preemptions {_int(kv['preemptions'])} · "
+                f"peak requests waiting for capacity {_int(kv['peak_waiting_capacity'])} · "
+                f"queue time waiting for KV room {wait}"
+            )
+        )
+    advice = doc.get("advice") or []
+    if advice:
+        t = Table(title="Advice (most valuable first)")
+        for col in ("bottleneck", "action", "expected gain"):
+            t.add_column(col)
+        for a in advice[:5]:
+            g = a["expected_gain"]
+            t.add_row(
+                a["bottleneck"],
+                a["action"],
+                f"{g['metric']}: {g['from']:,.3f} -> {g['to']:,.3f} {g['unit']}\n({a['formula']})",
+            )
+        parts.append(t)
+
     req = doc.get("requests")
     if req:
         t = Table(

@@ -12,14 +12,29 @@ from lltrace.cli import app
 from lltrace.parsers.kernel_classes import KERNEL_CLASSES, classify, rules
 from lltrace.queries import install_views, query_files
 
-EMPTY_TABLES = {
-    "kernels": "run_id VARCHAR, part INTEGER, device BIGINT, ts_ns BIGINT, dur_ns BIGINT, kernel_class VARCHAR, "
-    "attention_variant VARCHAR",
-    "requests": "run_id VARCHAR, request_id VARCHAR, status VARCHAR, ttft_s DOUBLE, server_ttft_s DOUBLE, "
-    "e2e_s DOUBLE, server_e2e_s DOUBLE, output_tokens BIGINT, queue_s DOUBLE",
-    "engine_steps": "run_id VARCHAR, source VARCHAR, kind VARCHAR, wall_s DOUBLE, gpu_busy_s DOUBLE, "
-    "prefill_tokens BIGINT, decode_tokens BIGINT, cuda_graph BOOLEAN",
-}
+KERNELS_COLUMNS = (
+    "run_id VARCHAR, part INTEGER, device BIGINT, ts_ns BIGINT, dur_ns BIGINT, kernel_class VARCHAR, "
+    "attention_variant VARCHAR"
+)
+
+
+def _empty_store_tables(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Every canonical table, empty, with the columns the parsers declare (plus run_id)."""
+    import pyarrow as pa
+
+    from lltrace.parsers.schema import REQUEST_SCHEMA
+    from lltrace.parsers.vllm import LOG_STATS_SCHEMA, LOG_STEP_SCHEMA
+
+    con.execute(f"CREATE TABLE kernels ({KERNELS_COLUMNS})")
+    for name, schema in (
+        ("requests", REQUEST_SCHEMA),
+        ("engine_stats", LOG_STATS_SCHEMA),
+        ("engine_steps", LOG_STEP_SCHEMA),
+    ):
+        empty = schema.empty_table().append_column("run_id", pa.array([], pa.string()))
+        con.register(f"_{name}", empty)
+        con.execute(f"CREATE TABLE {name} AS SELECT * FROM _{name}")
+    return ["kernels", "requests", "engine_stats", "engine_steps"]
 
 
 @pytest.mark.parametrize("q", query_files(), ids=lambda q: q.name)
@@ -29,9 +44,8 @@ def test_sql_file_has_header_and_documents_every_column(q):
     assert q.requires, "a '-- requires:' line"
     assert f"CREATE OR REPLACE VIEW {q.name} AS" in q.text
     con = duckdb.connect()
-    for t, cols in EMPTY_TABLES.items():
-        con.execute(f"CREATE TABLE {t} ({cols})")
-    install_views(con, list(EMPTY_TABLES))
+    created = install_views(con, _empty_store_tables(con))
+    assert q.name in created, "the view could not be created over the canonical tables"
     out_cols = [r[0] for r in con.execute(f"DESCRIBE {q.name}").fetchall()]
     documented = re.findall(r"^--\s{3}(\w+)\s", q.text, re.MULTILINE)
     assert documented == out_cols

@@ -138,3 +138,75 @@ def test_requests_latency_and_summary():
         pytest.approx(0.5),
         pytest.approx(0.015),
     )
+
+
+ATTRIB = """
+CREATE TABLE requests (run_id VARCHAR, request_id VARCHAR, client_id VARCHAR, arrival_s DOUBLE, status VARCHAR,
+    input_tokens BIGINT, output_tokens BIGINT, num_preemptions BIGINT, e2e_s DOUBLE, server_e2e_s DOUBLE,
+    ttft_s DOUBLE, queue_s DOUBLE, queue_s_est DOUBLE, prefill_s DOUBLE, prefill_s_est DOUBLE, decode_s DOUBLE,
+    queued_s DOUBLE, scheduled_s DOUBLE);
+INSERT INTO requests VALUES
+ -- measured by the engine, client e2e as reference: overhead = 2.0 - (0.5 + 0.25 + 1.0) = 0.25
+ ('r', 'a', 'c', 0.0, 'ok', 100, 11, NULL, 2.0, 1.9, 0.8, 0.5, NULL, 0.25, NULL, 1.0, 10.0, 10.5),
+ -- a preempted request: its preemption stays inside decode (preempted_s 0), count kept
+ ('r', 'b', 'c', 1.0, 'ok', 200, 21, 2, 3.0, NULL, NULL, 1.0, NULL, 0.5, NULL, 1.5, 11.0, 12.0),
+ -- client only: queue/prefill estimated, decode derived from the client's e2e - ttft
+ ('r', 'c', 'c', 2.0, 'ok', 300, 1, NULL, 1.0, NULL, 0.6, NULL, 0.5, NULL, 0.1, NULL, NULL, NULL),
+ -- zero output tokens still attributed (decode 0)
+ ('r', 'd', 'c', 3.0, 'ok', 50, 0, NULL, 0.3, NULL, NULL, 0.1, NULL, 0.2, NULL, 0.0, NULL, NULL),
+ -- clocks misaligned: components exceed e2e by more than max(1 ms, 1 %)
+ ('r', 'e', 'c', 4.0, 'ok', 10, 2, NULL, 1.0, NULL, NULL, 0.5, NULL, 0.3, NULL, 0.3, NULL, NULL),
+ -- still running at the end of the trace: no e2e, so not attributed (counted as incomplete)
+ ('r', 'f', 'c', 5.0, 'running', 10, NULL, NULL, NULL, NULL, NULL, 0.2, NULL, NULL, NULL, NULL, NULL, NULL),
+ -- failed: left out
+ ('r', 'g', 'c', 6.0, 'error', 10, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+CREATE TABLE engine_stats (run_id VARCHAR, ts_s DOUBLE, waiting_capacity DOUBLE);
+INSERT INTO engine_stats VALUES ('r', 9.0, 0), ('r', 10.2, 3), ('r', 10.4, 0), ('r', 11.5, 5), ('r', 20.0, 0),
+                                ('r', NULL, 7);  -- a sample without a time is ignored
+"""
+
+
+def test_attribution_request_edge_rows():
+    c = duckdb.connect()
+    c.execute(ATTRIB)
+    install_views(c, ["requests", "engine_stats"])
+    rows = {
+        r[0]: r[1:]
+        for r in c.execute(
+            "SELECT request_id, e2e_basis, queue_basis, prefill_basis, decode_basis, decode_s, preempted_s, "
+            "overhead_s, num_preemptions, clock_error FROM attribution_request"
+        ).fetchall()
+    }
+    assert set(rows) == {"a", "b", "c", "d", "e", "f"}  # the failed request is left out
+    assert rows["a"] == ("client", "measured", "measured", "measured", 1.0, 0.0, pytest.approx(0.25), None, False)
+    assert rows["b"][5:] == (0.0, pytest.approx(0.0), 2, False)
+    assert rows["c"][:4] == ("client", "estimated", "estimated", "derived")
+    assert rows["c"][4] == pytest.approx(0.4) and rows["c"][6] == pytest.approx(0.0)
+    assert rows["d"][4] == 0.0
+    assert rows["e"][6] == pytest.approx(-0.1) and rows["e"][8] is True  # reported, not clipped
+    assert rows["f"][0] is None and rows["f"][6] is None
+    run = c.execute("SELECT requests, requests_incomplete, clock_errors, queue_basis FROM attribution_run").fetchone()
+    assert run == (5, 1, 1, "mixed")
+    shares = c.execute(
+        "SELECT queue_share + prefill_share + decode_share + preempted_share + overhead_share FROM attribution_run"
+    ).fetchone()[0]
+    assert shares == pytest.approx(1.0)
+
+
+def test_kv_wait_overlaps_queue_with_capacity_samples():
+    c = duckdb.connect()
+    c.execute(ATTRIB)
+    install_views(c, ["requests", "engine_stats"])
+    kv = dict(c.execute("SELECT request_id, kv_wait_s FROM attribution_kv_wait").fetchall())
+    # a: queued 10.0-10.5; capacity waiting during [10.2, 10.4) -> 0.2 s
+    # b: queued 11.0-12.0; capacity waiting during [11.5, 20.0) -> 0.5 s
+    assert kv == {"a": pytest.approx(0.2), "b": pytest.approx(0.5)}
+
+
+def test_attribution_on_an_empty_run():
+    c = duckdb.connect()
+    c.execute(ATTRIB.split("INSERT INTO requests")[0])
+    c.execute("CREATE TABLE engine_stats (run_id VARCHAR, ts_s DOUBLE, waiting_capacity DOUBLE)")
+    install_views(c, ["requests", "engine_stats"])
+    assert c.execute("SELECT count(*) FROM attribution_run").fetchone() == (0,)
+    assert c.execute("SELECT count(*) FROM attribution_kv_wait").fetchone() == (0,)

@@ -10,6 +10,7 @@ from typing import Any
 
 from lltrace.api import ProgressFn, Run, ingest
 from lltrace.catalog import GPU, Model, find_gpu, gpu_or_error, model_or_error, step_roofline
+from lltrace.classify import advise, classify
 from lltrace.store import Store
 
 STEP_KINDS = ("prefill", "decode", "mixed", "idle")
@@ -102,9 +103,16 @@ def analyze(
             "classification": None,
             "steps": _steps(con, views, gpu_obj, model_obj),
             "profile": _profile(con, views),
-            "kv": None,
+            "kv": _kv(con, views),
             "advice": [],
         }
+        att = _rows(con, "SELECT * EXCLUDE (run_id) FROM attribution_run") if "attribution_run" in views else []
+        if att and att[0]["requests"]:
+            a = att[0]
+            kv = doc["kv"]
+            doc["attribution"] = _attribution(a, kv)
+            doc["classification"] = classify(a, kv["kv_wait_s"] if kv else None)
+            doc["advice"] = advise(a, doc["classification"]["label"], kv)
     finally:
         con.close()
     return Analysis(the_run, doc)
@@ -167,6 +175,54 @@ def _steps(con, views: set[str], gpu: GPU | None, model: Model | None) -> dict[s
         "detection": sorted({it["detection"] for it in items if it["detection"]}),
         "bound_note": note,
         "items": items,
+    }
+
+
+_COMPONENTS = ("overhead", "queue", "prefill", "decode", "preempted")
+
+
+def _attribution(a: dict[str, Any], kv: dict[str, Any] | None) -> dict[str, Any]:
+    basis = {
+        "overhead": "derived",
+        "preempted": "derived",
+        "queue": a["queue_basis"],
+        "prefill": a["prefill_basis"],
+        "decode": a["decode_basis"],
+    }
+    out: dict[str, Any] = {
+        c: {"total_s": a[f"{c}_s"], "share": a[f"{c}_share"], "basis": basis[c]} for c in _COMPONENTS
+    }
+    out["preempted"]["note"] = "no source gives preemption timestamps: preempted time stays inside prefill/decode"
+    kv_wait = kv["kv_wait_s"] if kv else None
+    out["kv_wait"] = {
+        "total_s": kv_wait,
+        "share_of_parent": kv_wait / a["queue_s"] if kv_wait is not None and a["queue_s"] else None,
+        "basis": "derived" if kv_wait is not None else None,
+    }
+    out["interference"] = {"total_s": None, "share_of_parent": None, "basis": None}
+    out["requests"] = a["requests"]
+    out["requests_incomplete"] = a["requests_incomplete"]
+    out["clock_errors"] = a["clock_errors"]
+    out["e2e_s_total"] = a["e2e_s"]
+    out["prefill_tokens_per_s"] = a["prefill_tokens_per_s"]
+    out["decode_s_per_token"] = a["decode_s_per_token"]
+    return out
+
+
+def _kv(con, views: set[str]) -> dict[str, Any] | None:
+    if "engine_stats" not in views:
+        return None
+    peak, pre, waitcap = con.execute(
+        "SELECT max(kv_usage), max(preemptions_total), max(waiting_capacity) FROM engine_stats"
+    ).fetchone()
+    kv_wait = None
+    if "attribution_kv_wait" in views:
+        (kv_wait,) = con.execute("SELECT sum(kv_wait_s) FROM attribution_kv_wait").fetchone()
+    return {
+        "peak_usage": _clean(peak),
+        "preemptions": _clean(pre),
+        "peak_waiting_capacity": _clean(waitcap),
+        "kv_wait_s": _clean(kv_wait),
     }
 
 

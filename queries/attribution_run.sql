@@ -1,0 +1,50 @@
+-- attribution_run: a run's latency by component, summed over its requests, with shares of summed e2e.
+-- requires: attribution_request
+-- Only requests with every component known count (others are listed in requests_incomplete); the five
+-- shares then sum to 1.
+-- columns:
+--   run_id               run
+--   requests             requests attributed
+--   requests_incomplete  successful requests with a component unknown
+--   clock_errors         attributed requests whose overhead is negative beyond tolerance
+--   e2e_s                summed e2e, seconds
+--   queue_s              summed queue, seconds
+--   prefill_s            summed prefill, seconds
+--   decode_s             summed decode, seconds
+--   preempted_s          summed preempted time, seconds
+--   overhead_s           summed overhead, seconds
+--   queue_share          queue_s / e2e_s
+--   prefill_share        prefill_s / e2e_s
+--   decode_share         decode_s / e2e_s
+--   preempted_share      preempted_s / e2e_s
+--   overhead_share       overhead_s / e2e_s
+--   queue_basis          measured | estimated | mixed
+--   prefill_basis        measured | estimated | mixed
+--   decode_basis         measured | derived | mixed
+--   prefill_tokens_per_s summed input tokens / summed prefill time (the run's measured prefill rate)
+--   decode_s_per_token   summed decode time / summed tokens after the first (the run's time per output token)
+--   mean_output_tokens   mean generated tokens per request
+CREATE OR REPLACE VIEW attribution_run AS
+WITH a AS (
+    SELECT * FROM attribution_request
+    WHERE e2e_s IS NOT NULL AND queue_s IS NOT NULL AND prefill_s IS NOT NULL AND decode_s IS NOT NULL
+), inc AS (
+    SELECT run_id, count(*) FILTER (WHERE e2e_s IS NULL OR queue_s IS NULL OR prefill_s IS NULL
+                                     OR decode_s IS NULL) AS n
+    FROM attribution_request GROUP BY run_id
+)
+SELECT a.run_id, count(*) AS requests, any_value(inc.n) AS requests_incomplete,
+       count(*) FILTER (WHERE clock_error) AS clock_errors,
+       sum(e2e_s) AS e2e_s, sum(queue_s) AS queue_s, sum(prefill_s) AS prefill_s, sum(decode_s) AS decode_s,
+       sum(preempted_s) AS preempted_s, sum(overhead_s) AS overhead_s,
+       sum(queue_s) / sum(e2e_s) AS queue_share, sum(prefill_s) / sum(e2e_s) AS prefill_share,
+       sum(decode_s) / sum(e2e_s) AS decode_share, sum(preempted_s) / sum(e2e_s) AS preempted_share,
+       sum(overhead_s) / sum(e2e_s) AS overhead_share,
+       CASE WHEN min(queue_basis) = max(queue_basis) THEN min(queue_basis) ELSE 'mixed' END AS queue_basis,
+       CASE WHEN min(prefill_basis) = max(prefill_basis) THEN min(prefill_basis) ELSE 'mixed' END AS prefill_basis,
+       CASE WHEN min(decode_basis) = max(decode_basis) THEN min(decode_basis) ELSE 'mixed' END AS decode_basis,
+       sum(input_tokens) / nullif(sum(prefill_s), 0) AS prefill_tokens_per_s,
+       sum(decode_s) / nullif(sum(greatest(output_tokens - 1, 0)), 0) AS decode_s_per_token,
+       avg(output_tokens) AS mean_output_tokens
+FROM a JOIN inc USING (run_id)
+GROUP BY a.run_id;

@@ -1,0 +1,55 @@
+"""Attribution, classification and advice on the real vLLM CPU runs (spans are the ground truth)."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import DATA
+
+import lltrace
+
+
+@pytest.fixture(scope="module")
+def docs(tmp_path_factory):
+    store = tmp_path_factory.mktemp("store")
+    return {
+        r: lltrace.analyze([DATA / "vllm_cpu" / r], store=store).to_dict()
+        for r in ("A_baseline", "B_kvpressure", "B2_kv2x")
+    }
+
+
+def test_run_a_is_not_queue_or_capacity_bound_and_closes(docs):
+    a = docs["A_baseline"]
+    assert a["classification"]["label"] not in ("queue-bound", "capacity-bound")
+    att = a["attribution"]
+    assert att["requests"] == 508 and att["clock_errors"] == 0 and att["requests_incomplete"] == 0
+    shares = sum(att[c]["share"] for c in ("overhead", "queue", "prefill", "decode", "preempted"))
+    assert shares == pytest.approx(1.0)
+    assert att["overhead"]["total_s"] >= 0
+    assert att["prefill_tokens_per_s"] > 0 and att["decode_s_per_token"] > 0
+    assert a["classification"]["crossover_input_tokens"] > 0
+
+
+def test_run_b_is_capacity_bound_with_the_evidence_and_room_advice(docs):
+    b = docs["B_kvpressure"]
+    assert b["classification"]["label"] == "capacity-bound"
+    assert b["kv"]["preemptions"] == 55 and b["kv"]["peak_usage"] == 1.0 and b["kv"]["peak_waiting_capacity"] == 51
+    top = b["advice"][0]
+    assert top["bottleneck"] == "room"
+    g = top["expected_gain"]
+    assert g["to"] < g["from"] and top["evidence"]["preemptions"] == 55
+    assert b["attribution"]["kv_wait"]["share_of_parent"] > 0.5
+
+
+def test_b2_with_twice_the_kv_blocks_waits_less(docs):
+    b, b2 = docs["B_kvpressure"], docs["B2_kv2x"]
+    assert b2["kv"]["kv_wait_s"] < b["kv"]["kv_wait_s"]
+    assert b2["kv"]["preemptions"] < b["kv"]["preemptions"]
+    assert b2["attribution"]["queue"]["total_s"] < b["attribution"]["queue"]["total_s"]
+
+
+def test_every_advice_item_carries_gain_formula_and_evidence(docs):
+    for doc in docs.values():
+        for item in doc["advice"]:
+            assert item["bottleneck"] in ("engine", "pipe", "room", "queue", "overhead", "interference")
+            assert set(item["expected_gain"]) == {"metric", "from", "to", "unit"}
+            assert item["formula"] and item["evidence"]
