@@ -28,6 +28,9 @@ class GPU:
     bf16_tflops: float
     fp8_tflops: float | None
     source: str
+    achievable_bw_fraction: float = 1.0
+    achievable_flops_fraction: float = 1.0
+    achievable_source: str = ""
 
     def peak_flops(self, precision: str = "bf16") -> float:
         """Peak dense FLOP/s at a precision (fp8/int8 fall back to bf16 where the GPU lacks them)."""
@@ -78,6 +81,9 @@ def gpus() -> tuple[GPU, ...]:
             float(r["bf16_tflops"]),
             float(r["fp8_tflops"]) if r["fp8_tflops"] else None,
             r["source"],
+            float(r["achievable_bw_fraction"]),
+            float(r["achievable_flops_fraction"]),
+            r["achievable_source"],
         )
         for r in _rows("gpus.csv")
     )

@@ -165,6 +165,44 @@ def analyze_cli(
         print_summary(result.to_dict(), out)
 
 
+@app.command("estimate")
+def estimate_cli(
+    input_tokens: Annotated[int, typer.Option("--input-tokens", help="Prompt length, tokens.")],
+    output_tokens: Annotated[int, typer.Option("--output-tokens", help="Output length, tokens.")],
+    model: Annotated[str | None, typer.Option("--model", help="Model from the catalog (e.g. llama-2-7b).")] = None,
+    gpu: Annotated[str | None, typer.Option("--gpu", help="GPU from the catalog (e.g. A100-80GB).")] = None,
+    quant: Annotated[str, typer.Option("--quant", help="Weight precision: bf16, fp16, fp8, int8, int4.")] = "bf16",
+    prefill_tps: Annotated[float | None, typer.Option("--prefill-tps", help="Measured prefill rate, tokens/s.")] = None,
+    decode_ms: Annotated[
+        float | None, typer.Option("--decode-ms-per-token", help="Measured decode time per token, ms.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the estimate document as JSON.")] = False,
+) -> None:
+    """The latency model for one request shape: prefill/decode split and the crossover input length."""
+    from lltrace.estimate import estimate
+
+    with _errors(False):
+        doc = estimate(
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            model=model,
+            gpu=gpu,
+            quant=quant,
+            prefill_tps=prefill_tps,
+            decode_ms_per_token=decode_ms,
+        )
+    if as_json:
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+        return
+    out.print(
+        f"prefill {doc['prefill_s'] * 1e3:,.1f} ms ({doc['prefill_share']:.0%}) at "
+        f"{doc['prefill_tokens_per_s']:,.0f} tok/s · decode {doc['decode_s'] * 1e3:,.1f} ms "
+        f"({doc['decode_share']:.0%}) at {doc['decode_s_per_token'] * 1e3:,.2f} ms/token · crossover "
+        f"input length {doc['crossover_input_tokens']:,.0f} tokens (estimates)",
+        highlight=False,
+    )
+
+
 @app.command("formats")
 def formats_cli() -> None:
     """List the formats lltrace reads and what each can attribute."""
