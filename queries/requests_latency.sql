@@ -5,14 +5,15 @@
 -- columns:
 --   run_id      run
 --   request_id  request
---   basis       client | server
+--   basis       client | server | NULL (no latency known, e.g. an arrival trace)
 --   ttft_s      time to first token, seconds
 --   e2e_s       end-to-end latency, seconds
 --   tpot_s      time per output token after the first, seconds (NULL for one-token outputs)
 --   queue_s     engine queue time (span time_in_queue), seconds (NULL without engine data)
 CREATE OR REPLACE VIEW requests_latency AS
 SELECT run_id, request_id,
-       CASE WHEN e2e_s IS NOT NULL THEN 'client' ELSE 'server' END AS basis,
+       CASE WHEN e2e_s IS NOT NULL OR ttft_s IS NOT NULL THEN 'client'
+            WHEN server_e2e_s IS NOT NULL OR server_ttft_s IS NOT NULL THEN 'server' END AS basis,
        coalesce(ttft_s, server_ttft_s) AS ttft_s,
        coalesce(e2e_s, server_e2e_s) AS e2e_s,
        CASE WHEN output_tokens > 1

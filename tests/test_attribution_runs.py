@@ -53,3 +53,24 @@ def test_every_advice_item_carries_gain_formula_and_evidence(docs):
             assert item["bottleneck"] in ("engine", "pipe", "room", "queue", "overhead", "interference")
             assert set(item["expected_gain"]) == {"metric", "from", "to", "unit"}
             assert item["formula"] and item["evidence"]
+
+
+def test_azure_code_trace_classified_from_its_token_mix_with_an_assumption(tmp_path):
+    from conftest import shared_file
+
+    path = shared_file("serving", "azure_llm_2023", "AzureLLMInferenceTrace_code.csv")
+    doc = lltrace.analyze([path], store=tmp_path / "s", model="llama-2-70b", gpu="H100-SXM").to_dict()
+    cls = doc["classification"]
+    assert cls["basis"] == "estimated" and cls["assumption"]["model"] == "Llama-2-70B"
+    assert cls["label"] in ("prefill-dominant", "decode-dominant", "balanced")
+    assert cls["prefill_share"] + cls["decode_share"] == pytest.approx(1.0)
+    assert doc["attribution"] is None  # no latency was measured: nothing to attribute
+    assert doc["requests"]["count"] == 8819 and doc["requests"]["ttft_s"] is None
+
+
+def test_profiler_only_run_is_classified_from_its_steps(tmp_path):
+    from conftest import shared_file
+
+    path = shared_file("torch", "vllm_b200_tp8_gptoss_mxfp4_prefill_eager.rank0.json.gz")
+    cls = lltrace.analyze([path], store=tmp_path / "s").to_dict()["classification"]
+    assert (cls["label"], cls["basis"]) == ("prefill-dominant", "profiler steps")

@@ -113,6 +113,10 @@ def analyze(
             doc["attribution"] = _attribution(a, kv)
             doc["classification"] = classify(a, kv["kv_wait_s"] if kv else None)
             doc["advice"] = advise(a, doc["classification"]["label"], kv)
+        elif "requests" in views and model_obj and gpu_obj:
+            doc["classification"] = _classify_token_mix(con, model_obj.name, gpu_obj.name)
+        elif doc["steps"] and doc["steps"].get("phase_share"):
+            doc["classification"] = _classify_steps(doc["steps"]["phase_share"])
     finally:
         con.close()
     return Analysis(the_run, doc)
@@ -179,6 +183,62 @@ def _steps(con, views: set[str], gpu: GPU | None, model: Model | None) -> dict[s
 
 
 _COMPONENTS = ("overhead", "queue", "prefill", "decode", "preempted")
+
+
+def _classify_token_mix(con, model: str, gpu: str) -> dict[str, Any] | None:
+    """Arrivals and sizes only: prefill and decode time of every request from the latency model (estimated)."""
+    from lltrace.classify import DOMINANT_SHARE, THRESHOLDS
+    from lltrace.estimate import estimate
+
+    n, mean_in, mean_out = con.execute(
+        "SELECT count(*), avg(input_tokens), avg(output_tokens) FROM requests "
+        "WHERE input_tokens IS NOT NULL AND output_tokens IS NOT NULL"
+    ).fetchone()
+    if not n:
+        return None
+    rates = estimate(model=model, gpu=gpu, input_tokens=round(mean_in), output_tokens=round(mean_out))
+    tps, spt = rates["prefill_tokens_per_s"], rates["decode_s_per_token"]
+    pre, dec = con.execute(
+        f"SELECT sum(input_tokens) / {tps}, sum(output_tokens) * {spt} FROM requests "
+        "WHERE input_tokens IS NOT NULL AND output_tokens IS NOT NULL"
+    ).fetchone()
+    pre, dec = float(pre), float(dec)
+    p, d = pre / (pre + dec), dec / (pre + dec)
+    label = "prefill-dominant" if p >= DOMINANT_SHARE else "decode-dominant" if d >= DOMINANT_SHARE else "balanced"
+    return {
+        "label": label,
+        "why": f"estimated from the token mix of {n:,} requests on {rates['inputs']['gpu']['name']} with "
+        f"{rates['inputs']['model']['name']}: prefill {p:.0%} and decode {d:.0%} of the modelled service time "
+        f"(queueing cannot be known from arrivals alone)",
+        "prefill_share": p,
+        "decode_share": d,
+        "queue_share": None,
+        "crossover_input_tokens": tps * mean_out * spt,
+        "crossover_formula": "L* = modelled prefill_tokens_per_s x mean_output_tokens x modelled decode_s_per_token",
+        "basis": "estimated",
+        "assumption": {"model": model, "gpu": gpu, "prefill_tokens_per_s": tps, "decode_s_per_token": spt},
+        "thresholds": THRESHOLDS,
+    }
+
+
+def _classify_steps(share: dict[str, Any]) -> dict[str, Any]:
+    """A profiler trace alone: prefill vs decode share of its step time."""
+    from lltrace.classify import DOMINANT_SHARE, THRESHOLDS
+
+    p, d = share["prefill_share"], share["decode_share"]
+    label = "prefill-dominant" if p >= DOMINANT_SHARE else "decode-dominant" if d >= DOMINANT_SHARE else "balanced"
+    basis = "GPU busy time" if share["basis"] == "gpu_busy" else "step wall time"
+    return {
+        "label": label,
+        "why": f"from the profiler's engine steps: prefill {p:.0%}, decode {d:.0%}, mixed {share['mixed_share']:.0%} "
+        f"of {basis} (no request-level source in this run)",
+        "prefill_share": p,
+        "decode_share": d,
+        "queue_share": None,
+        "crossover_input_tokens": None,
+        "basis": "profiler steps",
+        "thresholds": THRESHOLDS,
+    }
 
 
 def _attribution(a: dict[str, Any], kv: dict[str, Any] | None) -> dict[str, Any]:
