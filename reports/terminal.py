@@ -106,6 +106,21 @@ def render(doc: dict[str, Any]) -> Group:
             )
         parts.append(t)
 
+    mix = doc.get("workload")
+    if mix:
+        line = (
+            f"Workload: {mix['requests']:,} requests · prompt p50 {_int(mix['input_p50'])} / p90 "
+            f"{_int(mix['input_p90'])} tokens · output p50 {_int(mix['output_p50'])} / p90 "
+            f"{_int(mix['output_p90'])} tokens"
+        )
+        if mix.get("rate_per_s"):
+            line += f" · {mix['rate_per_s']:,.2f} req/s"
+        if mix.get("prefix_reuse") is not None:
+            line += f" · prefix blocks reused {_pct(mix['prefix_reuse'])}"
+        if mix.get("mean_concurrency"):
+            line += f" · mean in flight {mix['mean_concurrency']:,.1f}"
+        parts.append(Text(line))
+
     req = doc.get("requests")
     if req:
         t = Table(

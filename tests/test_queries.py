@@ -210,3 +210,22 @@ def test_attribution_on_an_empty_run():
     install_views(c, ["requests", "engine_stats"])
     assert c.execute("SELECT count(*) FROM attribution_run").fetchone() == (0,)
     assert c.execute("SELECT count(*) FROM attribution_kv_wait").fetchone() == (0,)
+
+
+def test_workload_mix_prefix_reuse_and_concurrency():
+    c = duckdb.connect()
+    c.execute("""
+        CREATE TABLE requests (run_id VARCHAR, arrival_s DOUBLE, arrival_ns BIGINT, input_tokens BIGINT,
+                               output_tokens BIGINT, prefix_block_ids BIGINT[], e2e_s DOUBLE, server_e2e_s DOUBLE);
+        INSERT INTO requests VALUES
+            ('m', 0.0, 0, 1024, 10, [1, 2], 2.0, NULL),
+            ('m', 1.0, 1000000000, 1536, 20, [1, 2, 3], 1.0, NULL),   -- reuses blocks 1 and 2
+            ('m', 2.0, 2000000000, 512, 30, [4], NULL, 1.0),          -- server e2e only
+            ('m', 3.0, 3000000000, NULL, NULL, NULL, NULL, NULL)       -- no sizes: left out
+    """)
+    install_views(c, ["requests"])
+    row = c.execute(
+        "SELECT requests, input_p50, output_mean, span_s, rate_per_s, prefix_blocks, "
+        "prefix_blocks_reused, prefix_reuse, mean_concurrency FROM workload_mix"
+    ).fetchone()
+    assert row == (3, 1024.0, 20.0, 2.0, 1.5, 6, 2, pytest.approx(1 / 3), 2.0)

@@ -104,6 +104,9 @@ def analyze(
             "steps": _steps(con, views, gpu_obj, model_obj),
             "profile": _profile(con, views),
             "kv": _kv(con, views),
+            "workload": (_rows(con, "SELECT * EXCLUDE (run_id) FROM workload_mix") or [None])[0]
+            if "workload_mix" in views
+            else None,
             "advice": [],
         }
         att = _rows(con, "SELECT * EXCLUDE (run_id) FROM attribution_run") if "attribution_run" in views else []
