@@ -437,13 +437,13 @@ STATS_SCHEMA = pa.schema(
 
 # column ← metric names across vLLM versions (first present wins)
 _PROM = {
-    "running": ("vllm:num_requests_running",),
-    "waiting": ("vllm:num_requests_waiting",),
+    "running": ("vllm:num_requests_running", "sglang:num_running_reqs"),
+    "waiting": ("vllm:num_requests_waiting", "sglang:num_queue_reqs"),
     "swapped": ("vllm:num_requests_swapped",),
-    "kv_usage": ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"),
-    "preemptions_total": ("vllm:num_preemptions_total",),
-    "prompt_tokens_total": ("vllm:prompt_tokens_total",),
-    "generation_tokens_total": ("vllm:generation_tokens_total",),
+    "kv_usage": ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage"),
+    "preemptions_total": ("vllm:num_preemptions_total", "sglang:num_retracted_reqs_total", "sglang:num_retracted_reqs"),
+    "prompt_tokens_total": ("vllm:prompt_tokens_total", "sglang:prompt_tokens_total"),
+    "generation_tokens_total": ("vllm:generation_tokens_total", "sglang:generation_tokens_total"),
     "prefix_cache_queries_total": ("vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total"),
     "prefix_cache_hits_total": ("vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total"),
 }
@@ -467,7 +467,7 @@ def ingest_prometheus(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
         if m is None:
             raise TraceFormatError(path, f"line {n}", f"not a Prometheus sample: {line[:80]!r}")
         name, labels, value, sample_ts = m.groups()
-        if not name.startswith("vllm:"):
+        if not name.startswith(("vllm:", "sglang:")):
             continue
         lab = dict(_LABEL.findall(labels or ""))
         engine = lab.get("engine", "0")

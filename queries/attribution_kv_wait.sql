@@ -2,7 +2,9 @@
 -- waiting for KV-cache capacity (vLLM num_requests_waiting_by_reason{reason="capacity"} > 0).
 -- requires: requests, engine_stats
 -- Samples are a step function: each holds until the next one of the run (scrapes every few seconds, so
--- this is derived at that resolution). A request's queue interval is [queued_s, scheduled_s].
+-- this is derived at that resolution). A request's queue interval is [queued_s, scheduled_s]; its KV wait
+-- is C(scheduled_s) - C(queued_s), where C(t) is the capacity-waiting time accumulated up to t (two ASOF
+-- joins, so a million requests against thousands of samples stays linear).
 -- columns:
 --   run_id       run
 --   request_id   request
@@ -10,17 +12,27 @@
 --   kv_wait_s    queue time overlapping samples with requests waiting for capacity, seconds (<= queue_s)
 CREATE OR REPLACE VIEW attribution_kv_wait AS
 WITH samples AS (
-    SELECT run_id, ts_s AS s, lead(ts_s) OVER (PARTITION BY run_id ORDER BY ts_s) AS e, waiting_capacity
+    SELECT run_id, ts_s AS s, lead(ts_s) OVER (PARTITION BY run_id ORDER BY ts_s) AS e,
+           waiting_capacity > 0 AS cap
     FROM engine_stats
     WHERE ts_s IS NOT NULL AND waiting_capacity IS NOT NULL
-), capacity AS (
-    SELECT run_id, s, e FROM samples WHERE waiting_capacity > 0 AND e IS NOT NULL
+), _capacity_clock AS (
+    -- c0: capacity-waiting time accumulated before sample s, so that C(t) = c0 + (t - s) inside a waiting span
+    SELECT run_id, s, e, cap,
+           coalesce(sum(CASE WHEN cap AND e IS NOT NULL THEN e - s ELSE 0 END)
+                    OVER (PARTITION BY run_id ORDER BY s ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS c0
+    FROM samples
 ), q AS (
     SELECT run_id, request_id, queued_s, scheduled_s, scheduled_s - queued_s AS queue_s
     FROM requests WHERE queued_s IS NOT NULL AND scheduled_s IS NOT NULL
+), at_queued AS (
+    SELECT q.*, coalesce(c.c0 + CASE WHEN c.cap AND c.e IS NOT NULL THEN least(q.queued_s, c.e) - c.s ELSE 0 END, 0)
+                AS c_queued
+    FROM q ASOF LEFT JOIN _capacity_clock c ON q.run_id = c.run_id AND q.queued_s >= c.s
+), at_scheduled AS (
+    SELECT a.*, coalesce(c.c0 + CASE WHEN c.cap AND c.e IS NOT NULL THEN least(a.scheduled_s, c.e) - c.s ELSE 0 END,
+                         0) AS c_scheduled
+    FROM at_queued a ASOF LEFT JOIN _capacity_clock c ON a.run_id = c.run_id AND a.scheduled_s >= c.s
 )
-SELECT q.run_id, q.request_id, q.queue_s,
-       least(q.queue_s, coalesce(sum(greatest(0.0, least(q.scheduled_s, c.e) - greatest(q.queued_s, c.s))), 0.0))
-           AS kv_wait_s
-FROM q LEFT JOIN capacity c ON c.run_id = q.run_id AND c.s < q.scheduled_s AND c.e > q.queued_s
-GROUP BY q.run_id, q.request_id, q.queue_s;
+SELECT run_id, request_id, queue_s, least(queue_s, greatest(0.0, c_scheduled - c_queued)) AS kv_wait_s
+FROM at_scheduled;

@@ -319,3 +319,17 @@ def test_sglang_bench_with_output_details(store, tmp_path):
     run, rows = _one(path, store)
     assert sorted((r["input_tokens"], r["ttft_s"]) for r in rows) == [(100, 0.1), (200, 0.2)]
     assert run.metadata["sources"][0]["format"] == "sglang-bench"
+
+
+def test_sglang_prometheus_names(store, tmp_path):
+    """SGLang's metric names (docs.sglang.io production metrics; no scrape in shared/)."""
+    path = tmp_path / "sglang.prom"
+    path.write_text(
+        "# scrape_unix_ts 1800000000.5\n# HELP sglang:num_running_reqs running\n"
+        "# TYPE sglang:num_running_reqs gauge\n"
+        'sglang:num_running_reqs{model_name="m"} 12.0\nsglang:num_queue_reqs{model_name="m"} 40.0\n'
+        'sglang:token_usage{model_name="m"} 0.97\n'
+    )
+    run = lltrace.ingest([path], store=store)
+    row = run.table("engine_stats").to_dicts()[0]
+    assert (row["ts_s"], row["running"], row["waiting"], row["kv_usage"]) == (1800000000.5, 12.0, 40.0, 0.97)
