@@ -74,3 +74,9 @@ def test_profiler_only_run_is_classified_from_its_steps(tmp_path):
     path = shared_file("torch", "vllm_b200_tp8_gptoss_mxfp4_prefill_eager.rank0.json.gz")
     cls = lltrace.analyze([path], store=tmp_path / "s").to_dict()["classification"]
     assert (cls["label"], cls["basis"]) == ("prefill-dominant", "profiler steps")
+
+
+def test_run_b_interference_is_measured_from_its_iteration_log(docs):
+    inter = docs["B_kvpressure"]["attribution"]["interference"]
+    assert inter["basis"] == "estimated" and inter["mixed_steps"] == 76  # mixed Iteration lines of the log
+    assert inter["total_s"] > 0 and 0 < inter["share_of_parent"] < 1

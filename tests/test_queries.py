@@ -229,3 +229,32 @@ def test_workload_mix_prefix_reuse_and_concurrency():
         "prefix_blocks_reused, prefix_reuse, mean_concurrency FROM workload_mix"
     ).fetchone()
     assert row == (3, 1024.0, 20.0, 2.0, 1.5, 6, 2, pytest.approx(1 / 3), 2.0)
+
+
+def test_interference_fit_and_charges():
+    c = duckdb.connect()
+    c.execute("""
+        CREATE TABLE engine_steps (run_id VARCHAR, source VARCHAR, step_id BIGINT, kind VARCHAR, start_s DOUBLE,
+                                   end_s DOUBLE, prefill_reqs BIGINT, prefill_tokens BIGINT, decode_reqs BIGINT,
+                                   decode_tokens BIGINT, wall_s DOUBLE);
+        -- decode-only steps: wall = 0.001 + 0.0001 x tokens exactly
+        INSERT INTO engine_steps SELECT 'r', 'log', i, 'decode', i, i + 0.01, 0, 0, t, t, 0.001 + 0.0001 * t
+            FROM (SELECT i, 1 + i % 8 AS t FROM range(20) r(i));
+        -- one mixed step with 4 decoding and 2 prefilling requests: predicted 0.0014, took 0.0054 -> extra 0.004
+        INSERT INTO engine_steps VALUES ('r', 'log', 100, 'mixed', 100.0, 100.0054, 2, 500, 4, 4, 0.0054);
+        CREATE TABLE requests (run_id VARCHAR, request_id VARCHAR, scheduled_s DOUBLE, first_token_s DOUBLE,
+                               last_token_s DOUBLE);
+        INSERT INTO requests VALUES ('r', 'dec', 50.0, 60.0, 200.0),      -- decoding through the mixed step
+                                    ('r', 'pre', 99.99, 100.01, 150.0),   -- prefilling in it
+                                    ('r', 'late', 300.0, 301.0, 302.0);   -- not involved
+    """)
+    install_views(c, ["engine_steps", "requests"])
+    step = c.execute("SELECT predicted_decode_s, extra_s, fit_steps FROM interference_steps").fetchone()
+    assert step == (pytest.approx(0.0014), pytest.approx(0.004), 20)
+    rows = {
+        r[0]: r[1:]
+        for r in c.execute("SELECT request_id, suffered_s, caused_s, mixed_steps FROM interference_request").fetchall()
+    }
+    assert rows["dec"] == (pytest.approx(0.004), 0.0, 1)
+    assert rows["pre"] == (0.0, pytest.approx(0.004 * 4 / 2), 0)  # charged its share of the inflation
+    assert rows["late"] == (0.0, 0.0, 0)

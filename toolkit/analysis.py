@@ -114,8 +114,23 @@ def analyze(
             a = att[0]
             kv = doc["kv"]
             doc["attribution"] = _attribution(a, kv)
+            if "interference_request" in views:
+                suffered, caused, n_mixed = con.execute(
+                    "SELECT sum(suffered_s), sum(caused_s), (SELECT count(*) FROM interference_steps) "
+                    "FROM interference_request"
+                ).fetchone()
+                if n_mixed:
+                    doc["attribution"]["interference"] = {
+                        "total_s": _clean(suffered),
+                        "share_of_parent": _clean(suffered / a["decode_s"]) if suffered and a["decode_s"] else None,
+                        "basis": "estimated",
+                        "caused_total_s": _clean(caused),
+                        "mixed_steps": n_mixed,
+                        "method": "mixed-step time minus a decode-only fit of step time on decode tokens, "
+                        "charged by time overlap (see queries/interference_*.sql)",
+                    }
             doc["classification"] = classify(a, kv["kv_wait_s"] if kv else None)
-            doc["advice"] = advise(a, doc["classification"]["label"], kv)
+            doc["advice"] = advise(a, doc["classification"]["label"], kv, doc["attribution"]["interference"])
         elif "requests" in views and model_obj and gpu_obj:
             doc["classification"] = _classify_token_mix(con, model_obj.name, gpu_obj.name)
         elif doc["steps"] and doc["steps"].get("phase_share"):

@@ -71,7 +71,12 @@ def _gain(metric: str, before: float, after: float, unit: str = "s") -> dict[str
     return {"metric": metric, "from": before, "to": after, "unit": unit}
 
 
-def advise(att: dict[str, Any], label: str, kv: dict[str, Any] | None) -> list[dict[str, Any]]:
+INTERFERENCE_SHARE_FOR_ADVICE = 0.05
+
+
+def advise(
+    att: dict[str, Any], label: str, kv: dict[str, Any] | None, interference: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
     """Advice items, most valuable (seconds saved per request) first."""
     n = att["requests"]
     mean = {k: att[f"{k}_s"] / n for k in ("e2e", "queue", "prefill", "decode", "overhead")}
@@ -150,6 +155,24 @@ def advise(att: dict[str, Any], label: str, kv: dict[str, Any] | None) -> list[d
                     "formula": "prefill_mean x (1 - 1/2): FP8 doubles dense FLOP/s on a compute-bound prefill (upper "
                     "bound; estimate)",
                     "evidence": {"prefill_share": att["prefill_share"], "prefill_tokens_per_s": tps},
+                },
+            )
+        )
+    if interference and (interference.get("share_of_parent") or 0) >= INTERFERENCE_SHARE_FOR_ADVICE:
+        lost = interference["total_s"] / n
+        items.append(
+            (
+                lost,
+                {
+                    "bottleneck": "interference",
+                    "action": "Keep prefills from stalling decodes: a smaller chunked-prefill token budget, or "
+                    "prefill-decode disaggregation",
+                    "expected_gain": _gain("mean decode time per request", mean["decode"], mean["decode"] - lost),
+                    "formula": "decode_mean - interference_mean (the decode time lost to mixed steps removed at best)",
+                    "evidence": {
+                        "interference_share_of_decode": interference["share_of_parent"],
+                        "mixed_steps": interference.get("mixed_steps"),
+                    },
                 },
             )
         )
