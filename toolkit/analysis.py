@@ -10,7 +10,7 @@ from typing import Any
 
 from lltrace.api import ProgressFn, Run, ingest
 from lltrace.catalog import GPU, Model, find_gpu, gpu_or_error, model_or_error, step_roofline
-from lltrace.classify import advise, classify
+from lltrace.classify import advise, advise_steps, classify
 from lltrace.store import Store
 
 STEP_KINDS = ("prefill", "decode", "mixed", "idle")
@@ -130,11 +130,14 @@ def analyze(
                         "charged by time overlap (see queries/interference_*.sql)",
                     }
             doc["classification"] = classify(a, kv["kv_wait_s"] if kv else None)
-            doc["advice"] = advise(a, doc["classification"]["label"], kv, doc["attribution"]["interference"])
+            doc["advice"] = advise(
+                a, doc["classification"]["label"], kv, doc["attribution"]["interference"], doc.get("workload")
+            )
         elif "requests" in views and model_obj and gpu_obj:
             doc["classification"] = _classify_token_mix(con, model_obj.name, gpu_obj.name)
         elif doc["steps"] and doc["steps"].get("phase_share"):
             doc["classification"] = _classify_steps(doc["steps"]["phase_share"])
+        doc["advice"] += advise_steps(doc["steps"])
     finally:
         con.close()
     return Analysis(the_run, doc)

@@ -72,10 +72,45 @@ def _gain(metric: str, before: float, after: float, unit: str = "s") -> dict[str
 
 
 INTERFERENCE_SHARE_FOR_ADVICE = 0.05
+PREFIX_REUSE_FOR_ADVICE = 0.10
+LAUNCH_GAP_SHARE_FOR_ADVICE = 0.20
+
+
+def advise_steps(steps: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Advice from profiler steps alone: decode steps whose GPU idles while the CPU launches kernels."""
+    if not steps or steps.get("source") != "profiler":
+        return []
+    eager = [
+        it
+        for it in steps["items"]
+        if it["kind"] == "decode"
+        and it.get("cuda_graph") is False
+        and it.get("gpu_idle_s") is not None
+        and it.get("dur_s")
+    ]
+    if not eager:
+        return []
+    idle = sum(it["gpu_idle_s"] for it in eager) / len(eager)
+    wall = sum(it["dur_s"] for it in eager) / len(eager)
+    if idle / wall < LAUNCH_GAP_SHARE_FOR_ADVICE:
+        return []
+    return [
+        {
+            "bottleneck": "overhead",
+            "action": "Capture decode steps as CUDA graphs: the GPU idles while the CPU launches kernels one by one",
+            "expected_gain": _gain("mean decode step time", wall, wall - idle),
+            "formula": "step_wall_mean - gpu_idle_mean (launch gaps removed at best)",
+            "evidence": {"eager_decode_steps": len(eager), "gpu_idle_s_mean": idle, "step_wall_s_mean": wall},
+        }
+    ]
 
 
 def advise(
-    att: dict[str, Any], label: str, kv: dict[str, Any] | None, interference: dict[str, Any] | None = None
+    att: dict[str, Any],
+    label: str,
+    kv: dict[str, Any] | None,
+    interference: dict[str, Any] | None = None,
+    workload: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Advice items, most valuable (seconds saved per request) first."""
     n = att["requests"]
@@ -173,6 +208,23 @@ def advise(
                         "interference_share_of_decode": interference["share_of_parent"],
                         "mixed_steps": interference.get("mixed_steps"),
                     },
+                },
+            )
+        )
+    reuse = (workload or {}).get("prefix_reuse")
+    if reuse and reuse >= PREFIX_REUSE_FOR_ADVICE and att.get("prefill_s"):
+        saved = mean["prefill"] * reuse
+        items.append(
+            (
+                saved,
+                {
+                    "bottleneck": "engine",
+                    "action": "Turn on prefix caching: a measured share of prompt blocks repeats an earlier "
+                    "request's prefix",
+                    "expected_gain": _gain("mean prefill time per request", mean["prefill"], mean["prefill"] - saved),
+                    "formula": "prefill_mean x (1 - prefix_reuse): reused blocks need no recompute (upper bound: cache "
+                    "capacity and eviction not modelled)",
+                    "evidence": {"prefix_reuse": reuse, "prefix_blocks": (workload or {}).get("prefix_blocks")},
                 },
             )
         )
