@@ -81,10 +81,12 @@ def _connect(stage: Path) -> duckdb.DuckDBPyConnection:
 
 
 def _copy(con: duckdb.DuckDBPyConnection, path: str, stage: Path, part: int, select: str, params: list) -> int:
-    """Write the requests rows of one source (all canonical columns, NULL where the source has none)."""
+    """Write the requests rows of one source: the canonical columns it gives, with their canonical types
+    (the store's view adds the others as NULL)."""
     (stage / "requests").mkdir(parents=True, exist_ok=True)
     out = stage / "requests" / f"part-{part:05d}.parquet"
-    cols = ", ".join(f"CAST({c} AS {t}) AS {c}" for c, t in _REQUEST_COLUMNS.items())
+    given = [r[0] for r in con.execute(f"DESCRIBE {select}", params).fetchall()]
+    cols = ", ".join(f"CAST({c} AS {_REQUEST_COLUMNS[c]}) AS {c}" for c in given if c in _REQUEST_COLUMNS)
     try:
         (n,) = con.execute(
             f"COPY (SELECT {cols} FROM ({select})) TO '{out}' (FORMAT parquet, COMPRESSION zstd)", params
@@ -94,10 +96,6 @@ def _copy(con: duckdb.DuckDBPyConnection, path: str, stage: Path, part: int, sel
         line = re.search(r"[Ll]ine:? (\d+)", str(exc))
         raise TraceFormatError(path, f"line {line.group(1)}" if line else "file", msg) from None
     return int(n)
-
-
-def _nulls(present: set[str]) -> str:
-    return ", ".join(f"NULL AS {c}" for c in _REQUEST_COLUMNS if c not in present)
 
 
 def _ts_ns(x: str) -> str:
@@ -129,8 +127,7 @@ def ingest_azure(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     try:
         select = f"""
             SELECT ? AS client_id, arrival_ns / 1e9 AS arrival_s, arrival_ns, ContextTokens AS input_tokens,
-                   GeneratedTokens AS output_tokens, 'ok' AS status,
-                   {_nulls({"client_id", "arrival_s", "arrival_ns", "input_tokens", "output_tokens", "status"})}
+                   GeneratedTokens AS output_tokens, 'ok' AS status
             FROM (SELECT *, {_ts_ns("TIMESTAMP")} AS arrival_ns
                   FROM read_csv(?, header = true, columns = {{'TIMESTAMP': 'VARCHAR', 'ContextTokens': 'BIGINT',
                                 'GeneratedTokens': 'BIGINT'}}))
@@ -161,10 +158,7 @@ def ingest_burstgpt(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
                    "Request tokens" AS input_tokens,
                    CASE WHEN "Response tokens" = 0 THEN NULL ELSE "Response tokens" END AS output_tokens,
                    CASE WHEN "Response tokens" = 0 THEN 'error' ELSE 'ok' END AS status,
-                   CASE WHEN "Response tokens" = 0 THEN NULL ELSE CAST({e2e} AS DOUBLE) END AS e2e_s,
-                   {
-            _nulls({"client_id", "arrival_s", "arrival_ns", "input_tokens", "output_tokens", "status", "e2e_s"})
-        }
+                   CASE WHEN "Response tokens" = 0 THEN NULL ELSE CAST({e2e} AS DOUBLE) END AS e2e_s
             FROM read_csv(?, header = true)
         """
         info.records = _copy(con, path, stage, part, select, [path])
@@ -184,26 +178,13 @@ def ingest_mooncake(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     info = SourceInfo(path=path, format=MOONCAKE, version="FAST'25 release")
     con = _connect(stage)
     try:
-        select = f"""
+        select = """
             SELECT ? AS client_id, timestamp / 1e3 AS arrival_s, CAST(timestamp AS BIGINT) * 1000000 AS arrival_ns,
                    input_length AS input_tokens, output_length AS output_tokens,
-                   hash_ids AS prefix_block_ids, 'ok' AS status,
-                   {
-            _nulls(
-                {
-                    "client_id",
-                    "arrival_s",
-                    "arrival_ns",
-                    "input_tokens",
-                    "output_tokens",
-                    "prefix_block_ids",
-                    "status",
-                }
-            )
-        }
+                   hash_ids AS prefix_block_ids, 'ok' AS status
             FROM read_json(?, format = 'newline_delimited',
-                           columns = {{timestamp: 'BIGINT', input_length: 'BIGINT', output_length: 'BIGINT',
-                                       hash_ids: 'BIGINT[]'}})
+                           columns = {timestamp: 'BIGINT', input_length: 'BIGINT', output_length: 'BIGINT',
+                                       hash_ids: 'BIGINT[]'})
         """
         info.records = _copy(con, path, stage, part, select, [Path(path).name, path])
     finally:
@@ -258,17 +239,11 @@ def ingest_own(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     else:
         arrival_ns = _ts_ns("CAST(arrival_time AS VARCHAR)")
         arrival = f"{arrival_ns} / 1e9"
-    present = {"request_id", "arrival_s", "arrival_ns", "input_tokens", "output_tokens"}
-    extra = []
-    for c in _OWN_OPTIONAL:
-        if c in cols:
-            extra.append(c)
-            present.add(c)
+    extra = [c for c in _OWN_OPTIONAL if c in cols]
     status = "" if "status" in cols else ", 'ok' AS status"
-    present.add("status")
     select = f"""
         SELECT CAST(request_id AS VARCHAR) AS request_id, {arrival} AS arrival_s, {arrival_ns} AS arrival_ns,
-               input_tokens, output_tokens {"".join(", " + c for c in extra)} {status}, {_nulls(present)}
+               input_tokens, output_tokens {"".join(", " + c for c in extra)} {status}
         FROM {reader}
     """
     try:

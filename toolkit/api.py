@@ -54,10 +54,9 @@ class Run:
         """One canonical table of this run as a polars DataFrame."""
         if name not in TABLES:
             raise StoreError(f"unknown table {name!r}; tables: {', '.join(TABLES)}")
-        files = self.store.table_files(name, [self.id])
-        if not files:
+        if not self.store.table_files(name, [self.id]):
             return pl.DataFrame()
-        return pl.concat([pl.read_parquet(f) for f in files], how="diagonal_relaxed")
+        return self.sql(f"SELECT * FROM {name}")  # the store's view: canonical columns, NULL where not given
 
     def sql(self, query: str) -> pl.DataFrame:
         """Run SQL over this run's tables and the query views."""

@@ -27,6 +27,9 @@ from typing import Any
 import duckdb
 
 from lltrace.errors import StoreError
+from lltrace.parsers.schema import REQUEST_DUCKDB_TYPES  # noqa: E402
+
+_CANONICAL = {"requests": REQUEST_DUCKDB_TYPES}
 
 DEFAULT_STORE = ".lltrace"
 TABLES = ("kernels", "ops", "annotations", "flows", "engine_steps", "requests", "request_events", "engine_stats")
@@ -93,10 +96,16 @@ class Store:
             if not files:
                 continue
             listing = ", ".join(f"'{f}'" for f in files)
-            con.execute(
-                f"CREATE VIEW {table} AS SELECT * FROM read_parquet([{listing}], hive_partitioning = true, "
-                "union_by_name = true)"
-            )
+            source = f"read_parquet([{listing}], hive_partitioning = true, union_by_name = true)"
+            canonical = _CANONICAL.get(table)
+            if canonical:
+                # Files hold the columns their sources give; the view always has the whole canonical table,
+                # NULL where no file of the runs in view has a column.
+                have = {r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}
+                missing = ", ".join(f"CAST(NULL AS {t}) AS {c}" for c, t in canonical.items() if c not in have)
+                con.execute(f"CREATE VIEW {table} AS SELECT *{', ' + missing if missing else ''} FROM {source}")
+            else:
+                con.execute(f"CREATE VIEW {table} AS SELECT * FROM {source}")
             available.append(table)
         install_views(con, available)
         return con
