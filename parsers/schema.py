@@ -31,6 +31,11 @@ REQUEST_SCHEMA = pa.schema(
         ("client_start_s", pa.float64()),
         ("arrival_ns", pa.int64()),
         ("matched_by", pa.string()),
+        # Time between a preemption and the request's rescheduling, where a source gives both timestamps
+        # (vLLM journey events); the part of it before the first token lies inside prefill_s, the rest in
+        # decode_s (the engine's intervals include it).
+        ("preempted_s", pa.float64()),
+        ("preempted_in_prefill_s", pa.float64()),
         # Estimated split of a client-measured TTFT (no engine-side timestamps): labelled, never mixed with
         # the measured queue_s / prefill_s above.
         ("queue_s_est", pa.float64()),

@@ -244,6 +244,7 @@ SPAN_SCHEMA = pa.schema(
         ("num_preemptions", pa.int64()),
         ("finish_status", pa.string()),
         ("process", pa.string()),
+        ("journey", pa.string()),  # [[event, time_ns], ...] from journey.* span events, JSON text
     ]
 )
 
@@ -289,6 +290,9 @@ def _span_row(part: int, span: dict, process: str | None) -> dict[str, Any] | No
         if fin:
             fattrs = {a["key"]: _otlp_value(a.get("value", {})) for a in fin[-1].get("attributes", [])}
             row["finish_status"] = fattrs.get("finish.status")
+        row["journey"] = json.dumps(
+            [[e["name"].split(".", 1)[1].lower(), int(e["timeUnixNano"])] for e in journey if e.get("timeUnixNano")]
+        )
     return row
 
 

@@ -2,8 +2,9 @@
 -- requires: requests
 -- e2e is the client's when a client measured it (so network and client effects land in overhead), else the
 -- engine's. queue and prefill are the engine's measurements, else the labelled estimates; decode is the
--- engine's, else derived from the client's first and last token. Preemptions stay inside prefill / decode
--- (preempted is 0) unless a source gives their timestamps. A negative overhead beyond max(1 ms, 1 %) of e2e
+-- engine's, else derived from the client's first and last token. Time preempted (a preemption until the
+-- rescheduling) is taken out of prefill / decode where a source gives those timestamps (vLLM journey
+-- events); elsewhere it stays inside them and preempted is 0. A negative overhead beyond max(1 ms, 1 %) of e2e
 -- is a clock-alignment error: reported in clock_error, never clipped. Failed requests are left out.
 -- columns:
 --   run_id            run
@@ -20,7 +21,7 @@
 --   prefill_basis     measured | estimated
 --   decode_s          first to last token, seconds
 --   decode_basis      measured | derived
---   preempted_s       time preempted between rescheduling, seconds (0: inside prefill / decode)
+--   preempted_s       preempted until rescheduled, seconds (0 where no source times it: inside prefill / decode)
 --   overhead_s        e2e - (queue + prefill + decode + preempted), seconds
 --   num_preemptions   preemptions of this request where a source counts them
 --   clock_error       true when overhead is negative beyond tolerance (clocks misaligned)
@@ -32,11 +33,12 @@ WITH r AS (
            coalesce(queue_s, queue_s_est) AS queue_s,
            CASE WHEN queue_s IS NOT NULL THEN 'measured' WHEN queue_s_est IS NOT NULL THEN 'estimated' END
                AS queue_basis,
-           coalesce(prefill_s, prefill_s_est) AS prefill_s,
+           coalesce(prefill_s - coalesce(preempted_in_prefill_s, 0), prefill_s_est) AS prefill_s,
            CASE WHEN prefill_s IS NOT NULL THEN 'measured' WHEN prefill_s_est IS NOT NULL THEN 'estimated' END
                AS prefill_basis,
-           coalesce(decode_s, CASE WHEN e2e_s IS NOT NULL AND ttft_s IS NOT NULL THEN e2e_s - ttft_s END)
-               AS decode_s,
+           coalesce(decode_s - coalesce(preempted_s - preempted_in_prefill_s, 0),
+                    CASE WHEN e2e_s IS NOT NULL AND ttft_s IS NOT NULL THEN e2e_s - ttft_s END) AS decode_s,
+           coalesce(preempted_s, 0.0) AS preempted_s,
            CASE WHEN decode_s IS NOT NULL THEN 'measured' WHEN e2e_s IS NOT NULL AND ttft_s IS NOT NULL
                 THEN 'derived' END AS decode_basis
     FROM requests
@@ -44,8 +46,9 @@ WITH r AS (
 )
 SELECT run_id, request_id, client_id, arrival_s, input_tokens, output_tokens, e2e_s, e2e_basis,
        queue_s, queue_basis, prefill_s, prefill_basis, decode_s, decode_basis,
-       0.0 AS preempted_s,
-       e2e_s - (queue_s + prefill_s + decode_s) AS overhead_s,
+       preempted_s,
+       e2e_s - (queue_s + prefill_s + decode_s + preempted_s) AS overhead_s,
        num_preemptions,
-       coalesce(e2e_s - (queue_s + prefill_s + decode_s) < -greatest(0.001, 0.01 * e2e_s), false) AS clock_error
+       coalesce(e2e_s - (queue_s + prefill_s + decode_s + preempted_s) < -greatest(0.001, 0.01 * e2e_s), false)
+           AS clock_error
 FROM r;

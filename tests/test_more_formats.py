@@ -333,3 +333,49 @@ def test_sglang_prometheus_names(store, tmp_path):
     run = lltrace.ingest([path], store=store)
     row = run.table("engine_stats").to_dicts()[0]
     assert (row["ts_s"], row["running"], row["waiting"], row["kv_usage"]) == (1800000000.5, 12.0, 40.0, 0.97)
+
+
+def test_vllm_journey_events_give_request_events_and_measured_preemption(store, tmp_path):
+    """A span with journey events (builds with request journey tracing; SERVING_FORMATS.md §A2)."""
+    t0 = 1_800_000_000_000_000_000
+    ms = 1_000_000
+
+    def ev(name, t):
+        return {"name": f"journey.{name}", "timeUnixNano": str(t0 + t * ms), "attributes": []}
+
+    span = {
+        "traceId": "t",
+        "spanId": "s",
+        "name": "llm_request",
+        "kind": 2,
+        "startTimeUnixNano": str(t0),
+        "endTimeUnixNano": str(t0 + 1000 * ms),
+        "attributes": [
+            {"key": "gen_ai.request.id", "value": {"stringValue": "cmpl-j-0"}},
+            {"key": "gen_ai.latency.time_in_queue", "value": {"doubleValue": 0.1}},
+            {"key": "gen_ai.latency.time_in_model_prefill", "value": {"doubleValue": 0.2}},
+            {"key": "gen_ai.latency.time_in_model_decode", "value": {"doubleValue": 0.6}},
+            {"key": "gen_ai.latency.time_to_first_token", "value": {"doubleValue": 0.3}},
+            {"key": "gen_ai.latency.e2e", "value": {"doubleValue": 1.0}},
+        ],
+        # queued 0, scheduled 100, first token 300, preempted 500 -> rescheduled 650, finished 900 (ms)
+        "events": [
+            ev("QUEUED", 0),
+            ev("SCHEDULED", 100),
+            ev("FIRST_TOKEN", 300),
+            ev("PREEMPTED", 500),
+            ev("SCHEDULED", 650),
+            ev("FINISHED", 900),
+        ],
+    }
+    doc = {"resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [{"spans": [span]}]}]}
+    path = tmp_path / "journey.json"
+    path.write_text(json.dumps(doc))
+    run = lltrace.ingest([path], store=store)
+    events = run.sql("SELECT event, basis FROM request_events ORDER BY ts_s").rows()
+    assert [e for e, _ in events] == ["queued", "scheduled", "first_token", "preempted", "scheduled", "finished"]
+    assert {b for _, b in events} == {"measured"}
+    r = run.sql("SELECT prefill_s, decode_s, preempted_s, overhead_s FROM attribution_request").rows()[0]
+    assert r == (pytest.approx(0.2), pytest.approx(0.6 - 0.15), pytest.approx(0.15), pytest.approx(0.1))
+    att = lltrace.analyze(run).to_dict()["attribution"]
+    assert att["preempted"]["basis"] == "measured" and att["preempted"]["total_s"] == pytest.approx(0.15)

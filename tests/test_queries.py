@@ -144,8 +144,10 @@ ATTRIB = """
 CREATE TABLE requests (run_id VARCHAR, request_id VARCHAR, client_id VARCHAR, arrival_s DOUBLE, status VARCHAR,
     input_tokens BIGINT, output_tokens BIGINT, num_preemptions BIGINT, e2e_s DOUBLE, server_e2e_s DOUBLE,
     ttft_s DOUBLE, queue_s DOUBLE, queue_s_est DOUBLE, prefill_s DOUBLE, prefill_s_est DOUBLE, decode_s DOUBLE,
-    queued_s DOUBLE, scheduled_s DOUBLE);
-INSERT INTO requests VALUES
+    queued_s DOUBLE, scheduled_s DOUBLE, preempted_s DOUBLE, preempted_in_prefill_s DOUBLE);
+INSERT INTO requests (run_id, request_id, client_id, arrival_s, status, input_tokens, output_tokens, num_preemptions,
+    e2e_s, server_e2e_s, ttft_s, queue_s, queue_s_est, prefill_s, prefill_s_est, decode_s, queued_s, scheduled_s)
+VALUES
  -- measured by the engine, client e2e as reference: overhead = 2.0 - (0.5 + 0.25 + 1.0) = 0.25
  ('r', 'a', 'c', 0.0, 'ok', 100, 11, NULL, 2.0, 1.9, 0.8, 0.5, NULL, 0.25, NULL, 1.0, 10.0, 10.5),
  -- a preempted request: its preemption stays inside decode (preempted_s 0), count kept

@@ -170,3 +170,13 @@ def test_without_spans_the_queue_prefill_split_is_estimated_within_20_percent(st
     assert abs(statistics.median(est) - truth) / truth < 0.20
     assert all(r["split_basis"].startswith("estimated:") for r in rows)
     assert run.metadata["ttft_split"]["requests_split"] == 96
+
+
+def test_request_events_follow_each_spans_timeline(store):
+    run = lltrace.ingest([DATA / "vllm_cpu" / "B2_kv2x"], store=store)
+    counts = dict(run.sql("SELECT event, count(*) FROM request_events GROUP BY 1").rows())
+    assert counts == {"queued": 96, "scheduled": 96, "first_token": 96, "finished": 96}
+    bad = run.sql("""
+        SELECT count(*) FROM (SELECT request_id, list(event ORDER BY ts_s) AS seq FROM request_events GROUP BY 1)
+        WHERE seq <> ['queued', 'scheduled', 'first_token', 'finished']""").rows()[0][0]
+    assert bad == 0  # in time order for every request

@@ -265,7 +265,7 @@ def _classify_steps(share: dict[str, Any]) -> dict[str, Any]:
 def _attribution(a: dict[str, Any], kv: dict[str, Any] | None) -> dict[str, Any]:
     basis = {
         "overhead": "derived",
-        "preempted": "derived",
+        "preempted": "measured" if a["preempted_s"] else "derived",
         "queue": a["queue_basis"],
         "prefill": a["prefill_basis"],
         "decode": a["decode_basis"],
@@ -273,7 +273,8 @@ def _attribution(a: dict[str, Any], kv: dict[str, Any] | None) -> dict[str, Any]
     out: dict[str, Any] = {
         c: {"total_s": a[f"{c}_s"], "share": a[f"{c}_share"], "basis": basis[c]} for c in _COMPONENTS
     }
-    out["preempted"]["note"] = "no source gives preemption timestamps: preempted time stays inside prefill/decode"
+    if not a["preempted_s"]:
+        out["preempted"]["note"] = "no source timed preemptions: preempted time stays inside prefill/decode"
     kv_wait = kv["kv_wait_s"] if kv else None
     out["kv_wait"] = {
         "total_s": kv_wait,

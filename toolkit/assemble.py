@@ -10,6 +10,7 @@ offset and residual (median and p90 of the absolute mismatch) go into the run me
 
 from __future__ import annotations
 
+import json
 import re
 import statistics
 from datetime import datetime, timezone
@@ -64,6 +65,76 @@ def _infer_prefix(bench: list[dict], spans_by_id: dict[str, dict]) -> str | None
         if hits > best_hits:
             best, best_hits = prefix, hits
     return best if best_hits >= max(1, len(bench) // 2) else None
+
+
+EVENT_SCHEMA = pa.schema(
+    [
+        ("request_id", pa.string()),
+        ("ts_s", pa.float64()),
+        ("event", pa.string()),
+        ("tokens", pa.int64()),
+        ("basis", pa.string()),
+    ]
+)
+
+
+def _preempted(span: dict) -> dict[str, float]:
+    """Preempted time from journey events: each PREEMPTED until the next SCHEDULED (measured)."""
+    journey = json.loads(span["journey"]) if span.get("journey") else []
+    if not any(name == "preempted" for name, _ in journey):
+        return {}
+    first_token = next((t for name, t in journey if name == "first_token"), None)
+    total = in_prefill = 0.0
+    pending = None
+    for name, t in sorted(journey, key=lambda e: e[1]):
+        if name == "preempted":
+            pending = t
+        elif name == "scheduled" and pending is not None:
+            total += (t - pending) / 1e9
+            if first_token is None or pending < first_token:
+                in_prefill += (t - pending) / 1e9
+            pending = None
+    return {"preempted_s": total, "preempted_in_prefill_s": in_prefill}
+
+
+def _request_events(spans_by_id: dict[str, dict], requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """State changes per request: the engine's journey events where the spans carry them (measured), else
+    the span's timeline (derived: queued, scheduled, first_token, finished)."""
+    events: list[dict[str, Any]] = []
+    for r in requests:
+        s = spans_by_id.get(r["request_id"])
+        if s is None:
+            continue
+        journey = json.loads(s["journey"]) if s.get("journey") else []
+        if journey:
+            for name, t_ns in journey:
+                events.append(
+                    {
+                        "request_id": r["request_id"],
+                        "ts_s": t_ns / 1e9,
+                        "event": name,
+                        "tokens": None,
+                        "basis": "measured",
+                    }
+                )
+            continue
+        for name, col in (
+            ("queued", "queued_s"),
+            ("scheduled", "scheduled_s"),
+            ("first_token", "first_token_s"),
+            ("finished", "finished_s"),
+        ):
+            if r.get(col) is not None:
+                events.append(
+                    {
+                        "request_id": r["request_id"],
+                        "ts_s": r[col],
+                        "event": name,
+                        "tokens": r["output_tokens"] if name == "finished" else None,
+                        "basis": "derived",
+                    }
+                )
+    return events
 
 
 def assemble_requests(stage: Path, sources: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -175,6 +246,7 @@ def assemble_requests(stage: Path, sources: list[dict[str, Any]]) -> dict[str, A
                 "client_start_s": b["client_start_s"] if b else None,
                 "arrival_ns": s["start_ns"],
                 "matched_by": "request_id" if b else None,
+                **_preempted(s),
             }
         )
     for b in bench:
@@ -196,6 +268,13 @@ def assemble_requests(stage: Path, sources: list[dict[str, Any]]) -> dict[str, A
                 "matched_by": None,
             }
         )
+    events = _request_events(spans_by_id, out)
+    if events:
+        (stage / "request_events").mkdir(exist_ok=True)
+        pq.write_table(
+            pa.Table.from_pylist(events, schema=EVENT_SCHEMA), stage / "request_events" / "part-joined.parquet"
+        )
+    report["request_events"] = len(events)
     (stage / "requests").mkdir(exist_ok=True)
     table = pa.Table.from_pylist(out, schema=REQUEST_SCHEMA).sort_by([("arrival_s", "ascending")])
     pq.write_table(table, stage / "requests" / "part-joined.parquet", compression="zstd")
