@@ -243,6 +243,15 @@ FORMATS: tuple[Format, ...] = (
         sniff=vllm.sniff_replay_config,
         ingest=vllm.ingest_replay_config,
     ),
+    Format(
+        name=clients.TGI_HEADERS,
+        family="TGI",
+        description="TGI response headers saved per response (JSON lines or CSV; x-* times in integer ms)",
+        tables=("requests",),
+        attributes="per request: queue time and server total, token counts (inference not split)",
+        sniff=clients.sniff_tgi_headers,
+        ingest=clients.ingest_tgi_headers,
+    ),
 )
 
 
@@ -282,6 +291,7 @@ _MARKERS: dict[str, tuple[bytes, ...]] = {
     clients.TRTLLM_REQUESTS: (b'"start_timestamp"', b'"first_token_timestamp"', b'"num_input_tokens"'),
     clients.TRTLLM_ITERATIONS: (b'"iterLatencyMS"', b'"numActiveRequests"', b'"kvCacheStats"'),
     clients.TGI_LOG: (b"queue_time=", b"inference_time=", b"total_time="),
+    clients.TGI_HEADERS: (b"x-queue-time", b"x-inference-time", b"x-total-time", b"x-generated-tokens"),
     clients.GENAI_PERF: (b'"experiments"', b'"response_timestamps"', b'"service_kind"'),
     clients.AIPERF: (b'"metadata"', b'"metrics"', b'"request_start_ns"'),
     clients.GUIDELLM: (b'"benchmarks"', b'"requests"', b'"successful"'),

@@ -480,3 +480,52 @@ def ingest_guidellm(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     info.version = "<= 0.3 schema" if old and old == len(rows) else "current schema"
     info.records = _write_requests(stage, part, rows)
     return info
+
+
+TGI_HEADERS = "tgi-response-headers"
+_TGI_MS = {"x-queue-time": "queue_s", "x-total-time": "server_e2e_s"}
+
+
+def sniff_tgi_headers(head: bytes) -> bool:
+    """TGI response headers saved by a client, one response per JSON line or CSV row."""
+    first = head.lstrip().split(b"\n", 1)[0]
+    return b"x-queue-time" in first and (b"x-inference-time" in first or b"x-total-time" in first)
+
+
+def ingest_tgi_headers(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
+    """Per response: queue and total time (integer ms headers), prompt and generated tokens.
+
+    ``x-inference-time`` covers prefill and decode together (TGI does not split it), and
+    ``x-time-per-token`` is inference time over generated tokens, prefill included; both stay in the
+    metadata's description, not in the requests columns.
+    """
+    import csv as _csv
+
+    info = SourceInfo(path=path, format=TGI_HEADERS)
+    text = Path(path).read_text(encoding="utf-8")
+    if text.lstrip().startswith("{"):
+        records, info.version = _json_lines(path), "JSON lines"
+    else:
+        records, info.version = list(_csv.DictReader(text.splitlines())), "CSV"
+    rows = []
+    for i, h in enumerate(records):
+        h = {str(k).lower(): v for k, v in h.items()}
+
+        def num(key: str, h: dict = h) -> float | None:
+            v = h.get(key)
+            return float(v) if v not in (None, "") else None
+
+        row: dict[str, Any] = {
+            "client_id": Path(path).name,
+            "client_index": i,
+            "status": "ok",
+            "input_tokens": int(num("x-prompt-tokens")) if num("x-prompt-tokens") is not None else None,
+            "output_tokens": int(num("x-generated-tokens")) if num("x-generated-tokens") is not None else None,
+        }
+        for key, col in _TGI_MS.items():
+            v = num(key)
+            row[col] = v / 1e3 if v is not None else None
+        rows.append(row)
+    _check_durations(path, rows, "response")
+    info.records = _write_requests(stage, part, rows)
+    return info

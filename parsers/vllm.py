@@ -436,6 +436,15 @@ STATS_SCHEMA = pa.schema(
         ("prefix_cache_queries_total", pa.float64()),
         ("prefix_cache_hits_total", pa.float64()),
         ("source", pa.string()),
+        # histogram sums and counts (cumulative): differences between scrapes give a window's mean
+        ("queue_time_sum_s", pa.float64()),
+        ("queue_time_count", pa.float64()),
+        ("ttft_sum_s", pa.float64()),
+        ("ttft_count", pa.float64()),
+        ("e2e_sum_s", pa.float64()),
+        ("e2e_count", pa.float64()),
+        ("prefill_time_sum_s", pa.float64()),
+        ("decode_time_sum_s", pa.float64()),
     ]
 )
 
@@ -450,6 +459,14 @@ _PROM = {
     "generation_tokens_total": ("vllm:generation_tokens_total", "sglang:generation_tokens_total"),
     "prefix_cache_queries_total": ("vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total"),
     "prefix_cache_hits_total": ("vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total"),
+    "queue_time_sum_s": ("vllm:request_queue_time_seconds_sum", "sglang:queue_time_seconds_sum"),
+    "queue_time_count": ("vllm:request_queue_time_seconds_count", "sglang:queue_time_seconds_count"),
+    "ttft_sum_s": ("vllm:time_to_first_token_seconds_sum", "sglang:time_to_first_token_seconds_sum"),
+    "ttft_count": ("vllm:time_to_first_token_seconds_count", "sglang:time_to_first_token_seconds_count"),
+    "e2e_sum_s": ("vllm:e2e_request_latency_seconds_sum", "sglang:e2e_request_latency_seconds_sum"),
+    "e2e_count": ("vllm:e2e_request_latency_seconds_count", "sglang:e2e_request_latency_seconds_count"),
+    "prefill_time_sum_s": ("vllm:request_prefill_time_seconds_sum",),
+    "decode_time_sum_s": ("vllm:request_decode_time_seconds_sum",),
 }
 _SAMPLE = re.compile(r"^([A-Za-z_:][\w:]*)(?:\{([^}]*)\})?\s+(\S+)(?:\s+(-?\d+))?\s*$")
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')

@@ -379,3 +379,28 @@ def test_vllm_journey_events_give_request_events_and_measured_preemption(store, 
     assert r == (pytest.approx(0.2), pytest.approx(0.6 - 0.15), pytest.approx(0.15), pytest.approx(0.1))
     att = lltrace.analyze(run).to_dict()["attribution"]
     assert att["preempted"]["basis"] == "measured" and att["preempted"]["total_s"] == pytest.approx(0.15)
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "csv"])
+def test_tgi_response_headers(kind, store, tmp_path):
+    """TGI's response headers (router/src/server.rs; integer ms) as a client saved them."""
+    hdr = {
+        "x-compute-time": "1.19",
+        "x-total-time": "1210",
+        "x-validation-time": "1",
+        "x-queue-time": "23",
+        "x-inference-time": "1186",
+        "x-time-per-token": "19",
+        "x-prompt-tokens": "550",
+        "x-generated-tokens": "62",
+    }
+    path = tmp_path / f"headers.{kind}"
+    if kind == "jsonl":
+        path.write_text(json.dumps(hdr) + "\n")
+    else:
+        path.write_text(",".join(hdr) + "\n" + ",".join(hdr.values()) + "\n")
+    run, rows = _one(path, store)
+    assert [(r["queue_s"], r["server_e2e_s"], r["input_tokens"], r["output_tokens"]) for r in rows] == [
+        (0.023, 1.21, 550, 62)
+    ]
+    assert run.metadata["sources"][0]["format"] == "tgi-response-headers"

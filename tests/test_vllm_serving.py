@@ -180,3 +180,12 @@ def test_request_events_follow_each_spans_timeline(store):
         SELECT count(*) FROM (SELECT request_id, list(event ORDER BY ts_s) AS seq FROM request_events GROUP BY 1)
         WHERE seq <> ['queued', 'scheduled', 'first_token', 'finished']""").rows()[0][0]
     assert bad == 0  # in time order for every request
+
+
+def test_prometheus_histogram_sums_match_the_spans(store):
+    """The final scrape's cumulative queue-time histogram equals the spans' summed time_in_queue."""
+    run = lltrace.ingest([DATA / "vllm_cpu" / "B2_kv2x" / "metrics_final.prom"], store=store)
+    row = run.table("engine_stats").to_dicts()[0]
+    queues = [a["gen_ai.latency.time_in_queue"] for _, a in _raw_spans("B2_kv2x").values()]
+    assert row["queue_time_count"] >= len(queues)  # the bench's warm-up request is counted too
+    assert row["queue_time_sum_s"] == pytest.approx(sum(queues), rel=0.01)
