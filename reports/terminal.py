@@ -38,6 +38,15 @@ def render(doc: dict[str, Any]) -> Group:
             head.append(f"    warning: {w}\n", style="yellow")
     if run.get("skipped"):
         head.append(f"  skipped {len(run['skipped'])} file(s) of no known format\n", style="yellow")
+    for a in run.get("clock_alignment") or []:
+        if "residual_median_s" in a:
+            head.append(
+                f"  clock: {a['source']} aligned to the engine's spans by {a['offset_s']:+,.3f} s "
+                f"(residual median {a['residual_median_s'] * 1e3:,.2f} ms, p90 "
+                f"{a['residual_p90_s'] * 1e3:,.2f} ms over {a['matched_events']:,} requests)\n"
+            )
+        elif a.get("source") == "server log":
+            head.append(f"  clock: server log — {a['method']}; zone {a['zone']}\n")
     gpu = run.get("gpu")
     model = run.get("model")
     head.append(

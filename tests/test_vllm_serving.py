@@ -189,3 +189,20 @@ def test_prometheus_histogram_sums_match_the_spans(store):
     queues = [a["gen_ai.latency.time_in_queue"] for _, a in _raw_spans("B2_kv2x").values()]
     assert row["queue_time_count"] >= len(queues)  # the bench's warm-up request is counted too
     assert row["queue_time_sum_s"] == pytest.approx(sum(queues), rel=0.01)
+
+
+def test_vllm_family_bad_input(store, tmp_path):
+    from lltrace.errors import TraceFormatError
+
+    src = (DATA / "vllm_cpu" / "B2_kv2x" / "otlp" / "traces.otlp.jsonl").read_text().splitlines()
+    cut = tmp_path / "cut.otlp.jsonl"
+    cut.write_text("\n".join(src[:3]) + "\n" + src[3][: len(src[3]) // 2] + "\n")  # a truncated JSON line
+    with pytest.raises(TraceFormatError, match="line 4: invalid JSON"):
+        lltrace.ingest([cut], store=store)
+    bench = json.loads((DATA / "vllm_cpu" / "B2_kv2x" / "bench" / "bench_kvpressure_64req.json").read_text())
+    bench["ttfts"] = bench["ttfts"][:-1]  # per-request lists of different lengths
+    bad = tmp_path / "bench.json"
+    bad.write_text(json.dumps(bench))
+    with pytest.raises(TraceFormatError, match="per-request list 'ttfts' has 63 entries, input_lens has 64"):
+        lltrace.ingest([bad], store=store)
+    assert lltrace.Store(store).run_ids() == []

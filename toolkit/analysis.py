@@ -95,6 +95,11 @@ def analyze(
                     for s in meta["sources"]
                 ],
                 "skipped": meta.get("skipped") or [],
+                "clock_alignment": [
+                    a
+                    for a in (meta.get("clock") or {}).get("alignment", [])
+                    if a.get("method", "").startswith("profiler clock") is False
+                ],
                 "gpu": {"name": gpu_obj.name, "origin": gpu_origin} if gpu_obj else None,
                 "model": {"name": model_obj.name, "origin": "option --model"} if model_obj else None,
             },

@@ -343,6 +343,8 @@ def place_log_times(stage: Path) -> dict[str, Any] | None:
             report["zone"] = f"UTC{hours:+d} (inferred: the log's first iteration is {hours} h off the first span)"
             report["zone_offset_h"] = hours
         report["first_iteration_minus_first_span_s"] = gap + shift
+        if not hours:
+            report["zone"] = f"UTC (checked: the first iteration is {gap:+.2f} s from the first span)"
     for f in logged:
         rows = pq.read_table(f).to_pylist()
         schema = pq.read_schema(f)
