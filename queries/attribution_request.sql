@@ -25,6 +25,8 @@
 --   overhead_s        e2e - (queue + prefill + decode + preempted), seconds
 --   num_preemptions   preemptions of this request where a source counts them
 --   clock_error       true when overhead is negative beyond tolerance (clocks misaligned)
+--   prefill_share     prefill_s / (prefill_s + decode_s): this request's own prefill share (0-1)
+--   dominant_phase    prefill | decode: which of the two took longer for this request
 CREATE OR REPLACE VIEW attribution_request AS
 WITH r AS (
     SELECT run_id, request_id, client_id, arrival_s, input_tokens, output_tokens, num_preemptions,
@@ -50,5 +52,8 @@ SELECT run_id, request_id, client_id, arrival_s, input_tokens, output_tokens, e2
        e2e_s - (queue_s + prefill_s + decode_s + preempted_s) AS overhead_s,
        num_preemptions,
        coalesce(e2e_s - (queue_s + prefill_s + decode_s + preempted_s) < -greatest(0.001, 0.01 * e2e_s), false)
-           AS clock_error
+           AS clock_error,
+       prefill_s / nullif(prefill_s + decode_s, 0) AS prefill_share,
+       CASE WHEN prefill_s > decode_s THEN 'prefill' WHEN prefill_s IS NOT NULL AND decode_s IS NOT NULL
+            THEN 'decode' END AS dominant_phase
 FROM r;

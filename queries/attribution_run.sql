@@ -24,6 +24,7 @@
 --   prefill_tokens_per_s summed input tokens / summed prefill time (the run's measured prefill rate)
 --   decode_s_per_token   summed decode time / summed tokens after the first (the run's time per output token)
 --   mean_output_tokens   mean generated tokens per request
+--   prefill_dominant_requests  requests whose prefill took longer than their decode
 CREATE OR REPLACE VIEW attribution_run AS
 WITH a AS (
     SELECT * FROM attribution_request
@@ -45,6 +46,7 @@ SELECT a.run_id, count(*) AS requests, any_value(inc.n) AS requests_incomplete,
        CASE WHEN min(decode_basis) = max(decode_basis) THEN min(decode_basis) ELSE 'mixed' END AS decode_basis,
        sum(input_tokens) / nullif(sum(prefill_s), 0) AS prefill_tokens_per_s,
        sum(decode_s) / nullif(sum(greatest(output_tokens - 1, 0)), 0) AS decode_s_per_token,
-       avg(output_tokens) AS mean_output_tokens
+       avg(output_tokens) AS mean_output_tokens,
+       count(*) FILTER (WHERE dominant_phase = 'prefill') AS prefill_dominant_requests
 FROM a JOIN inc USING (run_id)
 GROUP BY a.run_id;

@@ -65,3 +65,12 @@ def test_cuda_graph_advice_from_eager_decode_steps_with_launch_gaps():
         "items": [{"kind": "decode", "cuda_graph": True, "gpu_idle_s": 0.004, "dur_s": 0.010}],
     }
     assert advise_steps(graphed) == []
+
+
+def test_quantization_gain_from_the_roofline_when_model_and_gpu_are_known():
+    att = dict(ATT, decode_share=0.6, decode_s=60.0)
+    generic = [i for i in advise(att, "decode-dominant", None) if i["bottleneck"] == "pipe"][0]
+    assert generic["expected_gain"]["to"] == pytest.approx(3.0)  # the halving bound, 6.0 -> 3.0 s
+    roof = [i for i in advise(att, "decode-dominant", None, None, None,
+                              {"ratio": 0.6, "model": "M", "gpu": "G"}) if i["bottleneck"] == "pipe"][0]
+    assert roof["expected_gain"]["to"] == pytest.approx(6.0 * 0.6) and "roofline" in roof["formula"]

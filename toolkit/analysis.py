@@ -136,7 +136,12 @@ def analyze(
                     }
             doc["classification"] = classify(a, kv["kv_wait_s"] if kv else None)
             doc["advice"] = advise(
-                a, doc["classification"]["label"], kv, doc["attribution"]["interference"], doc.get("workload")
+                a,
+                doc["classification"]["label"],
+                kv,
+                doc["attribution"]["interference"],
+                doc.get("workload"),
+                _fp8_decode_ratio(model_obj, gpu_obj, doc.get("workload")),
             )
         elif "requests" in views and model_obj and gpu_obj:
             doc["classification"] = _classify_token_mix(con, model_obj.name, gpu_obj.name)
@@ -209,6 +214,19 @@ def _steps(con, views: set[str], gpu: GPU | None, model: Model | None) -> dict[s
 
 
 _COMPONENTS = ("overhead", "queue", "prefill", "decode", "preempted")
+
+
+def _fp8_decode_ratio(model: Model | None, gpu: GPU | None, workload: dict | None) -> dict[str, Any] | None:
+    """FP8 over BF16 decode time per token from the roofline, at the run's mean prompt and output lengths."""
+    if model is None or gpu is None:
+        return None
+    from lltrace.estimate import estimate
+
+    n_in = round((workload or {}).get("input_mean") or 512)
+    n_out = round((workload or {}).get("output_mean") or 128)
+    bf16 = estimate(model=model.name, gpu=gpu.name, input_tokens=n_in, output_tokens=n_out)
+    fp8 = estimate(model=model.name, gpu=gpu.name, input_tokens=n_in, output_tokens=n_out, quant="fp8")
+    return {"ratio": fp8["decode_s_per_token"] / bf16["decode_s_per_token"], "model": model.name, "gpu": gpu.name}
 
 
 def _classify_token_mix(con, model: str, gpu: str) -> dict[str, Any] | None:

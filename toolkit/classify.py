@@ -59,6 +59,8 @@ def classify(att: dict[str, Any], kv_wait_s: float | None) -> dict[str, Any]:
         "prefill_share": p,
         "decode_share": d,
         "queue_share": q,
+        "requests_prefill_dominant": att.get("prefill_dominant_requests"),
+        "requests": att.get("requests"),
         "crossover_input_tokens": crossover,
         "crossover_formula": "L* = prefill_tokens_per_s x mean_output_tokens x decode_s_per_token"
         if crossover
@@ -111,8 +113,13 @@ def advise(
     kv: dict[str, Any] | None,
     interference: dict[str, Any] | None = None,
     workload: dict[str, Any] | None = None,
+    fp8_decode_ratio: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
-    """Advice items, most valuable (seconds saved per request) first."""
+    """Advice items, most valuable (seconds saved per request) first.
+
+    ``fp8_decode_ratio`` (from the roofline, when the model and GPU are known) replaces the generic
+    halving bound of weight quantization by the modelled ratio of FP8 to BF16 decode time per token.
+    """
     n = att["requests"]
     mean = {k: att[f"{k}_s"] / n for k in ("e2e", "queue", "prefill", "decode", "overhead")}
     items: list[tuple[float, dict[str, Any]]] = []
@@ -157,7 +164,20 @@ def advise(
             )
     spt = att.get("decode_s_per_token")
     if spt and att["decode_share"] >= 0.25:
-        saved = mean["decode"] / 2
+        if fp8_decode_ratio:
+            ratio = fp8_decode_ratio["ratio"]
+            formula = (
+                f"decode_mean x (1 - {ratio:.2f}): the roofline's FP8/BF16 decode time per token for "
+                f"{fp8_decode_ratio['model']} on {fp8_decode_ratio['gpu']} at this run's mean context "
+                "(weights and KV read per token; estimate)"
+            )
+        else:
+            ratio = 0.5
+            formula = (
+                "decode_mean x (1 - 1/2): halving bytes per token (16 -> 8-bit weights) halves a "
+                "bandwidth-bound step (upper bound; give --model and --gpu for the roofline's figure)"
+            )
+        saved = mean["decode"] * (1 - ratio)
         items.append(
             (
                 saved,
@@ -166,8 +186,7 @@ def advise(
                     "action": "Cut the bytes read per decode step: FP8/INT8 weights or speculative decoding "
                     "(more tokens per weight read)",
                     "expected_gain": _gain("mean decode time per request", mean["decode"], mean["decode"] - saved),
-                    "formula": "decode_mean x (1 - 1/2): halving bytes per token (16 -> 8-bit weights) halves a "
-                    "bandwidth-bound step (upper bound; estimate)",
+                    "formula": formula,
                     "evidence": {
                         "decode_share": att["decode_share"],
                         "decode_s_per_token": spt,
