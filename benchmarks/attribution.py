@@ -20,14 +20,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 import pyarrow as pa
 import pyarrow.parquet as pq
+from _child import run_child  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data" / "vllm_cpu"
@@ -122,15 +123,7 @@ _CHILD = {
 
 def measure(what: str, store: Path, run_id: str) -> dict:
     imports, work = _CHILD[what]
-    code = (
-        "import resource, time, json\n" + imports + f"STORE = {str(store)!r}\nRUN = {run_id!r}\n"
-        "t = time.perf_counter()\n" + work + "dt = time.perf_counter() - t\n"
-        "print(json.dumps({'seconds': dt, 'peak_rss': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))\n"
-    )
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    if p.returncode:
-        return {"error": (p.stderr.strip().splitlines() or ["failed"])[-1]}
-    return json.loads(p.stdout.strip().splitlines()[-1])
+    return run_child(imports, work, {"STORE": str(store), "RUN": run_id})
 
 
 def main() -> None:

@@ -22,11 +22,13 @@ import argparse
 import gzip
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _child import run_child  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_SOURCE = REPO / "sample_traces" / "hf_transformers_qwen1.5-0.5b_h100_prefill_forward_bs16x559.json.gz"
@@ -74,35 +76,27 @@ def build_trace(source: Path, out: Path, size_mb: float, compact: bool) -> int:
     return out.stat().st_size
 
 
+# (imports, timed work): imports are not timed, for every reader alike.
 _CHILD = {
-    "json.load": "import json\nwith open(PATH) as f:\n    json.load(f)\n",
+    "json.load": ("import json\n", "with open(PATH) as f:\n    json.load(f)\n"),
     "lltrace": (
-        "import tempfile, lltrace\nwith tempfile.TemporaryDirectory() as d:\n    lltrace.ingest([PATH], store=d)\n"
+        "import tempfile, lltrace\n",
+        "with tempfile.TemporaryDirectory() as d:\n    lltrace.ingest([PATH], store=d)\n",
     ),
     "hta": (
-        "import os, shutil, tempfile, logging\n"
-        "logging.disable(logging.WARNING)\n"
-        "from hta.trace_analysis import TraceAnalysis\n"
+        "import os, tempfile, logging\nlogging.disable(logging.WARNING)\n"
+        "from hta.trace_analysis import TraceAnalysis\n",
         "with tempfile.TemporaryDirectory() as d:\n"
         "    os.symlink(PATH, os.path.join(d, 'rank0.json'))\n"
-        "    TraceAnalysis(trace_dir=d)\n"
+        "    TraceAnalysis(trace_dir=d)\n",
     ),
 }
 
 
 def measure(what: str, path: Path) -> dict:
     """Run one reader in a fresh process; returns seconds and the child's peak RSS."""
-    code = (
-        "import resource, sys, time, json\n"
-        f"PATH = {str(path)!r}\n"
-        "t = time.perf_counter()\n" + _CHILD[what] + "dt = time.perf_counter() - t\n"
-        "rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024\n"
-        "print(json.dumps({'seconds': dt, 'peak_rss': rss}))\n"
-    )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    if proc.returncode != 0:
-        return {"error": (proc.stderr.strip().splitlines() or ["failed"])[-1]}
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    imports, work = _CHILD[what]
+    return run_child(imports, work, {"PATH": str(path)})
 
 
 def main() -> None:

@@ -18,14 +18,14 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy as np
+from _child import run_child  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 SOURCE = REPO.parent / "shared" / "data" / "serving" / "azure_llm_2023" / "AzureLLMInferenceTrace_conv.csv"
@@ -75,15 +75,7 @@ _CHILD = {
 
 def measure(what: str, path: Path) -> dict:
     imports, work = _CHILD[what]
-    code = (
-        "import resource, time, json\n" + imports + f"PATH = {str(path)!r}\n"
-        "t = time.perf_counter()\n" + work + "dt = time.perf_counter() - t\n"
-        "print(json.dumps({'seconds': dt, 'peak_rss': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))\n"
-    )
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    if p.returncode:
-        return {"error": (p.stderr.strip().splitlines() or ["failed"])[-1]}
-    return json.loads(p.stdout.strip().splitlines()[-1])
+    return run_child(imports, work, {"PATH": str(path)})
 
 
 def main() -> None:

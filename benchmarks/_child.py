@@ -1,0 +1,25 @@
+"""Run one measured piece of code in a fresh Python process: seconds (imports not timed) and peak RSS."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+
+def run_child(imports: str, work: str, variables: dict[str, object]) -> dict:
+    """Execute ``imports``, bind ``variables``, time ``work``; returns {seconds, peak_rss} or {error}."""
+    bindings = "".join(f"{k} = {v!r}\n" for k, v in variables.items())
+    code = (
+        "import json, resource, time\n"
+        + imports
+        + bindings
+        + "t = time.perf_counter()\n"
+        + work
+        + "dt = time.perf_counter() - t\n"
+        "print(json.dumps({'seconds': dt, 'peak_rss': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if proc.returncode != 0:
+        return {"error": (proc.stderr.strip().splitlines() or ["failed"])[-1]}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
