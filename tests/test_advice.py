@@ -71,6 +71,9 @@ def test_quantization_gain_from_the_roofline_when_model_and_gpu_are_known():
     att = dict(ATT, decode_share=0.6, decode_s=60.0)
     generic = [i for i in advise(att, "decode-dominant", None) if i["bottleneck"] == "pipe"][0]
     assert generic["expected_gain"]["to"] == pytest.approx(3.0)  # the halving bound, 6.0 -> 3.0 s
-    roof = [i for i in advise(att, "decode-dominant", None, None, None,
-                              {"ratio": 0.6, "model": "M", "gpu": "G"}) if i["bottleneck"] == "pipe"][0]
+    roof = [
+        i
+        for i in advise(att, "decode-dominant", None, None, None, {"ratio": 0.6, "model": "M", "gpu": "G"})
+        if i["bottleneck"] == "pipe"
+    ][0]
     assert roof["expected_gain"]["to"] == pytest.approx(6.0 * 0.6) and "roofline" in roof["formula"]

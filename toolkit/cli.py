@@ -149,6 +149,7 @@ def analyze_cli(
     as_json: Annotated[bool, typer.Option("--json", help="Print the analysis document as JSON.")] = False,
     keep_python: KeepPythonOpt = False,
     strict: StrictOpt = False,
+    report_file: Annotated[Path | None, typer.Option("--report", help="Also write the HTML report here.")] = None,
     quiet: QuietOpt = False,
 ) -> None:
     """Ingest the files of one run (or reuse the store) and explain where its time went."""
@@ -159,10 +160,35 @@ def analyze_cli(
         result = analyze(
             paths, store=store, run=run, gpu=gpu, model=model, keep_python=keep_python, strict=strict, progress=progress
         )
+    if report_file is not None:
+        from lltrace.report import report
+
+        with _errors(quiet):
+            report(result.run, report_file, gpu=gpu, model=model)
     if as_json:
         sys.stdout.write(json.dumps(result.to_dict(), indent=2, default=str) + "\n")
     else:
         print_summary(result.to_dict(), out)
+
+
+@app.command("report")
+def report_cli(
+    paths: Annotated[
+        list[Path], typer.Argument(help="A stored run's id, or the files of one run.", show_default=False)
+    ],
+    output: Annotated[Path, typer.Option("-o", "--output", help="The HTML file to write.")],
+    store: StoreOpt = None,
+    png: Annotated[Path | None, typer.Option("--png", help="Also write each chart as PNG into this folder.")] = None,
+    gpu: Annotated[str | None, typer.Option("--gpu", help="GPU name from the catalog (e.g. H100-SXM).")] = None,
+    model: Annotated[str | None, typer.Option("--model", help="Model name (e.g. llama-2-7b).")] = None,
+    quiet: QuietOpt = False,
+) -> None:
+    """Write the run's report: one offline HTML file (no network needed to open it)."""
+    from lltrace.report import report
+
+    with _errors(quiet):
+        _, charts = report(paths, output, store=store, png_dir=png, gpu=gpu, model=model)
+    out.print(f"{output} ({len(charts)} charts: {', '.join(charts)})", markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command("estimate")

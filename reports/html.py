@@ -1,0 +1,263 @@
+"""The run report: one self-contained HTML file (Vega bundles inlined, no network) and optional PNGs.
+
+It draws what it is given: the analysis document and the report views' rows (aggregated in SQL, so a
+million requests arrive here as a few hundred rows). It computes nothing.
+"""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import Any
+
+import altair as alt
+import pandas as pd
+
+COMPONENT_COLORS = {
+    "queue": "#d62728",
+    "prefill": "#1f77b4",
+    "decode": "#2ca02c",
+    "preempted": "#9467bd",
+    "overhead": "#7f7f7f",
+}
+WIDTH = 640
+
+
+def _frame(rows: list[dict[str, Any]] | None) -> pd.DataFrame:
+    return pd.DataFrame(rows or [])
+
+
+def request_chart(bins: list[dict[str, Any]]) -> alt.Chart | None:
+    """Per-request latency stacked by component, requests ordered by e2e (binned)."""
+    df = _frame(bins)
+    if df.empty:
+        return None
+    df = df.rename(columns={f"{c}_s": c for c in COMPONENT_COLORS})
+    long = df.melt(
+        id_vars=["bin", "requests", "e2e_s"],
+        value_vars=list(COMPONENT_COLORS),
+        var_name="component",
+        value_name="seconds",
+    )
+    return (
+        alt.Chart(long, title="Where each request's time went (requests ordered by end-to-end latency)")
+        .mark_bar()
+        .encode(
+            x=alt.X("bin:O", title="requests, fastest to slowest (bins)", axis=alt.Axis(labels=False, ticks=False)),
+            y=alt.Y("seconds:Q", stack="zero", title="mean seconds per request"),
+            color=alt.Color(
+                "component:N", scale=alt.Scale(domain=list(COMPONENT_COLORS), range=list(COMPONENT_COLORS.values()))
+            ),
+            tooltip=["bin", "requests", "component", alt.Tooltip("seconds:Q", format=".3f")],
+        )
+        .properties(width=WIDTH, height=260)
+    )
+
+
+def latency_chart(hist: list[dict[str, Any]]) -> alt.Chart | None:
+    """TTFT, TPOT and e2e distributions."""
+    df = _frame(hist)
+    if df.empty:
+        return None
+    return (
+        alt.Chart(df)
+        .mark_bar()
+        .encode(
+            x=alt.X("bin_lo:Q", title="seconds"),
+            x2="bin_hi:Q",
+            y=alt.Y("requests:Q", title="requests"),
+            tooltip=["metric", alt.Tooltip("bin_lo:Q", format=".4f"), "requests"],
+        )
+        .properties(width=200, height=160)
+        .facet(column=alt.Column("metric:N", title="latency distributions"))
+        .resolve_scale(x="independent", y="independent")
+    )
+
+
+def size_chart(mix: list[dict[str, Any]], crossover: float | None) -> alt.LayerChart | alt.Chart | None:
+    """Prompt vs output tokens (log2 cells), with the run's crossover input length."""
+    df = _frame(mix)
+    if df.empty:
+        return None
+    df = df.assign(phase=["prefill" if crossover and i > crossover else "decode" for i in df["mean_input"]])
+    points = (
+        alt.Chart(df, title="Request sizes (cells of log2 bins; colour: side of the crossover)")
+        .mark_circle(opacity=0.7)
+        .encode(
+            x=alt.X("mean_input:Q", scale=alt.Scale(type="log"), title="prompt tokens"),
+            y=alt.Y("mean_output:Q", scale=alt.Scale(type="log"), title="output tokens"),
+            size=alt.Size("requests:Q", title="requests"),
+            color=alt.Color(
+                "phase:N",
+                title="dominant phase",
+                scale=alt.Scale(domain=["prefill", "decode"], range=["#1f77b4", "#2ca02c"]),
+            ),
+            tooltip=["input_bin", "output_bin", "requests", alt.Tooltip("e2e_s:Q", format=".3f")],
+        )
+        .properties(width=WIDTH, height=260)
+    )
+    if not crossover:
+        return points
+    rule = (
+        alt.Chart(pd.DataFrame({"crossover": [crossover]}))
+        .mark_rule(strokeDash=[4, 4], color="black")
+        .encode(x="crossover:Q")
+    )
+    return points + rule
+
+
+def timeline_chart(timeline: list[dict[str, Any]]) -> alt.VConcatChart | None:
+    """Running / waiting (for KV room) requests, KV usage and preemptions over time."""
+    df = _frame(timeline)
+    if df.empty:
+        return None
+    load = df.melt(
+        id_vars=["t_s"], value_vars=["running", "waiting", "waiting_capacity"], var_name="series", value_name="requests"
+    ).dropna()
+    top = (
+        alt.Chart(load, title="Engine load over time")
+        .mark_line()
+        .encode(
+            x=alt.X("t_s:Q", title="seconds since the first sample"),
+            y="requests:Q",
+            color="series:N",
+        )
+        .properties(width=WIDTH, height=160)
+    )
+    kv = df.melt(id_vars=["t_s"], value_vars=["kv_usage"], var_name="series", value_name="value").dropna()
+    pre = df.dropna(subset=["preemptions_total"])
+    bottom = (
+        alt.Chart(kv)
+        .mark_area(opacity=0.4)
+        .encode(
+            x="t_s:Q",
+            y=alt.Y("value:Q", title="KV-cache usage", scale=alt.Scale(domain=[0, 1])),
+        )
+        .properties(width=WIDTH, height=120)
+    )
+    if not pre.empty:
+        bottom = alt.layer(
+            bottom,
+            alt.Chart(pre)
+            .mark_line(color="#9467bd")
+            .encode(x="t_s:Q", y=alt.Y("preemptions_total:Q", title="preemptions (cumulative)")),
+        ).resolve_scale(y="independent")
+    return alt.vconcat(top, bottom)
+
+
+def steps_chart(steps: dict[str, Any] | None) -> alt.Chart | None:
+    """Engine steps over time by kind (and GPU time by kernel class per step when a profiler gave it)."""
+    if not steps or not steps.get("items"):
+        return None
+    df = _frame(steps["items"])
+    df = df.dropna(subset=["start_s"])
+    if df.empty:
+        return None
+    if len(df) > 2000:
+        df = df.iloc[:: max(1, len(df) // 2000)]
+    df = df.assign(t_s=df["start_s"] - df["start_s"].min(), ms=df["dur_s"] * 1e3)
+    return (
+        alt.Chart(df, title=f"Engine steps ({steps.get('source')}): duration by kind")
+        .mark_circle(size=18)
+        .encode(
+            x=alt.X("t_s:Q", title="seconds since the first step"),
+            y=alt.Y("ms:Q", title="step time, ms"),
+            color=alt.Color("kind:N"),
+            tooltip=["kind", "prefill_tokens", "decode_tokens", alt.Tooltip("ms:Q", format=".2f")],
+        )
+        .properties(width=WIDTH, height=200)
+    )
+
+
+def interference_chart(rows: list[dict[str, Any]]) -> alt.Chart | None:
+    """Mixed steps: their time against the decode-only fit."""
+    df = _frame(rows)
+    if df.empty:
+        return None
+    df = df.assign(wall_ms=df["wall_s"] * 1e3, predicted_ms=df["predicted_decode_s"] * 1e3)
+    return (
+        alt.Chart(df, title="Interference: mixed steps vs the decode-only fit")
+        .mark_circle()
+        .encode(
+            x=alt.X("predicted_ms:Q", title="decode-only step time for the same decode tokens, ms (fit)"),
+            y=alt.Y("wall_ms:Q", title="mixed step time, ms"),
+            size="prefill_tokens:Q",
+            tooltip=["step_id", "prefill_tokens", "decode_reqs", alt.Tooltip("extra_s:Q", format=".4f")],
+        )
+        .properties(width=WIDTH, height=220)
+    )
+
+
+def _headline(doc: dict[str, Any]) -> str:
+    cls = doc.get("classification") or {}
+    parts = [f"<h1>lltrace report: {html.escape(doc['run']['id'])}</h1>"]
+    if cls:
+        parts.append(f"<p class='verdict'><b>{html.escape(cls['label'])}</b>: {html.escape(cls['why'])}</p>")
+        if cls.get("crossover_input_tokens"):
+            parts.append(
+                f"<p>Crossover input length L* = <span data-key='crossover_input_tokens'>"
+                f"{cls['crossover_input_tokens']:,.0f}</span> tokens.</p>"
+            )
+    att = doc.get("attribution")
+    if att:
+        rows = "".join(
+            f"<tr><td>{c}</td><td data-key='attribution.{c}.total_s'>{att[c]['total_s']:,.3f}</td>"
+            f"<td data-key='attribution.{c}.share'>{att[c]['share']:.1%}</td><td>{att[c]['basis']}</td></tr>"
+            for c in ("queue", "prefill", "decode", "preempted", "overhead")
+        )
+        parts.append(f"<table><tr><th>component</th><th>total s</th><th>share</th><th>basis</th></tr>{rows}</table>")
+    kv = doc.get("kv")
+    if kv and kv.get("preemptions") is not None:
+        parts.append(
+            f"<p>KV cache: peak usage <span data-key='kv.peak_usage'>{kv['peak_usage']:.1%}</span>, "
+            f"<span data-key='kv.preemptions'>{kv['preemptions']:,.0f}</span> preemptions.</p>"
+        )
+    advice = doc.get("advice") or []
+    if advice:
+        items = "".join(
+            f"<li><b>{html.escape(a['bottleneck'])}</b>: {html.escape(a['action'])} — "
+            f"{html.escape(a['expected_gain']['metric'])} {a['expected_gain']['from']:,.3f} → "
+            f"{a['expected_gain']['to']:,.3f} {a['expected_gain']['unit']} <i>({html.escape(a['formula'])})</i></li>"
+            for a in advice
+        )
+        parts.append(f"<h2>Advice</h2><ol>{items}</ol>")
+    return "\n".join(parts)
+
+
+def build_charts(doc: dict[str, Any], tables: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """The report's charts by name (None where the run has no data for one)."""
+    crossover = (doc.get("classification") or {}).get("crossover_input_tokens")
+    charts = {
+        "requests": request_chart(tables.get("report_request_bins")),
+        "latency": latency_chart(tables.get("report_latency_hist")),
+        "sizes": size_chart(tables.get("report_size_mix"), crossover),
+        "timeline": timeline_chart(tables.get("report_timeline")),
+        "steps": steps_chart(doc.get("steps")),
+        "interference": interference_chart(tables.get("interference_steps")),
+    }
+    return {k: v for k, v in charts.items() if v is not None}
+
+
+def write_report(
+    doc: dict[str, Any], tables: dict[str, list[dict[str, Any]]], output: Path, png_dir: Path | None = None
+) -> list[str]:
+    """Write the offline HTML report (and one PNG per chart into ``png_dir``); returns the chart names."""
+    charts = build_charts(doc, tables)
+    page = (
+        alt.vconcat(*charts.values()).configure_view(stroke=None) if charts else alt.Chart(pd.DataFrame()).mark_point()
+    )
+    body = page.to_html(inline=True)  # Vega, Vega-Lite and vega-embed inlined by vl-convert: no network
+    style = (
+        "<style>body{font-family:system-ui,sans-serif;max-width:1100px;margin:1em auto}"
+        "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}"
+        ".verdict{font-size:1.2em}</style>"
+    )
+    body = body.replace("<body>", f"<body>{style}\n<div id='lltrace-summary'>{_headline(doc)}</div>", 1)
+    output.write_text(body, encoding="utf-8")
+    if png_dir is not None:
+        import vl_convert as vlc
+
+        png_dir.mkdir(parents=True, exist_ok=True)
+        for name, chart in charts.items():
+            (png_dir / f"{name}.png").write_bytes(vlc.vegalite_to_png(chart.to_json(), scale=2))
+    return list(charts)

@@ -1,0 +1,38 @@
+"""The offline HTML report: every chart present, no network, and the analysis document's numbers."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from conftest import DATA
+from typer.testing import CliRunner
+
+from lltrace.cli import app
+
+
+def test_run_b_report_offline_with_the_documents_numbers(tmp_path):
+    store, out, png = tmp_path / "store", tmp_path / "b.html", tmp_path / "png"
+    runner = CliRunner()
+    r = runner.invoke(
+        app,
+        ["report", "--store", str(store), str(DATA / "vllm_cpu" / "B_kvpressure"), "-o", str(out), "--png", str(png)],
+    )
+    assert r.exit_code == 0, r.output
+    page = out.read_text()
+    assert not re.search(r"<script[^>]+src=", page)  # everything inlined: nothing to fetch
+    assert "vegaEmbed" in page
+    charts = r.stdout.split("charts: ")[1].strip().rstrip(")").split(", ")
+    assert {"requests", "latency", "sizes", "timeline", "steps", "interference"} <= set(charts)
+    assert sorted(p.stem for p in png.glob("*.png")) == sorted(charts)
+    doc = json.loads(
+        runner.invoke(app, ["analyze", "--store", str(store), "--json", str(DATA / "vllm_cpu" / "B_kvpressure")]).stdout
+    )
+    shown = dict(re.findall(r"data-key='([\w.]+)'>([^<]+)<", page))
+    assert shown["kv.preemptions"] == f"{doc['kv']['preemptions']:,.0f}" == "55"
+    assert shown["attribution.queue.total_s"] == f"{doc['attribution']['queue']['total_s']:,.3f}"
+    assert shown["attribution.decode.share"] == f"{doc['attribution']['decode']['share']:.1%}"
+    assert doc["classification"]["label"] in page
+    # the stored run can be named instead of its files
+    r = runner.invoke(app, ["report", "--store", str(store), doc["run"]["id"], "-o", str(tmp_path / "again.html")])
+    assert r.exit_code == 0 and (tmp_path / "again.html").stat().st_size > 100_000
