@@ -144,7 +144,7 @@ ATTRIB = """
 CREATE TABLE requests (run_id VARCHAR, request_id VARCHAR, client_id VARCHAR, arrival_s DOUBLE, status VARCHAR,
     input_tokens BIGINT, output_tokens BIGINT, num_preemptions BIGINT, e2e_s DOUBLE, server_e2e_s DOUBLE,
     ttft_s DOUBLE, queue_s DOUBLE, queue_s_est DOUBLE, prefill_s DOUBLE, prefill_s_est DOUBLE, decode_s DOUBLE,
-    queued_s DOUBLE, scheduled_s DOUBLE, preempted_s DOUBLE, preempted_in_prefill_s DOUBLE);
+    queued_s DOUBLE, scheduled_s DOUBLE, preempted_s DOUBLE, preempted_in_prefill_s DOUBLE, server_ttft_s DOUBLE);
 INSERT INTO requests (run_id, request_id, client_id, arrival_s, status, input_tokens, output_tokens, num_preemptions,
     e2e_s, server_e2e_s, ttft_s, queue_s, queue_s_est, prefill_s, prefill_s_est, decode_s, queued_s, scheduled_s)
 VALUES
@@ -260,3 +260,25 @@ def test_interference_fit_and_charges():
     assert rows["dec"] == (pytest.approx(0.004), 0.0, 1)
     assert rows["pre"] == (0.0, pytest.approx(0.004 * 4 / 2), 0)  # charged its share of the inflation
     assert rows["late"] == (0.0, 0.0, 0)
+
+
+def test_report_views_on_tiny_inputs():
+    c = duckdb.connect()
+    c.execute(ATTRIB)
+    c.execute(
+        "ALTER TABLE engine_stats ADD COLUMN running DOUBLE; ALTER TABLE engine_stats ADD COLUMN waiting DOUBLE;"
+        "ALTER TABLE engine_stats ADD COLUMN kv_usage DOUBLE; "
+        "ALTER TABLE engine_stats ADD COLUMN preemptions_total DOUBLE"
+    )
+    c.execute("UPDATE engine_stats SET running = 1, waiting = waiting_capacity, kv_usage = 0.5, preemptions_total = 2")
+    install_views(c, ["requests", "engine_stats"])
+    # five attributable requests -> five bins of one request each, fastest first
+    bins = c.execute("SELECT bin, requests, e2e_s FROM report_request_bins ORDER BY bin").fetchall()
+    assert [(b, n) for b, n, _ in bins] == [(1, 1), (2, 1), (3, 1), (4, 1), (5, 1)]
+    assert [e for _, _, e in bins] == sorted(e for _, _, e in bins)
+    hist = c.execute("SELECT metric, sum(requests) FROM report_latency_hist GROUP BY 1 ORDER BY 1").fetchall()
+    assert hist == [("e2e", 5), ("tpot", 1), ("ttft", 2)]  # a, b, c, d, e have e2e; only a has a TPOT
+    tl = c.execute("SELECT count(*), min(t_s), max(kv_usage), max(preemptions_total) FROM report_timeline").fetchone()
+    assert tl == (5, 0.0, 0.5, 2.0)  # five timed samples (the untimed one is left out), from t = 0
+    mix = c.execute("SELECT input_bin, output_bin, requests FROM report_size_mix ORDER BY 1, 2").fetchall()
+    assert mix == [(8, 2, 1), (32, 1, 1), (64, 8, 1), (128, 16, 1), (256, 1, 1)]  # zero output -> the 1 bin
