@@ -191,6 +191,41 @@ def report_cli(
     out.print(f"{output} ({len(charts)} charts: {', '.join(charts)})", markup=False, highlight=False, soft_wrap=True)
 
 
+@app.command("diff")
+def diff_cli(
+    baseline: Annotated[str, typer.Argument(help="Baseline: a stored run's id or a run's file/folder.")],
+    incident: Annotated[str, typer.Argument(help="Incident: a stored run's id or a run's file/folder.")],
+    store: StoreOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the diff document as JSON.")] = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """What changed between two runs, with the request mix normalised."""
+    from lltrace.diff import diff
+
+    with _errors(quiet):
+        doc = diff(baseline, incident, store=store)
+    if as_json:
+        sys.stdout.write(json.dumps(doc, indent=2, default=str) + "\n")
+        return
+    t = Table(
+        title=f"{doc['baseline']['run']} → {doc['incident']['run']} (mean per request"
+        f"{', on the baseline mix' if doc['mix']['normalised'] else ''})"
+    )
+    for col in ("component", "baseline s", "incident s", "delta s", "share of change"):
+        t.add_column(col, justify="left" if col == "component" else "right")
+    for c, v in doc["components"].items():
+        share = "-" if v["share_of_change"] is None else f"{v['share_of_change']:.0%}"
+        t.add_row(
+            c if c != "kv_wait" else "  of queue: kv_wait",
+            f"{v['baseline_s']:.3f}",
+            f"{v['incident_s']:.3f}",
+            f"{v['delta_s']:+.3f}",
+            share,
+        )
+    out.print(t)
+    out.print(doc["verdict"], markup=False, highlight=False, soft_wrap=True)
+
+
 @app.command("estimate")
 def estimate_cli(
     input_tokens: Annotated[int, typer.Option("--input-tokens", help="Prompt length, tokens.")],
