@@ -226,6 +226,32 @@ def diff_cli(
     out.print(doc["verdict"], markup=False, highlight=False, soft_wrap=True)
 
 
+export_app = typer.Typer(
+    help="Export a run to other tools.", context_settings={"help_option_names": ["-h", "--help"]}, no_args_is_help=True
+)
+app.add_typer(export_app, name="export")
+
+
+@export_app.command("perfetto")
+def export_perfetto_cli(
+    run: Annotated[str, typer.Argument(help="A stored run's id.")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="The Chrome/Perfetto trace JSON to write.")],
+    store: StoreOpt = None,
+) -> None:
+    """Write the run as a Chrome/Perfetto trace: request lanes, engine steps, KV usage counters."""
+    from lltrace.export import export_perfetto
+
+    with _errors(False):
+        counts = export_perfetto(run, output, store=store)
+    out.print(
+        f"{output}: {counts['requests']:,} request lanes, {counts['steps']:,} steps, "
+        f"{counts['counters']:,} counter samples",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
 @app.command("estimate")
 def estimate_cli(
     input_tokens: Annotated[int, typer.Option("--input-tokens", help="Prompt length, tokens.")],
