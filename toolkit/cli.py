@@ -226,6 +226,31 @@ def diff_cli(
     out.print(doc["verdict"], markup=False, highlight=False, soft_wrap=True)
 
 
+@app.command("weekly")
+def weekly_cli(
+    output: Annotated[Path, typer.Option("-o", "--output", help="The HTML file to write.")],
+    store: StoreOpt = None,
+    since: Annotated[str | None, typer.Option("--since", help="Start date (ISO-8601).")] = None,
+    until: Annotated[str | None, typer.Option("--until", help="End date (ISO-8601), exclusive.")] = None,
+    window: Annotated[str, typer.Option("--window", help="hour, day, week or auto.")] = "auto",
+    model: Annotated[str | None, typer.Option("--model", help="Model for arrival-only traffic (estimates).")] = None,
+    gpu: Annotated[str | None, typer.Option("--gpu", help="GPU for arrival-only traffic (estimates).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Also print the per-window figures as JSON.")] = False,
+) -> None:
+    """Workload mix, latency and KV pressure across the store's runs, window by window."""
+    from lltrace.weekly import weekly, write_weekly
+
+    with _errors(False):
+        if window not in ("auto", "hour", "day", "week"):
+            raise LltraceError(f"--window must be hour, day, week or auto, not {window!r}")
+        doc = weekly(store=store, since=since, until=until, window=window, model=model, gpu=gpu)
+        write_weekly(doc, output)
+    if as_json:
+        sys.stdout.write(json.dumps(doc, indent=2, default=str) + "\n")
+    else:
+        out.print(f"{output}: {len(doc['windows'])} windows of one {doc['window']}", markup=False, highlight=False)
+
+
 export_app = typer.Typer(
     help="Export a run to other tools.", context_settings={"help_option_names": ["-h", "--help"]}, no_args_is_help=True
 )

@@ -1,0 +1,55 @@
+"""`lltrace weekly` over the shared arrival traces and a vLLM run: windows, mix, latency, KV, offline HTML."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from conftest import DATA
+from typer.testing import CliRunner
+
+import lltrace
+from lltrace.cli import app
+
+
+def test_weekly_over_azure_traces_and_a_vllm_run(tmp_path):
+    store = tmp_path / "s"
+    for p in (
+        DATA / "serving" / "azure_llm_2023" / "AzureLLMInferenceTrace_code.csv",
+        DATA / "serving" / "azure_llm_2023" / "AzureLLMInferenceTrace_conv.csv",
+        DATA / "vllm_cpu" / "B_kvpressure",
+    ):
+        lltrace.ingest([p], store=store)
+    out = tmp_path / "weekly.html"
+    r = CliRunner().invoke(
+        app,
+        [
+            "weekly",
+            "--store",
+            str(store),
+            "-o",
+            str(out),
+            "--window",
+            "hour",
+            "--json",
+            "--model",
+            "llama-2-70b",
+            "--gpu",
+            "H100-SXM",
+        ],
+    )
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    windows = doc["windows"]
+    assert sum(w["requests"] for w in windows) == 8819 + 19366 + 96
+    azure = [w for w in windows if w["window_start_s"] < 1.8e9 - 1e8]
+    assert all(w["classified"] == w["requests"] for w in azure)  # the model's crossover classifies every request
+    vllm = [w for w in windows if w["window_start_s"] > 1.79e9][0]
+    assert vllm["ttft_p50"] is not None and vllm["peak_kv_usage"] == 1.0 and vllm["preemptions"] >= 1
+    page = out.read_text()
+    assert not re.search(r"<script[^>]+src=", page) and "lltrace weekly" in page
+
+
+def test_weekly_needs_runs(tmp_path):
+    r = CliRunner().invoke(app, ["weekly", "--store", str(tmp_path / "empty"), "-o", str(tmp_path / "w.html")])
+    assert r.exit_code == 1 and "holds no runs" in r.stderr
