@@ -174,6 +174,8 @@ def interference_chart(rows: list[dict[str, Any]]) -> alt.Chart | None:
     df = _frame(rows)
     if df.empty:
         return None
+    if len(df) > 2000:  # every step would not be read anyway; keep the page small
+        df = df.iloc[:: max(1, len(df) // 2000)]
     df = df.assign(wall_ms=df["wall_s"] * 1e3, predicted_ms=df["predicted_decode_s"] * 1e3)
     return (
         alt.Chart(df, title="Interference: mixed steps vs the decode-only fit")
@@ -224,6 +226,34 @@ def _headline(doc: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
+def offline_page(charts: dict[str, Any], header_html: str, title: str) -> str:
+    """One HTML page with each chart in its own view (no scale shared across charts), the Vega, Vega-Lite
+    and vega-embed bundle inlined once (vl-convert), so the page needs no network."""
+    import json
+
+    shell = alt.Chart(pd.DataFrame({"x": [0]})).mark_point().encode(x="x:Q").to_html(inline=True)
+    # the last </head>: the inlined bundle itself contains "<head>"/"<body>" strings
+    head = shell[: shell.rindex("</head>") + len("</head>")]
+    divs = "\n".join(f"<div class='chart' id='chart-{name}'></div>" for name in charts)
+    specs = json.dumps({f"chart-{name}": chart.to_dict() for name, chart in charts.items()})
+    style = (
+        "<style>body{font-family:system-ui,sans-serif;max-width:1100px;margin:1em auto}"
+        "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}"
+        ".verdict{font-size:1.2em}.chart{margin:1.5em 0}</style>"
+    )
+    script = (
+        "<script type='text/javascript'>\n"
+        f"const specs = {specs};\n"
+        "for (const [id, spec] of Object.entries(specs)) {\n"
+        "  vegaEmbed('#' + id, spec, {mode: 'vega-lite', renderer: 'svg'}).catch(console.error);\n"
+        "}\n</script>"
+    )
+    return (
+        f"{head.replace('<head>', '<head><title>' + html.escape(title) + '</title>', 1)}<body>{style}\n"
+        f"{header_html}\n{divs}\n{script}\n</body>\n</html>\n"
+    )
+
+
 def build_charts(doc: dict[str, Any], tables: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     """The report's charts by name (None where the run has no data for one)."""
     crossover = (doc.get("classification") or {}).get("crossover_input_tokens")
@@ -243,16 +273,7 @@ def write_report(
 ) -> list[str]:
     """Write the offline HTML report (and one PNG per chart into ``png_dir``); returns the chart names."""
     charts = build_charts(doc, tables)
-    page = (
-        alt.vconcat(*charts.values()).configure_view(stroke=None) if charts else alt.Chart(pd.DataFrame()).mark_point()
-    )
-    body = page.to_html(inline=True)  # Vega, Vega-Lite and vega-embed inlined by vl-convert: no network
-    style = (
-        "<style>body{font-family:system-ui,sans-serif;max-width:1100px;margin:1em auto}"
-        "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}"
-        ".verdict{font-size:1.2em}</style>"
-    )
-    body = body.replace("<body>", f"<body>{style}\n<div id='lltrace-summary'>{_headline(doc)}</div>", 1)
+    body = offline_page(charts, f"<div id='lltrace-summary'>{_headline(doc)}</div>", f"lltrace {doc['run']['id']}")
     output.write_text(body, encoding="utf-8")
     if png_dir is not None:
         import vl_convert as vlc

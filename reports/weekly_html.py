@@ -69,7 +69,8 @@ def write_weekly_html(doc: dict[str, Any], output: Path) -> None:
             .encode(x=x, y=alt.Y("peak_kv_usage:Q", scale=alt.Scale(domain=[0, 1])))
             .properties(width=640, height=120)
         )
-    page = alt.vconcat(*charts).to_html(inline=True)
+    from lltrace.reports.html import offline_page
+
     changes = "".join(
         f"<li><b>{html.escape(w['window'])}</b>: {html.escape('; '.join(w['changes']))}</li>"
         for _, w in df.iterrows()
@@ -79,4 +80,7 @@ def write_weekly_html(doc: dict[str, Any], output: Path) -> None:
         f"<h1>lltrace weekly: {len(df)} windows of one {doc['window']}</h1>"
         f"<h2>What changed</h2><ul>{changes or '<li>nothing beyond the thresholds</li>'}</ul>"
     )
-    output.write_text(page.replace("<body>", f"<body><div id='lltrace-weekly'>{head}</div>", 1), encoding="utf-8")
+    page = offline_page(
+        {str(i): c for i, c in enumerate(charts)}, f"<div id='lltrace-weekly'>{head}</div>", "lltrace weekly"
+    )
+    output.write_text(page, encoding="utf-8")

@@ -198,11 +198,15 @@ def test_attribution_request_edge_rows():
 def test_kv_wait_overlaps_queue_with_capacity_samples():
     c = duckdb.connect()
     c.execute(ATTRIB)
+    # h: queued 9.1-9.9, entirely in a sample with nobody waiting for capacity -> 0 (not its whole queue)
+    c.execute(
+        "INSERT INTO requests (run_id, request_id, status, queued_s, scheduled_s) VALUES ('r', 'h', 'ok', 9.1, 9.9)"
+    )
     install_views(c, ["requests", "engine_stats"])
     kv = dict(c.execute("SELECT request_id, kv_wait_s FROM attribution_kv_wait").fetchall())
     # a: queued 10.0-10.5; capacity waiting during [10.2, 10.4) -> 0.2 s
     # b: queued 11.0-12.0; capacity waiting during [11.5, 20.0) -> 0.5 s
-    assert kv == {"a": pytest.approx(0.2), "b": pytest.approx(0.5)}
+    assert kv == {"a": pytest.approx(0.2), "b": pytest.approx(0.5), "h": 0.0}
 
 
 def test_attribution_on_an_empty_run():

@@ -1,0 +1,95 @@
+"""The reports open in headless Chromium (Debian's package, installed by .ci/run) with no network at all:
+every chart draws (its title is in the rendered SVG), no console error; a screenshot of each is kept in
+test-artifacts/."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import DATA, REPO
+
+import lltrace
+from lltrace.report import report
+from lltrace.weekly import weekly, write_weekly
+
+ARTIFACTS = REPO / "test-artifacts"
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--host-resolver-rules=MAP * ~NOTFOUND",
+    "--enable-logging=stderr",
+    "--v=0",
+    "--virtual-time-budget=15000",
+]
+
+
+def _chromium() -> str:
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe is None:
+        pytest.fail("chromium is not installed (.ci/run installs Debian's chromium package)")
+    return exe
+
+
+def _render(page: Path, profile: Path, shot: Path) -> tuple[str, str]:
+    exe = _chromium()
+    dom = subprocess.run(
+        [exe, *FLAGS, f"--user-data-dir={profile}", "--dump-dom", page.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    subprocess.run(
+        [exe, *FLAGS, f"--user-data-dir={profile}", "--window-size=1000,2600", f"--screenshot={shot}", page.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return dom.stdout, dom.stderr
+
+
+@pytest.mark.parametrize("run_dir", ["A_baseline", "B_kvpressure"])
+def test_run_report_draws_in_chromium(run_dir, tmp_path):
+    ARTIFACTS.mkdir(exist_ok=True)
+    page = tmp_path / f"{run_dir}.html"
+    _, charts = report([DATA / "vllm_cpu" / run_dir], page, store=tmp_path / "s")
+    shot = ARTIFACTS / f"report_{run_dir}.png"
+    dom, log = _render(page, tmp_path / "profile", shot)
+    assert 'class="marks"' in dom, "vega drew nothing"
+    titles = {
+        "requests": "Where each request",
+        "latency": "latency distributions",
+        "sizes": "Request sizes",
+        "timeline": "Engine load over time",
+        "steps": "Engine steps",
+        "interference": "Interference",
+    }
+    for name in charts:
+        assert titles[name] in dom, f"chart {name} did not draw"
+    errors = [ln for ln in log.splitlines() if "CONSOLE" in ln and ("ERROR" in ln or '"error' in ln.lower())]
+    assert errors == []
+    assert shot.stat().st_size > 20_000
+
+
+def test_weekly_report_draws_in_chromium(tmp_path):
+    ARTIFACTS.mkdir(exist_ok=True)
+    store = tmp_path / "s"
+    for p in (
+        DATA / "serving" / "azure_llm_2023" / "AzureLLMInferenceTrace_code.csv",
+        DATA / "serving" / "azure_llm_2023" / "AzureLLMInferenceTrace_conv.csv",
+        DATA / "serving" / "mooncake" / "conversation_trace.jsonl",
+    ):
+        lltrace.ingest([p], store=store)
+    page = tmp_path / "weekly.html"
+    write_weekly(weekly(store=store, window="hour", model="llama-2-70b", gpu="H100-SXM"), page)
+    dom, log = _render(page, tmp_path / "profile", ARTIFACTS / "weekly.png")
+    assert 'class="marks"' in dom and "Requests per window" in dom and "Prompt and output lengths" in dom
+    assert not [ln for ln in log.splitlines() if "CONSOLE" in ln and "ERROR" in ln]
