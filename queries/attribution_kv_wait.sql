@@ -1,5 +1,8 @@
--- attribution_kv_wait: the part of each request's queue time spent while the engine reported requests
--- waiting for KV-cache capacity (vLLM num_requests_waiting_by_reason{reason="capacity"} > 0).
+-- attribution_kv_wait: the part of each request's queue time spent while the engine was out of KV-cache room:
+-- requests waiting for capacity where the engine says so (vLLM num_requests_waiting_by_reason{reason=
+-- "capacity"} > 0); where it does not, requests waiting while KV usage is at least 0.95 (vLLM V0 Pending,
+-- SGLang #queue-req with token usage near 1), or requests paused / swapped out for room (TensorRT-LLM
+-- numPausedRequests, vLLM V0 Swapped). The KV-usage threshold, 0.95, is written here once.
 -- requires: requests, engine_stats
 -- Samples are a step function: each holds until the next one of the run (scrapes every few seconds, so
 -- this is derived at that resolution). A request's queue interval is [queued_s, scheduled_s]; its KV wait
@@ -11,11 +14,17 @@
 --   queue_s      the request's queue time, seconds
 --   kv_wait_s    queue time overlapping samples with requests waiting for capacity, seconds (<= queue_s)
 CREATE OR REPLACE VIEW attribution_kv_wait AS
-WITH samples AS (
-    SELECT run_id, ts_s AS s, lead(ts_s) OVER (PARTITION BY run_id ORDER BY ts_s) AS e,
-           waiting_capacity > 0 AS cap
-    FROM engine_stats
-    WHERE ts_s IS NOT NULL AND waiting_capacity IS NOT NULL
+WITH _reason AS (
+    -- a run whose engine states the capacity reason is read from those samples only: another source's
+    -- usage-based guess between them would contradict the engine's own count
+    SELECT run_id, bool_or(waiting_capacity IS NOT NULL) AS stated FROM engine_stats GROUP BY run_id
+), samples AS (
+    SELECT e.run_id, e.ts_s AS s, lead(e.ts_s) OVER (PARTITION BY e.run_id ORDER BY e.ts_s) AS e,
+           CASE WHEN r.stated THEN e.waiting_capacity > 0
+                ELSE coalesce(e.kv_usage >= 0.95 AND e.waiting > 0, false) OR coalesce(e.swapped > 0, false) END AS cap
+    FROM engine_stats e JOIN _reason r USING (run_id)
+    WHERE e.ts_s IS NOT NULL
+      AND CASE WHEN r.stated THEN e.waiting_capacity IS NOT NULL ELSE e.kv_usage IS NOT NULL OR e.swapped IS NOT NULL END
 ), _capacity_clock AS (
     -- c0: capacity-waiting time accumulated before sample s, so that C(t) = c0 + (t - s) inside a waiting span
     SELECT run_id, s, e, cap,

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import altair as alt
-import pandas as pd
 
 COMPONENT_COLORS = {
     "queue": "#d62728",
@@ -23,22 +22,31 @@ COMPONENT_COLORS = {
 WIDTH = 640
 
 
-def _frame(rows: list[dict[str, Any]] | None) -> pd.DataFrame:
-    return pd.DataFrame(rows or [])
+Rows = list[dict[str, Any]]
+
+
+def _data(rows: Rows) -> alt.Data:
+    return alt.Data(values=rows)
+
+
+def _melt(rows: Rows, ids: list[str], values: list[str], var: str, value: str) -> Rows:
+    """Long form of ``rows`` (one row per id and value column), leaving out missing values."""
+    return [
+        {**{k: r.get(k) for k in ids}, var: v, value: r.get(v)} for r in rows for v in values if r.get(v) is not None
+    ]
+
+
+def _thin(rows: Rows, limit: int = 2000) -> Rows:
+    """Every k-th row so that at most about ``limit`` reach the page."""
+    return rows[:: max(1, len(rows) // limit)] if len(rows) > limit else rows
 
 
 def request_chart(bins: list[dict[str, Any]]) -> alt.Chart | None:
     """Per-request latency stacked by component, requests ordered by e2e (binned)."""
-    df = _frame(bins)
-    if df.empty:
+    if not bins:
         return None
-    df = df.rename(columns={f"{c}_s": c for c in COMPONENT_COLORS})
-    long = df.melt(
-        id_vars=["bin", "requests", "e2e_s"],
-        value_vars=list(COMPONENT_COLORS),
-        var_name="component",
-        value_name="seconds",
-    )
+    renamed = [{**r, **{c: r.get(f"{c}_s") for c in COMPONENT_COLORS}} for r in bins]
+    long = _data(_melt(renamed, ["bin", "requests", "e2e_s"], list(COMPONENT_COLORS), "component", "seconds"))
     return (
         alt.Chart(long, title="Where each request's time went (requests ordered by end-to-end latency)")
         .mark_bar()
@@ -48,25 +56,24 @@ def request_chart(bins: list[dict[str, Any]]) -> alt.Chart | None:
             color=alt.Color(
                 "component:N", scale=alt.Scale(domain=list(COMPONENT_COLORS), range=list(COMPONENT_COLORS.values()))
             ),
-            tooltip=["bin", "requests", "component", alt.Tooltip("seconds:Q", format=".3f")],
+            tooltip=["bin:O", "requests:Q", "component:N", alt.Tooltip("seconds:Q", format=".3f")],
         )
         .properties(width=WIDTH, height=260)
     )
 
 
-def latency_chart(hist: list[dict[str, Any]]) -> alt.Chart | None:
+def latency_chart(hist: Rows) -> alt.FacetChart | None:
     """TTFT, TPOT and e2e distributions."""
-    df = _frame(hist)
-    if df.empty:
+    if not hist:
         return None
     return (
-        alt.Chart(df)
+        alt.Chart(_data(hist))
         .mark_bar()
         .encode(
             x=alt.X("bin_lo:Q", title="seconds"),
             x2="bin_hi:Q",
             y=alt.Y("requests:Q", title="requests"),
-            tooltip=["metric", alt.Tooltip("bin_lo:Q", format=".4f"), "requests"],
+            tooltip=["metric:N", alt.Tooltip("bin_lo:Q", format=".4f"), "requests:Q"],
         )
         .properties(width=200, height=160)
         .facet(column=alt.Column("metric:N", title="latency distributions"))
@@ -74,14 +81,13 @@ def latency_chart(hist: list[dict[str, Any]]) -> alt.Chart | None:
     )
 
 
-def size_chart(mix: list[dict[str, Any]], crossover: float | None) -> alt.LayerChart | alt.Chart | None:
+def size_chart(mix: Rows, crossover: float | None) -> alt.LayerChart | alt.Chart | None:
     """Prompt vs output tokens (log2 cells), with the run's crossover input length."""
-    df = _frame(mix)
-    if df.empty:
+    if not mix:
         return None
-    df = df.assign(phase=["prefill" if crossover and i > crossover else "decode" for i in df["mean_input"]])
+    rows = [{**r, "phase": "prefill" if crossover and r["mean_input"] > crossover else "decode"} for r in mix]
     points = (
-        alt.Chart(df, title="Request sizes (cells of log2 bins; colour: side of the crossover)")
+        alt.Chart(_data(rows), title="Request sizes (cells of log2 bins; colour: side of the crossover)")
         .mark_circle(opacity=0.7)
         .encode(
             x=alt.X("mean_input:Q", scale=alt.Scale(type="log"), title="prompt tokens"),
@@ -92,53 +98,44 @@ def size_chart(mix: list[dict[str, Any]], crossover: float | None) -> alt.LayerC
                 title="dominant phase",
                 scale=alt.Scale(domain=["prefill", "decode"], range=["#1f77b4", "#2ca02c"]),
             ),
-            tooltip=["input_bin", "output_bin", "requests", alt.Tooltip("e2e_s:Q", format=".3f")],
+            tooltip=["input_bin:Q", "output_bin:Q", "requests:Q", alt.Tooltip("e2e_s:Q", format=".3f")],
         )
         .properties(width=WIDTH, height=260)
     )
     if not crossover:
         return points
     rule = (
-        alt.Chart(pd.DataFrame({"crossover": [crossover]}))
-        .mark_rule(strokeDash=[4, 4], color="black")
-        .encode(x="crossover:Q")
+        alt.Chart(_data([{"crossover": crossover}])).mark_rule(strokeDash=[4, 4], color="black").encode(x="crossover:Q")
     )
     return points + rule
 
 
-def timeline_chart(timeline: list[dict[str, Any]]) -> alt.VConcatChart | None:
+def timeline_chart(timeline: Rows) -> alt.VConcatChart | None:
     """Running / waiting (for KV room) requests, KV usage and preemptions over time."""
-    df = _frame(timeline)
-    if df.empty:
+    if not timeline:
         return None
-    load = df.melt(
-        id_vars=["t_s"], value_vars=["running", "waiting", "waiting_capacity"], var_name="series", value_name="requests"
-    ).dropna()
+    load = _melt(timeline, ["t_s"], ["running", "waiting", "waiting_capacity"], "series", "requests")
     top = (
-        alt.Chart(load, title="Engine load over time")
+        alt.Chart(_data(load), title="Engine load over time")
         .mark_line()
-        .encode(
-            x=alt.X("t_s:Q", title="seconds since the first sample"),
-            y="requests:Q",
-            color="series:N",
-        )
+        .encode(x=alt.X("t_s:Q", title="seconds since the first sample"), y="requests:Q", color="series:N")
         .properties(width=WIDTH, height=160)
     )
-    kv = df.melt(id_vars=["t_s"], value_vars=["kv_usage"], var_name="series", value_name="value").dropna()
-    pre = df.dropna(subset=["preemptions_total"])
+    kv = _melt(timeline, ["t_s"], ["kv_usage"], "series", "value")
+    pre = [r for r in timeline if r.get("preemptions_total") is not None]
     bottom = (
-        alt.Chart(kv)
+        alt.Chart(_data(kv))
         .mark_area(opacity=0.4)
         .encode(
-            x="t_s:Q",
+            x=alt.X("t_s:Q", title="seconds since the first sample"),
             y=alt.Y("value:Q", title="KV-cache usage", scale=alt.Scale(domain=[0, 1])),
         )
         .properties(width=WIDTH, height=120)
     )
-    if not pre.empty:
+    if pre:
         bottom = alt.layer(
             bottom,
-            alt.Chart(pre)
+            alt.Chart(_data(pre))
             .mark_line(color="#9467bd")
             .encode(x="t_s:Q", y=alt.Y("preemptions_total:Q", title="preemptions (cumulative)")),
         ).resolve_scale(y="independent")
@@ -146,45 +143,49 @@ def timeline_chart(timeline: list[dict[str, Any]]) -> alt.VConcatChart | None:
 
 
 def steps_chart(steps: dict[str, Any] | None) -> alt.Chart | None:
-    """Engine steps over time by kind (and GPU time by kernel class per step when a profiler gave it)."""
+    """Engine steps over time by kind."""
     if not steps or not steps.get("items"):
         return None
-    df = _frame(steps["items"])
-    df = df.dropna(subset=["start_s"])
-    if df.empty:
+    items = _thin([it for it in steps["items"] if it.get("start_s") is not None])
+    if not items:
         return None
-    if len(df) > 2000:
-        df = df.iloc[:: max(1, len(df) // 2000)]
-    df = df.assign(t_s=df["start_s"] - df["start_s"].min(), ms=df["dur_s"] * 1e3)
+    t0 = min(it["start_s"] for it in items)
+    rows = [
+        {
+            "kind": it["kind"],
+            "prefill_tokens": it.get("prefill_tokens"),
+            "decode_tokens": it.get("decode_tokens"),
+            "t_s": it["start_s"] - t0,
+            "ms": (it["dur_s"] or 0.0) * 1e3,
+        }
+        for it in items
+    ]
     return (
-        alt.Chart(df, title=f"Engine steps ({steps.get('source')}): duration by kind")
+        alt.Chart(_data(rows), title=f"Engine steps ({steps.get('source')}): duration by kind")
         .mark_circle(size=18)
         .encode(
             x=alt.X("t_s:Q", title="seconds since the first step"),
             y=alt.Y("ms:Q", title="step time, ms"),
             color=alt.Color("kind:N"),
-            tooltip=["kind", "prefill_tokens", "decode_tokens", alt.Tooltip("ms:Q", format=".2f")],
+            tooltip=["kind:N", "prefill_tokens:Q", "decode_tokens:Q", alt.Tooltip("ms:Q", format=".2f")],
         )
         .properties(width=WIDTH, height=200)
     )
 
 
-def interference_chart(rows: list[dict[str, Any]]) -> alt.Chart | None:
+def interference_chart(rows: Rows) -> alt.Chart | None:
     """Mixed steps: their time against the decode-only fit."""
-    df = _frame(rows)
-    if df.empty:
+    if not rows:
         return None
-    if len(df) > 2000:  # every step would not be read anyway; keep the page small
-        df = df.iloc[:: max(1, len(df) // 2000)]
-    df = df.assign(wall_ms=df["wall_s"] * 1e3, predicted_ms=df["predicted_decode_s"] * 1e3)
+    data = [{**r, "wall_ms": r["wall_s"] * 1e3, "predicted_ms": r["predicted_decode_s"] * 1e3} for r in _thin(rows)]
     return (
-        alt.Chart(df, title="Interference: mixed steps vs the decode-only fit")
+        alt.Chart(_data(data), title="Interference: mixed steps vs the decode-only fit")
         .mark_circle()
         .encode(
             x=alt.X("predicted_ms:Q", title="decode-only step time for the same decode tokens, ms (fit)"),
             y=alt.Y("wall_ms:Q", title="mixed step time, ms"),
             size="prefill_tokens:Q",
-            tooltip=["step_id", "prefill_tokens", "decode_reqs", alt.Tooltip("extra_s:Q", format=".4f")],
+            tooltip=["step_id:Q", "prefill_tokens:Q", "decode_reqs:Q", alt.Tooltip("extra_s:Q", format=".4f")],
         )
         .properties(width=WIDTH, height=220)
     )
@@ -231,7 +232,7 @@ def offline_page(charts: dict[str, Any], header_html: str, title: str) -> str:
     and vega-embed bundle inlined once (vl-convert), so the page needs no network."""
     import json
 
-    shell = alt.Chart(pd.DataFrame({"x": [0]})).mark_point().encode(x="x:Q").to_html(inline=True)
+    shell = alt.Chart(_data([{"x": 0}])).mark_point().encode(x="x:Q").to_html(inline=True)
     # the last </head>: the inlined bundle itself contains "<head>"/"<body>" strings
     head = shell[: shell.rindex("</head>") + len("</head>")]
     divs = "\n".join(f"<div class='chart' id='chart-{name}'></div>" for name in charts)

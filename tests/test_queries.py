@@ -162,9 +162,11 @@ VALUES
  ('r', 'f', 'c', 5.0, 'running', 10, NULL, NULL, NULL, NULL, NULL, 0.2, NULL, NULL, NULL, NULL, NULL, NULL),
  -- failed: left out
  ('r', 'g', 'c', 6.0, 'error', 10, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
-CREATE TABLE engine_stats (run_id VARCHAR, ts_s DOUBLE, waiting_capacity DOUBLE);
-INSERT INTO engine_stats VALUES ('r', 9.0, 0), ('r', 10.2, 3), ('r', 10.4, 0), ('r', 11.5, 5), ('r', 20.0, 0),
-                                ('r', NULL, 7);  -- a sample without a time is ignored
+CREATE TABLE engine_stats (run_id VARCHAR, ts_s DOUBLE, waiting_capacity DOUBLE, kv_usage DOUBLE, waiting DOUBLE,
+                           swapped DOUBLE);
+INSERT INTO engine_stats (run_id, ts_s, waiting_capacity) VALUES
+    ('r', 9.0, 0), ('r', 10.2, 3), ('r', 10.4, 0), ('r', 11.5, 5), ('r', 20.0, 0),
+    ('r', NULL, 7);  -- a sample without a time is ignored
 """
 
 
@@ -209,10 +211,32 @@ def test_kv_wait_overlaps_queue_with_capacity_samples():
     assert kv == {"a": pytest.approx(0.2), "b": pytest.approx(0.5), "h": 0.0}
 
 
+def test_kv_wait_without_a_capacity_reason_uses_kv_usage_and_paused_requests():
+    """V0 / SGLang / TensorRT-LLM samples: no waiting_capacity, so usage near full with a queue, or paused."""
+    c = duckdb.connect()
+    c.execute(ATTRIB.split("CREATE TABLE engine_stats")[0])
+    c.execute(
+        "CREATE TABLE engine_stats (run_id VARCHAR, ts_s DOUBLE, waiting_capacity DOUBLE, kv_usage DOUBLE, "
+        "waiting DOUBLE, swapped DOUBLE)"
+    )
+    c.execute(
+        "INSERT INTO engine_stats (run_id, ts_s, kv_usage, waiting, swapped) VALUES "
+        "('r', 10.0, 0.97, 4, 0), ('r', 10.3, 0.80, 4, 0), ('r', 11.0, 0.5, 0, 2), ('r', 11.6, 0.5, 0, 0), "
+        "('r', 30.0, 0.1, 0, 0)"
+    )
+    install_views(c, ["requests", "engine_stats"])
+    kv = dict(c.execute("SELECT request_id, kv_wait_s FROM attribution_kv_wait").fetchall())
+    # a: 10.0-10.5 -> [10.0, 10.3) near full with a queue = 0.3; b: 11.0-12.0 -> [11.0, 11.6) paused = 0.6
+    assert kv == {"a": pytest.approx(0.3), "b": pytest.approx(0.6)}
+
+
 def test_attribution_on_an_empty_run():
     c = duckdb.connect()
     c.execute(ATTRIB.split("INSERT INTO requests")[0])
-    c.execute("CREATE TABLE engine_stats (run_id VARCHAR, ts_s DOUBLE, waiting_capacity DOUBLE)")
+    c.execute(
+        "CREATE TABLE engine_stats (run_id VARCHAR, ts_s DOUBLE, waiting_capacity DOUBLE, kv_usage DOUBLE, "
+        "waiting DOUBLE, swapped DOUBLE)"
+    )
     install_views(c, ["requests", "engine_stats"])
     assert c.execute("SELECT count(*) FROM attribution_run").fetchone() == (0,)
     assert c.execute("SELECT count(*) FROM attribution_kv_wait").fetchone() == (0,)
@@ -270,8 +294,7 @@ def test_report_views_on_tiny_inputs():
     c = duckdb.connect()
     c.execute(ATTRIB)
     c.execute(
-        "ALTER TABLE engine_stats ADD COLUMN running DOUBLE; ALTER TABLE engine_stats ADD COLUMN waiting DOUBLE;"
-        "ALTER TABLE engine_stats ADD COLUMN kv_usage DOUBLE; "
+        "ALTER TABLE engine_stats ADD COLUMN running DOUBLE; "
         "ALTER TABLE engine_stats ADD COLUMN preemptions_total DOUBLE"
     )
     c.execute("UPDATE engine_stats SET running = 1, waiting = waiting_capacity, kv_usage = 0.5, preemptions_total = 2")
