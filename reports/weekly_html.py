@@ -10,9 +10,10 @@ from typing import Any
 import altair as alt
 
 
-def _label(t: float, relative: bool) -> str:
-    if relative:
-        return f"+{t / 3600:,.1f} h"
+def _label(t: float) -> str:
+    """A window's start: a UTC date, or hours from the trace start for traces on a relative clock."""
+    if t < 1e9:  # before 2001: a relative clock (Mooncake ms from 0, BurstGPT seconds from day 1)
+        return f"trace start +{t / 3600:,.1f} h"
     return datetime.fromtimestamp(t, tz=timezone.utc).strftime("%Y-%m-%d %H:%M")
 
 
@@ -20,7 +21,7 @@ def write_weekly_html(doc: dict[str, Any], output: Path) -> None:
     """Write the HTML (offline: Vega inlined)."""
     from lltrace.reports.html import _data, _melt, offline_page
 
-    rows = [{**w, "window": _label(w["window_start_s"], doc["relative_clock"])} for w in doc["windows"]]
+    rows = [{**w, "window": _label(w["window_start_s"])} for w in doc["windows"]]
     order = [r["window"] for r in rows]
     x = alt.X("window:N", sort=order, title=f"window ({doc['window']})")
     charts = [
