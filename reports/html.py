@@ -142,8 +142,8 @@ def timeline_chart(timeline: Rows) -> alt.VConcatChart | None:
     return alt.vconcat(top, bottom)
 
 
-def steps_chart(steps: dict[str, Any] | None) -> alt.Chart | None:
-    """Engine steps over time by kind."""
+def steps_chart(steps: dict[str, Any] | None) -> alt.Chart | alt.VConcatChart | None:
+    """Engine steps over time by kind, and GPU time per kernel class per step where a profiler gave it."""
     if not steps or not steps.get("items"):
         return None
     items = _thin([it for it in steps["items"] if it.get("start_s") is not None])
@@ -152,7 +152,7 @@ def steps_chart(steps: dict[str, Any] | None) -> alt.Chart | None:
     t0 = min(it["start_s"] for it in items)
     rows = [
         {
-            "kind": it["kind"],
+            "kind": it["kind"] or "unknown",
             "prefill_tokens": it.get("prefill_tokens"),
             "decode_tokens": it.get("decode_tokens"),
             "t_s": it["start_s"] - t0,
@@ -160,7 +160,7 @@ def steps_chart(steps: dict[str, Any] | None) -> alt.Chart | None:
         }
         for it in items
     ]
-    return (
+    timeline = (
         alt.Chart(_data(rows), title=f"Engine steps ({steps.get('source')}): duration by kind")
         .mark_circle(size=18)
         .encode(
@@ -171,6 +171,27 @@ def steps_chart(steps: dict[str, Any] | None) -> alt.Chart | None:
         )
         .properties(width=WIDTH, height=200)
     )
+    classes = ("gemm", "attention", "communication", "memory", "elementwise", "other")
+    gpu = [
+        {"step": f"{i:04d} {it['kind'] or 'unknown'}", "class": c, "ms": it[f"t_{c}_s"] * 1e3}
+        for i, it in enumerate(items)
+        for c in classes
+        if it.get(f"t_{c}_s") is not None
+    ]
+    if not gpu:
+        return timeline
+    per_class = (
+        alt.Chart(_data(gpu), title="GPU time per step by kernel class (profiler)")
+        .mark_bar()
+        .encode(
+            x=alt.X("step:O", title="step", axis=alt.Axis(labels=len(items) <= 40)),
+            y=alt.Y("ms:Q", stack="zero", title="GPU time, ms"),
+            color=alt.Color("class:N", title="kernel class"),
+            tooltip=["step:O", "class:N", alt.Tooltip("ms:Q", format=".3f")],
+        )
+        .properties(width=WIDTH, height=200)
+    )
+    return alt.vconcat(timeline, per_class).resolve_scale(color="independent")
 
 
 def interference_chart(rows: Rows) -> alt.Chart | None:

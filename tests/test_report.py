@@ -36,3 +36,14 @@ def test_run_b_report_offline_with_the_documents_numbers(tmp_path):
     # the stored run can be named instead of its files
     r = runner.invoke(app, ["report", "--store", str(store), doc["run"]["id"], "-o", str(tmp_path / "again.html")])
     assert r.exit_code == 0 and (tmp_path / "again.html").stat().st_size > 100_000
+
+
+def test_gpu_trace_report_has_kernel_class_time_per_step(tmp_path):
+    from lltrace.report import report
+
+    path = DATA / "torch" / "hta_a100_ddp_nccl_2rank.rank0.json.gz"
+    out = tmp_path / "ddp.html"
+    _, charts = report([path], out, store=tmp_path / "s", png_dir=tmp_path / "png")
+    assert charts == ["steps"]
+    page = out.read_text()
+    assert "GPU time per step by kernel class" in page and '"communication"' in page

@@ -43,6 +43,7 @@ def export_perfetto(
     con = st.connect([target.id])
     events: list[dict[str, Any]] = []
     counts = {"requests": 0, "steps": 0, "counters": 0}
+    lane_ids: list[str] = []
     try:
         views = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
         if "requests" in views:
@@ -51,6 +52,7 @@ def export_perfetto(
                 f"WHERE first_token_s IS NOT NULL ORDER BY arrival_s LIMIT {int(max_requests)}"
             )
             for lane, (rid, *times) in enumerate(cur.fetchall()):
+                lane_ids.append(rid)
                 row = dict(zip(("queued_s", "scheduled_s", "first_token_s", "last_token_s"), times, strict=True))
                 for name, a, b in _REQUEST_SLICES:
                     if row[a] is not None and row[b] is not None and row[b] >= row[a]:
@@ -71,12 +73,29 @@ def export_perfetto(
                 )
                 counts["requests"] += 1
         if "request_events" in views:
-            for rid, ts in con.execute(
-                "SELECT request_id, ts_s FROM request_events WHERE event = 'preempted'"
+            # preempted slices: each preemption until the request is scheduled again
+            lanes = {rid: lane for lane, rid in enumerate(lane_ids)}
+            pending: dict[str, float] = {}
+            for rid, ts, ev in con.execute(
+                "SELECT request_id, ts_s, event FROM request_events WHERE event IN ('preempted', 'scheduled') "
+                "ORDER BY request_id, ts_s"
             ).fetchall():
-                events.append(
-                    {"ph": "i", "s": "g", "pid": "requests", "tid": 0, "name": f"preempted {rid}", "ts": _us(ts)}
-                )
+                if ev == "preempted":
+                    pending[rid] = ts
+                elif rid in pending and rid in lanes:
+                    start = pending.pop(rid)
+                    events.append(
+                        {
+                            "ph": "X",
+                            "pid": "requests",
+                            "tid": lanes[rid],
+                            "name": "preempted",
+                            "cat": "request",
+                            "ts": _us(start),
+                            "dur": _us(ts - start),
+                            "args": {"request_id": rid},
+                        }
+                    )
         if "engine_steps" in views:
             for source, kind, start, end, p, d in con.execute(
                 "SELECT source, kind, start_s, end_s, prefill_tokens, decode_tokens FROM engine_steps "
