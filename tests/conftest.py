@@ -45,3 +45,41 @@ def torch_traces() -> list[Path]:
 def store(tmp_path: Path) -> Path:
     """An empty store folder."""
     return tmp_path / "store"
+
+
+def write_journey_span(path: Path) -> None:
+    """One vLLM llm_request span with journey events (builds with request journey tracing; SERVING_FORMATS
+    §A2): queued 0, scheduled 100, first token 300, preempted 500 -> rescheduled 650, finished 900 (ms)."""
+    t0, ms = 1_800_000_000_000_000_000, 1_000_000
+
+    def ev(name: str, t: int) -> dict:
+        return {"name": f"journey.{name}", "timeUnixNano": str(t0 + t * ms), "attributes": []}
+
+    attrs = [
+        ("gen_ai.request.id", {"stringValue": "cmpl-j-0"}),
+        ("gen_ai.latency.time_in_queue", {"doubleValue": 0.1}),
+        ("gen_ai.latency.time_in_model_prefill", {"doubleValue": 0.2}),
+        ("gen_ai.latency.time_in_model_decode", {"doubleValue": 0.6}),
+        ("gen_ai.latency.time_to_first_token", {"doubleValue": 0.3}),
+        ("gen_ai.latency.e2e", {"doubleValue": 1.0}),
+    ]
+    span = {
+        "traceId": "t",
+        "spanId": "s",
+        "name": "llm_request",
+        "kind": 2,
+        "startTimeUnixNano": str(t0),
+        "endTimeUnixNano": str(t0 + 1000 * ms),
+        "attributes": [{"key": k, "value": v} for k, v in attrs],
+        "events": [
+            ev("QUEUED", 0),
+            ev("SCHEDULED", 100),
+            ev("FIRST_TOKEN", 300),
+            ev("PREEMPTED", 500),
+            ev("SCHEDULED", 650),
+            ev("FINISHED", 900),
+        ],
+    }
+    path.write_text(
+        json.dumps({"resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [{"spans": [span]}]}]})
+    )

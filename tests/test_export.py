@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import DATA
+from conftest import DATA, write_journey_span
 from typer.testing import CliRunner
 
 import lltrace
@@ -38,38 +38,8 @@ def test_perfetto_export_of_run_b2(tmp_path):
 
 def test_perfetto_export_has_preempted_slices(tmp_path):
     """A request with journey events (fixture from the documented span events) gets a 'preempted' slice."""
-    t0, ms = 1_800_000_000_000_000_000, 1_000_000
-
-    def ev(name, t):
-        return {"name": f"journey.{name}", "timeUnixNano": str(t0 + t * ms), "attributes": []}
-
-    span = {
-        "traceId": "t",
-        "spanId": "s",
-        "name": "llm_request",
-        "kind": 2,
-        "startTimeUnixNano": str(t0),
-        "endTimeUnixNano": str(t0 + 1000 * ms),
-        "attributes": [
-            {"key": "gen_ai.request.id", "value": {"stringValue": "cmpl-j-0"}},
-            {"key": "gen_ai.latency.time_in_queue", "value": {"doubleValue": 0.1}},
-            {"key": "gen_ai.latency.time_in_model_prefill", "value": {"doubleValue": 0.2}},
-            {"key": "gen_ai.latency.time_in_model_decode", "value": {"doubleValue": 0.6}},
-            {"key": "gen_ai.latency.time_to_first_token", "value": {"doubleValue": 0.3}},
-        ],
-        "events": [
-            ev("QUEUED", 0),
-            ev("SCHEDULED", 100),
-            ev("FIRST_TOKEN", 300),
-            ev("PREEMPTED", 500),
-            ev("SCHEDULED", 650),
-            ev("FINISHED", 900),
-        ],
-    }
     path = tmp_path / "journey.json"
-    path.write_text(
-        json.dumps({"resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [{"spans": [span]}]}]})
-    )
+    write_journey_span(path)
     run = lltrace.ingest([path], store=tmp_path / "s")
     out = tmp_path / "t.json"
     r = CliRunner().invoke(app, ["export", "perfetto", "--store", str(tmp_path / "s"), run.id, "-o", str(out)])

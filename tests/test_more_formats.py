@@ -337,40 +337,10 @@ def test_sglang_prometheus_names(store, tmp_path):
 
 def test_vllm_journey_events_give_request_events_and_measured_preemption(store, tmp_path):
     """A span with journey events (builds with request journey tracing; SERVING_FORMATS.md §A2)."""
-    t0 = 1_800_000_000_000_000_000
-    ms = 1_000_000
+    from conftest import write_journey_span
 
-    def ev(name, t):
-        return {"name": f"journey.{name}", "timeUnixNano": str(t0 + t * ms), "attributes": []}
-
-    span = {
-        "traceId": "t",
-        "spanId": "s",
-        "name": "llm_request",
-        "kind": 2,
-        "startTimeUnixNano": str(t0),
-        "endTimeUnixNano": str(t0 + 1000 * ms),
-        "attributes": [
-            {"key": "gen_ai.request.id", "value": {"stringValue": "cmpl-j-0"}},
-            {"key": "gen_ai.latency.time_in_queue", "value": {"doubleValue": 0.1}},
-            {"key": "gen_ai.latency.time_in_model_prefill", "value": {"doubleValue": 0.2}},
-            {"key": "gen_ai.latency.time_in_model_decode", "value": {"doubleValue": 0.6}},
-            {"key": "gen_ai.latency.time_to_first_token", "value": {"doubleValue": 0.3}},
-            {"key": "gen_ai.latency.e2e", "value": {"doubleValue": 1.0}},
-        ],
-        # queued 0, scheduled 100, first token 300, preempted 500 -> rescheduled 650, finished 900 (ms)
-        "events": [
-            ev("QUEUED", 0),
-            ev("SCHEDULED", 100),
-            ev("FIRST_TOKEN", 300),
-            ev("PREEMPTED", 500),
-            ev("SCHEDULED", 650),
-            ev("FINISHED", 900),
-        ],
-    }
-    doc = {"resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [{"spans": [span]}]}]}
     path = tmp_path / "journey.json"
-    path.write_text(json.dumps(doc))
+    write_journey_span(path)
     run = lltrace.ingest([path], store=store)
     events = run.sql("SELECT event, basis FROM request_events ORDER BY ts_s").rows()
     assert [e for e, _ in events] == ["queued", "scheduled", "first_token", "preempted", "scheduled", "finished"]
