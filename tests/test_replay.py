@@ -1,0 +1,94 @@
+"""The replay scheduler model: exact timings on hand-made cases, then the real KV-pressure runs B and B2."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import polars as pl
+import pytest
+from conftest import shared_file
+
+import lltrace
+from lltrace.replay import EngineConfig, StepCost, fit_step_cost, simulate
+
+
+def test_single_request_timing_is_exact() -> None:
+    cost = StepCost(c0=0.01, c_prefill=0.001, c_decode=0.0)
+    res = simulate([5.0], [100], [3], EngineConfig(num_blocks=100, block_size=16), cost)
+    row = res.requests.row(0, named=True)
+    assert row["queue_s"] == 0.0
+    assert row["ttft_s"] == pytest.approx(0.11)  # one prefill step: 0.01 + 100 * 0.001
+    assert row["e2e_s"] == pytest.approx(0.13)  # then two decode steps of 0.01
+    assert row["tpot_s"] == pytest.approx(0.01)
+    assert res.steps == 3 and res.preemptions == 0
+
+
+def test_chunked_prefill_splits_the_prompt_by_token_budget() -> None:
+    cost = StepCost(c0=0.01, c_prefill=0.001, c_decode=0.0)
+    cfg = EngineConfig(num_blocks=100, block_size=16, max_num_batched_tokens=128)
+    res = simulate([0.0], [300], [1], cfg, cost)
+    assert res.steps == 3  # 128 + 128 + 44
+    assert res.requests["ttft_s"][0] == pytest.approx(3 * 0.01 + 300 * 0.001)
+
+
+def test_second_request_queues_behind_max_num_seqs() -> None:
+    cost = StepCost(c0=0.01, c_prefill=0.0, c_decode=0.0)
+    res = simulate([0.0, 0.0], [10, 10], [2, 2], EngineConfig(num_blocks=100, max_num_seqs=1), cost)
+    q = res.requests.sort("index")
+    assert q["queue_s"].to_list() == [0.0, pytest.approx(0.02)]  # waits for the first one's two steps
+
+
+def test_kv_exhaustion_preempts_the_newest_request_and_both_finish() -> None:
+    cost = StepCost(c0=0.01, c_prefill=0.0, c_decode=0.0)
+    # two requests of 8 + 8 tokens need 4 blocks of 4 each; only 6 blocks exist
+    res = simulate([0.0, 0.001], [8, 8], [8, 8], EngineConfig(num_blocks=6, block_size=4), cost)
+    q = res.requests.sort("index")
+    assert res.preemptions >= 1
+    assert q["num_preemptions"].to_list()[0] == 0 and q["num_preemptions"].to_list()[1] >= 1
+    assert q["status"].to_list() == ["ok", "ok"] and q["e2e_s"].null_count() == 0
+    assert res.peak_kv_blocks <= 6
+
+
+def test_request_larger_than_the_cache_is_rejected_not_looped() -> None:
+    cost = StepCost(c0=0.01, c_prefill=0.0, c_decode=0.0)
+    res = simulate([0.0, 0.0], [100, 4], [100, 4], EngineConfig(num_blocks=4, block_size=4), cost)
+    assert res.requests.sort("index")["status"].to_list() == ["rejected", "ok"]
+
+
+def _final_preemptions(run_dir: str) -> float:
+    """vllm:num_preemptions_total from the run's final /metrics scrape, read straight from the text."""
+    text = Path(shared_file("vllm_cpu", run_dir, "metrics_final.prom")).read_text()
+    return sum(float(m) for m in re.findall(r"^vllm:num_preemptions_total\{[^}]*\} ([0-9.e+]+)$", text, re.M))
+
+
+@pytest.fixture(scope="module")
+def kv_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, lltrace.Run]:
+    store = tmp_path_factory.mktemp("replay-store")
+    return {d: lltrace.ingest([shared_file("vllm_cpu", d)], store=store) for d in ("B_kvpressure", "B2_kv2x")}
+
+
+def _replay(run: lltrace.Run, cost: StepCost, blocks: int):
+    q = run.table("requests").sort("arrival_s")
+    cfg = EngineConfig(num_blocks=blocks, block_size=128, max_num_seqs=32, max_num_batched_tokens=2048)
+    lengths = (q["input_tokens"].to_numpy(), q["output_tokens"].to_numpy())
+    return q, simulate(q["arrival_s"].to_numpy(), *lengths, cfg, cost)
+
+
+def test_run_b_replay_reproduces_preemptions_and_queueing(kv_runs: dict[str, lltrace.Run]) -> None:
+    b = kv_runs["B_kvpressure"]
+    cost = fit_step_cost(b.table("engine_steps").filter(pl.col("source") == "log"))
+    assert cost.steps > 8000 and cost.overhead > 0
+    measured, res = _replay(b, cost, blocks=40)
+    assert measured.height == 96 and (res.requests["status"] == "ok").all()
+    assert _final_preemptions("B_kvpressure") == 55
+    assert res.preemptions == pytest.approx(55, rel=0.30)
+    assert res.requests["queue_s"].median() == pytest.approx(measured["queue_s"].median(), rel=0.30)
+
+
+def test_kv_blocks_80_what_if_predicts_b2_preemptions(kv_runs: dict[str, lltrace.Run]) -> None:
+    cost = fit_step_cost(kv_runs["B_kvpressure"].table("engine_steps").filter(pl.col("source") == "log"))
+    _, res = _replay(kv_runs["B2_kv2x"], cost, blocks=80)  # B2 is B's workload; only the lengths are taken
+    b2_preemptions = _final_preemptions("B2_kv2x")
+    assert b2_preemptions == 37
+    assert res.preemptions == pytest.approx(b2_preemptions, rel=0.30)
