@@ -560,6 +560,28 @@ LOG_STEP_SCHEMA = pa.schema(
 )
 
 
+_ARG_INT = re.compile(
+    r"'(num_gpu_blocks_override|max_num_seqs|max_num_batched_tokens|block_size|max_model_len)': (\d+)"
+)
+_ARG_BOOL = re.compile(r"'(enable_chunked_prefill|enable_prefix_caching)': (True|False)")
+_KV_TOKENS = re.compile(r"KV cache size: ([\d,]+) tokens")
+
+
+def _engine_config(text: str) -> dict[str, Any]:
+    """Scheduler settings the log states: the ``non-default args`` line and the KV cache size line.
+
+    Only what the log prints; defaults the engine applied silently are not guessed here.
+    """
+    config: dict[str, Any] = {}
+    if (start := text.find("non-default args:")) >= 0:
+        line = text[start : text.find("\n", start)]
+        config.update({k: int(v) for k, v in _ARG_INT.findall(line)})
+        config.update({k: v == "True" for k, v in _ARG_BOOL.findall(line)})
+    if m := _KV_TOKENS.search(text):
+        config["kv_cache_tokens"] = int(m.group(1).replace(",", ""))
+    return config
+
+
 def ingest_server_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     """Stats lines (V0 and V1) → ``engine_stats``; ``Iteration(k)`` lines → ``engine_steps`` (source log).
 
@@ -652,6 +674,8 @@ def ingest_server_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
     info.records = len(heads)
     info.version = "V0 (metrics.py)" if v0 and not v1 else "V1 (loggers.py)" if v1 else "no stats lines"
     info.details["log_lines"] = {"stats": len(stats), "iterations": len(steps)}
+    if config := _engine_config(text):
+        info.details["engine_config"] = config
     return info
 
 

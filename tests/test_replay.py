@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import polars as pl
 import pytest
 from conftest import shared_file
+from typer.testing import CliRunner
 
 import lltrace
-from lltrace.replay import EngineConfig, StepCost, fit_step_cost, simulate
+from lltrace.cli import app
+from lltrace.errors import AnalysisError
+from lltrace.replay import EngineConfig, StepCost, fit_step_cost, replay, simulate
 
 
 def test_single_request_timing_is_exact() -> None:
@@ -63,9 +67,13 @@ def _final_preemptions(run_dir: str) -> float:
 
 
 @pytest.fixture(scope="module")
-def kv_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, lltrace.Run]:
-    store = tmp_path_factory.mktemp("replay-store")
-    return {d: lltrace.ingest([shared_file("vllm_cpu", d)], store=store) for d in ("B_kvpressure", "B2_kv2x")}
+def kv_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("replay-store")
+
+
+@pytest.fixture(scope="module")
+def kv_runs(kv_store: Path) -> dict[str, lltrace.Run]:
+    return {d: lltrace.ingest([shared_file("vllm_cpu", d)], store=kv_store) for d in ("B_kvpressure", "B2_kv2x")}
 
 
 def _replay(run: lltrace.Run, cost: StepCost, blocks: int):
@@ -92,3 +100,39 @@ def test_kv_blocks_80_what_if_predicts_b2_preemptions(kv_runs: dict[str, lltrace
     b2_preemptions = _final_preemptions("B2_kv2x")
     assert b2_preemptions == 37
     assert res.preemptions == pytest.approx(b2_preemptions, rel=0.30)
+
+
+def test_replay_document_on_run_b(kv_runs: dict[str, lltrace.Run], kv_store: Path) -> None:
+    doc = replay(kv_runs["B_kvpressure"], what_ifs={"kv_blocks": 80, "rate": 0.5}, store=kv_store)
+    eng = doc["engine"]
+    # from the server log: num_gpu_blocks_override 40, max_num_seqs 32, "KV cache size: 5,120 tokens"
+    assert (eng["kv_blocks"]["value"], eng["block_size"]["value"], eng["max_num_seqs"]["value"]) == (40, 128, 32)
+    assert eng["max_num_batched_tokens"]["value"] == 2048 and eng["max_num_batched_tokens"]["origin"].startswith(
+        "inferred"
+    )
+    assert doc["baseline"]["measured_preemptions"] == _final_preemptions("B_kvpressure")
+    assert doc["baseline"]["preemptions"] == pytest.approx(55, rel=0.30)
+    v = doc["validation"]
+    assert 0 < v["requests"] < 96
+    assert all(v["mape"][m]["mean"] is not None for m in ("queue_s", "ttft_s", "tpot_s", "e2e_s"))
+    kv80, slow = doc["whatifs"]
+    assert kv80["basis"] == "estimated" and kv80["what_if"] == {"kv_blocks": 80}
+    assert kv80["preemptions"] == pytest.approx(_final_preemptions("B2_kv2x"), rel=0.30)
+    assert kv80["delta"]["queue_s"]["p50"] < 0  # twice the cache: less waiting for blocks
+    assert slow["what_if"] == {"rate": 0.5}
+
+
+def test_replay_rejects_what_ifs_it_does_not_model(kv_runs: dict[str, lltrace.Run], kv_store: Path) -> None:
+    with pytest.raises(AnalysisError, match="gpu"):
+        replay(kv_runs["B_kvpressure"], what_ifs={"gpu": 1.0}, store=kv_store)
+
+
+def test_replay_cli_json_and_bad_what_if(kv_runs: dict[str, lltrace.Run], kv_store: Path) -> None:
+    run_id = kv_runs["B_kvpressure"].id
+    ok = CliRunner().invoke(app, ["replay", run_id, "--store", str(kv_store), "--what-if", "max_num_seqs=4", "--json"])
+    assert ok.exit_code == 0, ok.output
+    doc = json.loads(ok.stdout)
+    assert set(doc) >= {"calibration", "validation", "baseline", "whatifs"}
+    assert doc["whatifs"][0]["max_running"] <= 4
+    bad = CliRunner().invoke(app, ["replay", run_id, "--store", str(kv_store), "--what-if", "kv_blocks"])
+    assert bad.exit_code == 1 and "KEY=NUMBER" in bad.output and "Traceback" not in bad.output

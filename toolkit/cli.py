@@ -315,6 +315,96 @@ def estimate_cli(
     )
 
 
+def _what_ifs(items: list[str]) -> dict[str, float]:
+    from lltrace.errors import AnalysisError
+
+    out: dict[str, float] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        try:
+            out[key.strip()] = float(value)
+        except ValueError:
+            raise AnalysisError(f"--what-if {item!r}: expected KEY=NUMBER, e.g. kv_blocks=80") from None
+        if not sep:
+            raise AnalysisError(f"--what-if {item!r}: expected KEY=NUMBER, e.g. kv_blocks=80")
+    return out
+
+
+def _fmt_s(v: float | None, metric: str = "") -> str:
+    if v is None:
+        return "-"
+    return f"{v * 1e3:.2f} ms" if metric == "tpot_s" else f"{v:.3f}"
+
+
+@app.command("replay")
+def replay_cli(
+    target: Annotated[str, typer.Argument(help="A stored run's id or a run's file/folder.")],
+    what_if: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--what-if",
+            help="KEY=VALUE: kv_blocks, block_size, max_num_seqs, "
+            "max_num_batched_tokens, rate (arrival-rate multiplier). Repeatable.",
+        ),
+    ] = None,
+    store: StoreOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the replay document as JSON.")] = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """Replay the run through a scheduler model calibrated on it: its error first, then what-ifs."""
+    from lltrace.replay import replay
+
+    with _errors(quiet):
+        doc = replay(target, what_ifs=_what_ifs(what_if or []), store=store)
+    if as_json:
+        sys.stdout.write(json.dumps(doc, indent=2, default=str) + "\n")
+        return
+    c = doc["calibration"]
+    out.print(
+        f"calibration: {c['steps']:,} steps, step = {c['c0_s'] * 1e3:.2f} ms + overhead {c['overhead_s'] * 1e3:.2f} ms "
+        f"+ {c['c_prefill_s_per_token'] * 1e6:.1f} us/prefill token + {c['c_decode_s_per_token'] * 1e6:.1f} us/decode "
+        f"token (step MAPE {c['step_mape']:.0%})",
+        highlight=False,
+    )
+    v = doc["validation"]
+    t = Table(title=f"validation: {v['method']}")
+    for col in ("metric", "replayed mean", "measured mean", "MAPE mean", "replayed p90", "measured p90", "MAPE p90"):
+        t.add_column(col, justify="left" if col == "metric" else "right")
+    for m, e in v["mape"].items():
+        pct = {k: "-" if e[k] is None else f"{e[k]:.0%}" for k in ("mean", "p90")}
+        t.add_row(
+            m,
+            _fmt_s(v["replayed"][m]["mean"], m),
+            _fmt_s(v["measured"][m]["mean"], m),
+            pct["mean"],
+            _fmt_s(v["replayed"][m]["p90"], m),
+            _fmt_s(v["measured"][m]["p90"], m),
+            pct["p90"],
+        )
+    out.print(t)
+    b = doc["baseline"]
+    counted = "not counted" if b["measured_preemptions"] is None else f"{b['measured_preemptions']:.0f} counted"
+    t = Table(title=f"baseline replay: {b['preemptions']} preemptions ({counted}); what-ifs are estimates")
+    for col in ("case", "queue p50", "ttft mean", "tpot mean", "e2e mean", "e2e p90", "preemptions"):
+        t.add_column(col, justify="left" if col == "case" else "right")
+    rows = [("measured", b["measured"], b["measured_preemptions"]), ("replayed", b["summary"], b["preemptions"])]
+    rows += [
+        (" ".join(f"{k}={x:g}" for k, x in w["what_if"].items()), w["summary"], w["preemptions"])
+        for w in doc["whatifs"]
+    ]
+    for name, s, p in rows:
+        t.add_row(
+            name,
+            _fmt_s(s["queue_s"]["p50"]),
+            _fmt_s(s["ttft_s"]["mean"]),
+            _fmt_s(s["tpot_s"]["mean"], "tpot_s"),
+            _fmt_s(s["e2e_s"]["mean"]),
+            _fmt_s(s["e2e_s"]["p90"]),
+            "-" if p is None else f"{p:.0f}",
+        )
+    out.print(t)
+
+
 @app.command("formats")
 def formats_cli() -> None:
     """List the formats lltrace reads and what each can attribute."""

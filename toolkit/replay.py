@@ -21,11 +21,14 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import polars as pl
 
-__all__ = ["EngineConfig", "StepCost", "ReplayResult", "fit_step_cost", "simulate"]
+from lltrace.errors import AnalysisError
+
+__all__ = ["EngineConfig", "StepCost", "ReplayResult", "fit_step_cost", "simulate", "replay", "WHAT_IF_KEYS"]
 
 
 @dataclass(frozen=True)
@@ -301,3 +304,214 @@ def simulate(
         }
     ).with_columns(pl.col(pl.Float64).fill_nan(None))
     return ReplayResult(frame, steps, preemptions, busy, max_running, max_waiting, peak_blocks, notes)
+
+
+# -- replaying a stored run: configuration, calibration, validation, what-ifs ---------------------------------
+
+# Keys of --what-if this model can change today (DESIGN.md lists more: gpu, quant; not yet modelled).
+WHAT_IF_KEYS = ("kv_blocks", "block_size", "max_num_seqs", "max_num_batched_tokens", "rate")
+_METRICS = ("queue_s", "ttft_s", "tpot_s", "e2e_s")
+
+
+def _setting(value: Any, origin: str) -> dict[str, Any]:
+    return {"value": value, "origin": origin}
+
+
+def engine_config_for(run: Any, steps: pl.DataFrame) -> dict[str, dict[str, Any]]:
+    """The replayed engine's limits, each with where it came from (log, inferred or vLLM default)."""
+    logged: dict[str, Any] = {}
+    for src in run.metadata.get("sources", []):
+        logged.update(src.get("engine_config") or {})
+    out: dict[str, dict[str, Any]] = {}
+    kv_tokens = logged.get("kv_cache_tokens")
+    blocks = logged.get("num_gpu_blocks_override")
+    if "block_size" in logged:
+        out["block_size"] = _setting(logged["block_size"], "server log args")
+    elif kv_tokens and blocks:
+        out["block_size"] = _setting(kv_tokens // blocks, "server log: KV cache tokens / blocks")
+    else:
+        out["block_size"] = _setting(16, "vLLM default (not in the sources)")
+    bs = out["block_size"]["value"]
+    if blocks:
+        out["kv_blocks"] = _setting(blocks, "server log args")
+    elif kv_tokens:
+        out["kv_blocks"] = _setting(kv_tokens // bs, "server log: KV cache size")
+    else:
+        out["kv_blocks"] = _setting(None, "unknown")
+    out["max_num_seqs"] = (
+        _setting(logged["max_num_seqs"], "server log args")
+        if "max_num_seqs" in logged
+        else _setting(256, "vLLM default (not in the sources)")
+    )
+    if "max_num_batched_tokens" in logged:
+        out["max_num_batched_tokens"] = _setting(logged["max_num_batched_tokens"], "server log args")
+    elif steps.height:
+        largest = int((steps["prefill_tokens"].fill_null(0) + steps["decode_tokens"].fill_null(0)).max() or 0)
+        # the budget is a power of two in every vLLM default; the largest step is at most the budget
+        budget = 1 << max(largest - 1, 1).bit_length()
+        out["max_num_batched_tokens"] = _setting(budget, f"inferred: largest step had {largest} tokens")
+    else:
+        out["max_num_batched_tokens"] = _setting(8192, "vLLM default (not in the sources)")
+    return out
+
+
+def _summary(frame: pl.DataFrame) -> dict[str, dict[str, float | None]]:
+    out: dict[str, dict[str, float | None]] = {}
+    for m in _METRICS:
+        col = frame[m].drop_nulls() if m in frame.columns else pl.Series([], dtype=pl.Float64)
+        out[m] = {
+            "mean": float(col.mean()) if col.len() else None,  # type: ignore[arg-type]
+            "p50": float(col.median()) if col.len() else None,  # type: ignore[arg-type]
+            "p90": float(col.quantile(0.9, "linear")) if col.len() else None,  # type: ignore[arg-type]
+        }
+    return out
+
+
+def _measured(run: Any) -> pl.DataFrame:
+    q = run.table("requests")
+    need = {"arrival_s", "input_tokens", "output_tokens"}
+    if q.height == 0 or not need <= set(q.columns):
+        raise AnalysisError("replay needs requests with arrival time, input and output tokens; this run has none")
+    q = q.filter(
+        pl.col("arrival_s").is_not_null() & pl.col("input_tokens").is_not_null() & (pl.col("output_tokens") > 0)
+    ).sort("arrival_s")
+    tpot = pl.when(pl.col("output_tokens") > 1).then(
+        (pl.col("e2e_s") - pl.col("ttft_s")) / (pl.col("output_tokens") - 1)
+    )
+    return q.with_columns(tpot.alias("tpot_s"))
+
+
+def _counted_preemptions(run: Any) -> float | None:
+    """The engine's cumulative preemption counter at its last reading (metrics or stats log), else NULL."""
+    stats = run.table("engine_stats")
+    if stats.height and "preemptions_total" in stats.columns and stats["preemptions_total"].null_count() < stats.height:
+        return float(stats["preemptions_total"].max())  # type: ignore[arg-type]
+    return None
+
+
+def _mape(pred: float | None, real: float | None) -> float | None:
+    if pred is None or real is None or real == 0:
+        return None
+    return abs(pred - real) / abs(real)
+
+
+def replay(
+    path_or_run: Any,
+    *,
+    what_ifs: dict[str, float] | None = None,
+    store: Any = None,
+    holdout: float = 0.3,
+) -> dict[str, Any]:
+    """The replay document (``lltrace replay --json``): calibration, validation, baseline, what-ifs.
+
+    Calibration fits :class:`StepCost` to the run's ``engine_steps`` from the engine log. Validation fits on
+    the steps of the first ``1 - holdout`` of the run (by time) only, replays every request (so the queue the
+    held-out requests meet builds up as it did) and scores the held-out requests against their measured
+    latencies. The baseline and each what-if use the fit on all steps; what-if figures are estimates.
+    """
+    from lltrace.api import Run, ingest
+    from lltrace.report import resolve
+    from lltrace.store import Store
+
+    st = store if isinstance(store, Store) else Store(store)
+    if isinstance(path_or_run, Run):
+        run = path_or_run
+    else:
+        target = resolve([path_or_run], st)
+        run = target if isinstance(target, Run) else ingest(target, store=st)
+    unknown = sorted(set(what_ifs or {}) - set(WHAT_IF_KEYS))
+    if unknown:
+        raise AnalysisError(f"what-if keys not modelled yet: {', '.join(unknown)} (known: {', '.join(WHAT_IF_KEYS)})")
+    steps = run.table("engine_steps")
+    if steps.height and "source" in steps.columns:
+        steps = steps.filter(pl.col("source") == "log")
+    if steps.height < 3 or "wall_s" not in steps.columns:
+        raise AnalysisError(
+            "replay needs the engine's per-step log (vLLM --enable-logging-iteration-details) to calibrate; "
+            "calibrating from per-request times or a reference profile is not built yet"
+        )
+    measured = _measured(run)
+    settings = engine_config_for(run, steps)
+    if settings["kv_blocks"]["value"] is None:
+        raise AnalysisError("replay needs the KV cache size (server log 'KV cache size' or num_gpu_blocks_override)")
+
+    def config(overrides: dict[str, float]) -> EngineConfig:
+        v = {k: s["value"] for k, s in settings.items()} | {k: x for k, x in overrides.items() if k != "rate"}
+        return EngineConfig(
+            num_blocks=int(v["kv_blocks"]),
+            block_size=int(v["block_size"]),
+            max_num_seqs=int(v["max_num_seqs"]),
+            max_num_batched_tokens=int(v["max_num_batched_tokens"]),
+        )
+
+    arrival = measured["arrival_s"].to_numpy()
+    lengths = (measured["input_tokens"].to_numpy(), measured["output_tokens"].to_numpy())
+
+    t0, t1 = float(arrival.min()), float(arrival.max())
+    split = t0 + (1 - holdout) * (t1 - t0)
+    early = fit_step_cost(steps.filter(pl.col("start_s") < split))
+    held = simulate(arrival, *lengths, config({}), early).requests.filter(pl.col("arrival_s") >= split)
+    real_held = measured.filter(pl.col("arrival_s") >= split)
+    pred_s, real_s = _summary(held), _summary(real_held)
+    validation = {
+        "method": f"step cost fitted on steps before {1 - holdout:.0%} of the arrival span; "
+        f"all requests replayed; the {real_held.height} requests arriving after it scored",
+        "requests": real_held.height,
+        "replayed": pred_s,
+        "measured": real_s,
+        "mape": {m: {s: _mape(pred_s[m][s], real_s[m][s]) for s in ("mean", "p90")} for m in _METRICS},
+    }
+
+    cost = fit_step_cost(steps)
+    base = simulate(arrival, *lengths, config({}), cost)
+    measured_preemptions = _counted_preemptions(run)
+
+    def outcome(res: ReplayResult) -> dict[str, Any]:
+        return {
+            "summary": _summary(res.requests),
+            "preemptions": res.preemptions,
+            "steps": res.steps,
+            "busy_s": res.busy_s,
+            "max_running": res.max_running,
+            "max_waiting": res.max_waiting,
+            "not_finished": int((res.requests["status"] != "ok").sum()),
+            "notes": res.notes,
+        }
+
+    baseline = outcome(base) | {"measured": _summary(measured), "measured_preemptions": measured_preemptions}
+    results = []
+    for key, value in (what_ifs or {}).items():
+        arr = arrival if key != "rate" else t0 + (arrival - t0) / float(value)
+        res = outcome(simulate(arr, *lengths, config({key: value}), cost))
+        res["what_if"] = {key: value}
+        res["basis"] = "estimated"
+        res["delta"] = {
+            m: {
+                s: (
+                    None
+                    if res["summary"][m][s] is None or baseline["summary"][m][s] is None
+                    else res["summary"][m][s] - baseline["summary"][m][s]
+                )
+                for s in ("mean", "p50", "p90")
+            }
+            for m in _METRICS
+        }
+        results.append(res)
+    return {
+        "run": run.id,
+        "engine": settings,
+        "calibration": {
+            "source": "engine_steps (server log iteration lines)",
+            "form": "step_s = c0 + overhead + c_prefill * prefill_tokens + c_decode * decode_tokens",
+            "c0_s": cost.c0,
+            "overhead_s": cost.overhead,
+            "c_prefill_s_per_token": cost.c_prefill,
+            "c_decode_s_per_token": cost.c_decode,
+            "steps": cost.steps,
+            "r2": cost.r2,
+            "step_mape": cost.mape,
+        },
+        "validation": validation,
+        "baseline": baseline,
+        "whatifs": results,
+    }
