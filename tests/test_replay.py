@@ -6,6 +6,7 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 from conftest import shared_file
@@ -136,3 +137,26 @@ def test_replay_cli_json_and_bad_what_if(kv_runs: dict[str, lltrace.Run], kv_sto
     assert doc["whatifs"][0]["max_running"] <= 4
     bad = CliRunner().invoke(app, ["replay", run_id, "--store", str(kv_store), "--what-if", "kv_blocks"])
     assert bad.exit_code == 1 and "KEY=NUMBER" in bad.output and "Traceback" not in bad.output
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_fast_forward_equals_stepping_through(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = 300
+    arrival = np.cumsum(rng.exponential(0.02, n))
+    inp = rng.integers(1, 900, n)
+    out = rng.integers(1, 300, n)
+    cfg = EngineConfig(
+        num_blocks=int(rng.integers(70, 400)),
+        block_size=16,
+        max_num_seqs=int(rng.integers(4, 64)),
+        max_num_batched_tokens=512,
+    )
+    cost = StepCost(c0=0.002, c_prefill=2e-5, c_decode=1e-4, overhead=0.001)
+    fast = simulate(arrival, inp, out, cfg, cost)
+    slow = simulate(arrival, inp, out, cfg, cost, fast_forward=False)
+    assert fast.steps == slow.steps and fast.preemptions == slow.preemptions
+    assert fast.peak_kv_blocks == slow.peak_kv_blocks and fast.max_running == slow.max_running
+    for col in ("queue_s", "ttft_s", "e2e_s", "tpot_s"):
+        assert fast.requests[col].to_list() == pytest.approx(slow.requests[col].to_list(), abs=1e-9)
+    assert fast.requests["num_preemptions"].to_list() == slow.requests["num_preemptions"].to_list()

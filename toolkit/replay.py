@@ -120,6 +120,26 @@ def _busy_overhead(rows: pl.DataFrame, busy_gap_s: float = 0.5) -> float:
     return max(0.0, extra / spaced.height)
 
 
+def _decode_steps_that_fit(
+    running: list[int], computed: list[int], blocks: list[int], bs: int, free: int, most: int
+) -> int:
+    """Largest j <= ``most`` such that j more decode steps of every running request fit in ``free`` blocks."""
+
+    def needed(j: int) -> int:
+        return sum(max(0, -(-(computed[r] + j) // bs) - blocks[r]) for r in running)
+
+    if needed(most) <= free:
+        return most
+    lo, hi = 0, most  # needed(lo) <= free < needed(hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if needed(mid) <= free:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
 @dataclass
 class ReplayResult:
     """Per-request outcome of a replay (seconds, from the trace's own clock) and engine totals."""
@@ -140,8 +160,13 @@ def simulate(
     output_tokens: np.ndarray | list[int],
     config: EngineConfig,
     cost: StepCost,
+    *,
+    fast_forward: bool = True,
 ) -> ReplayResult:
     """Replay requests through the scheduler model; returns per-request queue, TTFT, TPOT and e2e.
+
+    With ``fast_forward`` a run of identical decode-only steps is applied at once (same result as stepping
+    through them, up to float rounding of the clock); the step-by-step path is kept for checking that.
 
     ``arrival_s`` may be on any clock (only differences matter); results are on the same clock.
     A request whose prompt + output can never fit the KV capacity is rejected (status ``rejected``)
@@ -265,6 +290,7 @@ def simulate(
         t += dt
         busy += dt
         steps += 1
+        completed_now = False
         for r, take in scheduled:
             computed[r] += take
             if computed[r] >= prompt[r] + generated[r]:
@@ -277,6 +303,33 @@ def simulate(
                     blocks[r] = 0
                     running.remove(r)
                     done += 1
+                    completed_now = True
+        if (
+            fast_forward
+            and p_tokens == 0
+            and not preempted_now
+            and not completed_now
+            and len(scheduled) == len(running)
+            and cost.c_ctx == 0
+        ):
+            # A pure-decode step that changed nothing but token counts: the following steps are the same
+            # step again until a request finishes, an arrival could be admitted, or blocks run short.
+            jump = min(gen_target[r] - generated[r] for r in running) - 1
+            if not waiting and nxt < n:
+                ahead = (arr_l[arrivals[nxt]] - t) / dt
+                jump = min(jump, max(0, math.ceil(ahead) if ahead != int(ahead) else int(ahead)))
+            if jump > 0:
+                jump = _decode_steps_that_fit(running, computed, blocks, bs, free, jump)
+            if jump > 0:
+                for r in running:
+                    computed[r] += jump
+                    generated[r] += jump
+                    new_blocks = max(blocks[r], -(-computed[r] // bs))
+                    free -= new_blocks - blocks[r]
+                    blocks[r] = new_blocks
+                t += jump * dt
+                busy += jump * dt
+                steps += jump
         used = cap - free
         if used > peak_blocks:
             peak_blocks = used
