@@ -1,0 +1,96 @@
+"""Replay speed: requests simulated per second, against the step-by-step path, in one run.
+
+Traces: the real Azure 2023 conversation trace (19,366 requests, as recorded) and a trace of N requests
+(default 1,000,000) made by resampling its prompt/output lengths with Poisson arrivals at a rate that keeps
+the batch full. Step cost: a Llama-2-7B-on-A100 reference from lltrace's roofline (``lltrace estimate``;
+decode step = one weight read, prefill at the estimated tokens/s): an estimate, fine for timing the simulator.
+Engine: 16-token blocks, KV from the A100's 80 GB less the weights, max 256 sequences, 8,192-token budget.
+
+Prints requests/s (one core: the simulator is single-threaded Python), the speed against the traces' own
+duration, and the same for the step-by-step path (``fast_forward=False``) on the Azure trace as the baseline.
+
+    python benchmarks/replay.py
+    python benchmarks/replay.py --requests 200000
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import time
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+
+from lltrace.estimate import estimate
+from lltrace.replay import EngineConfig, StepCost, simulate
+
+AZURE = (
+    Path(__file__).resolve().parents[2]
+    / "shared"
+    / "data"
+    / "serving"
+    / "azure_llm_2023"
+    / "AzureLLMInferenceTrace_conv.csv"
+)
+
+
+def _azure() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    with AZURE.open() as f:
+        rows = list(csv.DictReader(f))
+    t = np.array([datetime.fromisoformat(r["TIMESTAMP"][:26]).timestamp() for r in rows])
+    inp = np.array([int(r["ContextTokens"]) for r in rows])
+    out = np.array([max(1, int(r["GeneratedTokens"])) for r in rows])
+    return t - t.min(), inp, out
+
+
+def _reference() -> tuple[StepCost, EngineConfig]:
+    e = estimate(input_tokens=512, output_tokens=128, model="llama-2-7b", gpu="A100-80GB")
+    cost = StepCost(c0=e["decode_s_per_token"], c_prefill=1 / e["prefill_tokens_per_s"], c_decode=0.0)
+    weights_gb = 6.74 * 2
+    kv_bytes_per_token = 2 * 32 * 4096 * 2  # K and V, 32 layers, hidden 4096, bf16
+    blocks = int((80e9 * 0.9 - weights_gb * 1e9) / kv_bytes_per_token / 16)
+    return cost, EngineConfig(num_blocks=blocks, block_size=16, max_num_seqs=256, max_num_batched_tokens=8192)
+
+
+def _time(
+    label: str,
+    arrival: np.ndarray,
+    inp: np.ndarray,
+    out: np.ndarray,
+    cost: StepCost,
+    cfg: EngineConfig,
+    fast: bool = True,
+) -> float:
+    t0 = time.perf_counter()
+    res = simulate(arrival, inp, out, cfg, cost, fast_forward=fast)
+    wall = time.perf_counter() - t0
+    span = float(np.nanmax(res.requests["e2e_s"].to_numpy() + arrival) - arrival.min())
+    print(
+        f"{label:<34} {len(arrival):>9,} req {wall:7.2f} s  {len(arrival) / wall:>10,.0f} req/s  "
+        f"{span / wall:>8,.0f}x real time  ({res.steps:,} steps, max batch {res.max_running})"
+    )
+    return len(arrival) / wall
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--requests", type=int, default=1_000_000)
+    args = ap.parse_args()
+    cost, cfg = _reference()
+    arrival, inp, out = _azure()
+    print(f"reference step: {cost.c0 * 1e3:.2f} ms + {cost.c_prefill * 1e6:.1f} us/prefill token; {cfg}")
+    fast = _time("azure conv, fast-forward", arrival, inp, out, cost, cfg)
+    slow = _time("azure conv, step by step (baseline)", arrival, inp, out, cost, cfg, fast=False)
+    print(f"fast-forward / step by step: {fast / slow:.1f}x")
+    rng = np.random.default_rng(0)
+    pick = rng.integers(0, len(inp), args.requests)
+    # full batches: offered load at ~1.2x what 256 sequences decode per second at this step time
+    rate = 1.2 * cfg.max_num_seqs / (cost.c0 * float(out.mean()))
+    big = np.cumsum(rng.exponential(1 / rate, args.requests))
+    _time(f"resampled, Poisson {rate:.0f} req/s", big, inp[pick], out[pick], cost, cfg)
+
+
+if __name__ == "__main__":
+    main()
