@@ -65,6 +65,78 @@ class StepCost:
         return self.c0 + self.overhead + per_token
 
 
+def _mean_concurrency(start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """For each interval [start_i, end_i]: the time-averaged number of the intervals open during it."""
+    edges = np.concatenate([start, end])
+    delta = np.concatenate([np.ones_like(start), -np.ones_like(end)])
+    order = np.argsort(edges, kind="stable")
+    t, count = edges[order], np.cumsum(delta[order])
+    area = np.concatenate([[0.0], np.cumsum(count[:-1] * np.diff(t))])  # integral of count up to t[k]
+
+    def integral(x: np.ndarray) -> np.ndarray:
+        k = np.searchsorted(t, x, side="right") - 1
+        k = np.clip(k, 0, len(t) - 1)
+        return area[k] + count[k] * (x - t[k])
+
+    width = end - start
+    return np.where(width > 0, (integral(end) - integral(start)) / np.where(width > 0, width, 1), 1.0)
+
+
+def _nonneg_lstsq(cols: list[np.ndarray], y: np.ndarray) -> np.ndarray:
+    """Least squares with every coefficient >= 0: a column whose coefficient comes out negative is dropped."""
+    active = [True] * len(cols)
+    coef = np.zeros(len(cols))
+    for _ in range(len(cols)):
+        x = np.column_stack([c for c, a in zip(cols, active, strict=True) if a])
+        sol, *_ = np.linalg.lstsq(x, y, rcond=None)
+        coef = np.zeros(len(cols))
+        coef[[i for i, a in enumerate(active) if a]] = sol
+        negative = [i for i in range(len(cols)) if active[i] and coef[i] < 0]
+        if not negative:
+            break
+        for i in negative:
+            active[i] = False
+    return coef
+
+
+def fit_step_cost_from_requests(requests: pl.DataFrame) -> StepCost:
+    """Fit :class:`StepCost` to per-request times when the engine logged no steps.
+
+    A request's decode time is the sum of the steps it decoded in: ``(out - 1)`` steps, each
+    ``c0 + c_decode * batch`` plus ``c_prefill`` for every prompt token prefilled meanwhile. With ``batch``
+    the time-averaged number of requests decoding over its decode window and the prompt tokens whose prefill
+    ended inside the window (both from the same requests' measured times), non-negative least squares over
+    all requests gives ``c0``, ``c_decode`` and ``c_prefill`` together. Gaps between steps are inside these
+    times, so ``overhead`` is 0. ``r2`` and ``mape`` describe the fit of decode times.
+    """
+    need = ("first_token_s", "decode_s", "prefill_s", "input_tokens", "output_tokens")
+    if not set(need) <= set(requests.columns):
+        raise AnalysisError("calibrating from requests needs their prefill and decode times (engine spans)")
+    every = requests.drop_nulls(list(need))
+    rows = every.filter((pl.col("output_tokens") > 1) & (pl.col("decode_s") > 0))
+    if rows.height < 10:
+        raise AnalysisError(f"calibrating from requests needs 10 with prefill and decode times, got {rows.height}")
+    start = rows["first_token_s"].to_numpy()
+    end = start + rows["decode_s"].to_numpy()
+    batch = _mean_concurrency(start, end)
+    # prompt tokens whose prefill finished inside each decode window (prefix sums over prefill end times)
+    done_at = every["first_token_s"].to_numpy()
+    order = np.argsort(done_at)
+    done_sorted = done_at[order]
+    tokens = np.concatenate([[0.0], np.cumsum(every["input_tokens"].to_numpy()[order].astype(float))])
+    prefilled = (
+        tokens[np.searchsorted(done_sorted, end, "right")] - tokens[np.searchsorted(done_sorted, start, "right")]
+    )
+    steps_n = rows["output_tokens"].to_numpy().astype(float) - 1
+    y = rows["decode_s"].to_numpy()
+    c0, c_decode, c_prefill = _nonneg_lstsq([steps_n, steps_n * batch, prefilled], y)
+    pred = c0 * steps_n + c_decode * steps_n * batch + c_prefill * prefilled
+    ss_tot = float(((y - y.mean()) ** 2).sum())
+    r2 = 1.0 - float(((y - pred) ** 2).sum()) / ss_tot if ss_tot > 0 else None
+    mape = float(np.mean(np.abs(pred - y) / y))
+    return StepCost(float(c0), float(c_prefill), float(c_decode), 0.0, 0.0, 0, r2, mape)
+
+
 def fit_step_cost(steps: pl.DataFrame) -> StepCost:
     """Fit :class:`StepCost` (without the context term) to ``engine_steps`` rows.
 
@@ -398,7 +470,7 @@ def engine_config_for(run: Any, steps: pl.DataFrame) -> dict[str, dict[str, Any]
     )
     if "max_num_batched_tokens" in logged:
         out["max_num_batched_tokens"] = _setting(logged["max_num_batched_tokens"], "server log args")
-    elif steps.height:
+    elif steps.height >= 100:  # a long step log: the budget must have bound at least once under load
         largest = int((steps["prefill_tokens"].fill_null(0) + steps["decode_tokens"].fill_null(0)).max() or 0)
         # the budget is a power of two in every vLLM default; the largest step is at most the budget
         budget = 1 << max(largest - 1, 1).bit_length()
@@ -442,8 +514,23 @@ def _counted_preemptions(run: Any) -> float | None:
     return None
 
 
+def _outside_engine(requests: pl.DataFrame) -> tuple[float, float]:
+    """Median time a request spends outside the engine before its first token and after its last one.
+
+    Client-measured TTFT and e2e include the HTTP/frontend path (tokenisation, detokenisation, streaming)
+    that the scheduler model does not simulate; the run's own median is added back. 0 where not measurable.
+    """
+    cols = {"ttft_s", "queue_s", "prefill_s", "e2e_s", "decode_s"}
+    if not cols <= set(requests.columns):
+        return 0.0, 0.0
+    pre = (requests["ttft_s"] - requests["queue_s"] - requests["prefill_s"]).drop_nulls()
+    post = (requests["e2e_s"] - requests["ttft_s"] - requests["decode_s"]).drop_nulls()
+    return (max(0.0, float(pre.median())) if pre.len() else 0.0, max(0.0, float(post.median())) if post.len() else 0.0)  # type: ignore[arg-type]
+
+
 def _mape(pred: float | None, real: float | None) -> float | None:
-    if pred is None or real is None or real == 0:
+    # a relative error against a measured value under a millisecond is noise, not accuracy
+    if pred is None or real is None or abs(real) < 1e-3:
         return None
     return abs(pred - real) / abs(real)
 
@@ -457,8 +544,9 @@ def replay(
 ) -> dict[str, Any]:
     """The replay document (``lltrace replay --json``): calibration, validation, baseline, what-ifs.
 
-    Calibration fits :class:`StepCost` to the run's ``engine_steps`` from the engine log. Validation fits on
-    the steps of the first ``1 - holdout`` of the run (by time) only, replays every request (so the queue the
+    Calibration fits :class:`StepCost` to the run's ``engine_steps`` from the engine log, or without one to
+    the requests' own prefill and decode times. Validation fits on the first ``1 - holdout`` of the run
+    (by time) only, replays every request (so the queue the
     held-out requests meet builds up as it did) and scores the held-out requests against their measured
     latencies. The baseline and each what-if use the fit on all steps; what-if figures are estimates.
     """
@@ -478,11 +566,7 @@ def replay(
     steps = run.table("engine_steps")
     if steps.height and "source" in steps.columns:
         steps = steps.filter(pl.col("source") == "log")
-    if steps.height < 3 or "wall_s" not in steps.columns:
-        raise AnalysisError(
-            "replay needs the engine's per-step log (vLLM --enable-logging-iteration-details) to calibrate; "
-            "calibrating from per-request times or a reference profile is not built yet"
-        )
+    from_log = steps.height >= 3 and "wall_s" in steps.columns
     measured = _measured(run)
     settings = engine_config_for(run, steps)
     if settings["kv_blocks"]["value"] is None:
@@ -500,23 +584,51 @@ def replay(
     arrival = measured["arrival_s"].to_numpy()
     lengths = (measured["input_tokens"].to_numpy(), measured["output_tokens"].to_numpy())
 
-    t0, t1 = float(arrival.min()), float(arrival.max())
-    split = t0 + (1 - holdout) * (t1 - t0)
-    early = fit_step_cost(steps.filter(pl.col("start_s") < split))
-    held = simulate(arrival, *lengths, config({}), early).requests.filter(pl.col("arrival_s") >= split)
+    t0 = float(arrival.min())
+    # the first (1 - holdout) of the requests by arrival calibrate; the rest are held out
+    split = float(arrival[min(len(arrival) - 1, int(round((1 - holdout) * len(arrival))))])
+    if from_log:
+        early = fit_step_cost(steps.filter(pl.col("start_s") < split))
+        cost = fit_step_cost(steps)
+        source = "engine_steps (server log iteration lines)"
+    else:
+        early = fit_step_cost_from_requests(measured.filter(pl.col("arrival_s") < split))
+        cost = fit_step_cost_from_requests(measured)
+        source = "per-request prefill and decode times (no step log): TPOT vs mean decode batch, prefill vs prompt"
+    before = measured.filter(pl.col("arrival_s") < split)
+    pre, post = _outside_engine(before)
+    cal_pre, cal_post = _outside_engine(measured)
+
+    def run_sim(arr: np.ndarray, cfg: EngineConfig, c: StepCost, pre_s: float, post_s: float) -> ReplayResult:
+        # the engine sees a request pre_s after the client sent it; the client sees its end post_s later
+        res = simulate(arr + pre_s, *lengths, cfg, c)
+        res.requests = res.requests.with_columns(
+            (pl.col("arrival_s") - pre_s).alias("arrival_s"),
+            pl.col("ttft_s") + pre_s,
+            pl.col("e2e_s") + pre_s + post_s,
+        )
+        return res
+
+    held = run_sim(arrival, config({}), early, pre, post).requests.filter(pl.col("arrival_s") >= split)
     real_held = measured.filter(pl.col("arrival_s") >= split)
     pred_s, real_s = _summary(held), _summary(real_held)
     validation = {
-        "method": f"step cost fitted on steps before {1 - holdout:.0%} of the arrival span; "
+        "method": f"step cost fitted on data before the arrival of the first {1 - holdout:.0%} of requests; "
         f"all requests replayed; the {real_held.height} requests arriving after it scored",
         "requests": real_held.height,
         "replayed": pred_s,
         "measured": real_s,
         "mape": {m: {s: _mape(pred_s[m][s], real_s[m][s]) for s in ("mean", "p90")} for m in _METRICS},
+        "abs_error_s": {
+            m: {
+                s: None if pred_s[m][s] is None or real_s[m][s] is None else pred_s[m][s] - real_s[m][s]
+                for s in ("mean", "p90")
+            }
+            for m in _METRICS
+        },
     }
 
-    cost = fit_step_cost(steps)
-    base = simulate(arrival, *lengths, config({}), cost)
+    base = run_sim(arrival, config({}), cost, cal_pre, cal_post)
     measured_preemptions = _counted_preemptions(run)
 
     def outcome(res: ReplayResult) -> dict[str, Any]:
@@ -535,7 +647,7 @@ def replay(
     results = []
     for key, value in (what_ifs or {}).items():
         arr = arrival if key != "rate" else t0 + (arrival - t0) / float(value)
-        res = outcome(simulate(arr, *lengths, config({key: value}), cost))
+        res = outcome(run_sim(arr, config({key: value}), cost, cal_pre, cal_post))
         res["what_if"] = {key: value}
         res["basis"] = "estimated"
         res["delta"] = {
@@ -554,13 +666,14 @@ def replay(
         "run": run.id,
         "engine": settings,
         "calibration": {
-            "source": "engine_steps (server log iteration lines)",
+            "source": source,
             "form": "step_s = c0 + overhead + c_prefill * prefill_tokens + c_decode * decode_tokens",
             "c0_s": cost.c0,
             "overhead_s": cost.overhead,
             "c_prefill_s_per_token": cost.c_prefill,
             "c_decode_s_per_token": cost.c_decode,
             "steps": cost.steps,
+            "outside_engine_s": {"before_first_token": cal_pre, "after_last_token": cal_post},
             "r2": cost.r2,
             "step_mape": cost.mape,
         },
