@@ -315,12 +315,15 @@ def estimate_cli(
     )
 
 
-def _what_ifs(items: list[str]) -> dict[str, float]:
+def _what_ifs(items: list[str]) -> dict[str, float | str]:
     from lltrace.errors import AnalysisError
 
-    out: dict[str, float] = {}
+    out: dict[str, float | str] = {}
     for item in items:
         key, sep, value = item.partition("=")
+        if key.strip() in ("gpu", "quant", "kv_dtype") and sep and value:
+            out[key.strip()] = value.strip()
+            continue
         try:
             out[key.strip()] = float(value)
         except ValueError:
@@ -344,10 +347,12 @@ def replay_cli(
         typer.Option(
             "--what-if",
             help="KEY=VALUE: kv_blocks, block_size, max_num_seqs, "
-            "max_num_batched_tokens, rate (arrival-rate multiplier). Repeatable.",
+            "max_num_batched_tokens, rate (arrival-rate multiplier), gpu, quant, kv_dtype. Repeatable.",
         ),
     ] = None,
     store: StoreOpt = None,
+    gpu: Annotated[str | None, typer.Option("--gpu", help="The run's GPU, when the sources do not say.")] = None,
+    quant: Annotated[str, typer.Option("--quant", help="The run's weight precision.")] = "bf16",
     as_json: Annotated[bool, typer.Option("--json", help="Print the replay document as JSON.")] = False,
     quiet: QuietOpt = False,
 ) -> None:
@@ -355,7 +360,7 @@ def replay_cli(
     from lltrace.replay import replay
 
     with _errors(quiet):
-        doc = replay(target, what_ifs=_what_ifs(what_if or []), store=store)
+        doc = replay(target, what_ifs=_what_ifs(what_if or []), store=store, gpu=gpu, quant=quant)
     if as_json:
         sys.stdout.write(json.dumps(doc, indent=2, default=str) + "\n")
         return
@@ -392,7 +397,11 @@ def replay_cli(
         t.add_column(col, justify="left" if col == "case" else "right")
     rows = [("measured", b["measured"], b["measured_preemptions"]), ("replayed", b["summary"], b["preemptions"])]
     rows += [
-        (" ".join(f"{k}={x:g}" for k, x in w["what_if"].items()), w["summary"], w["preemptions"])
+        (
+            " ".join(f"{k}={x:g}" if isinstance(x, float) else f"{k}={x}" for k, x in w["what_if"].items()),
+            w["summary"],
+            w["preemptions"],
+        )
         for w in doc["whatifs"]
     ]
     for name, s, p in rows:

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from lltrace.catalog import BYTES_PER_PARAM
 from lltrace.errors import AnalysisError
 
 __all__ = ["EngineConfig", "StepCost", "ReplayResult", "fit_step_cost", "simulate", "replay", "WHAT_IF_KEYS"]
@@ -434,7 +435,49 @@ def simulate(
 # -- replaying a stored run: configuration, calibration, validation, what-ifs ---------------------------------
 
 # Keys of --what-if this model can change today (DESIGN.md lists more: gpu, quant; not yet modelled).
-WHAT_IF_KEYS = ("kv_blocks", "block_size", "max_num_seqs", "max_num_batched_tokens", "rate")
+WHAT_IF_KEYS = ("kv_blocks", "block_size", "max_num_seqs", "max_num_batched_tokens", "rate", "gpu", "quant", "kv_dtype")
+_HARDWARE_KEYS = ("gpu", "quant", "kv_dtype")
+
+
+def transfer_step_cost(
+    cost: StepCost,
+    gpu_from: Any,
+    gpu_to: Any,
+    *,
+    quant_from: str = "bf16",
+    quant_to: str = "bf16",
+    kv_from: str = "bf16",
+    kv_to: str = "bf16",
+) -> tuple[StepCost, dict[str, float]]:
+    """Move a calibrated step cost to another GPU / precision with the roofline (an estimate).
+
+    The per-step term (every weight read once) scales with achievable HBM bandwidth and bytes per
+    parameter; the per-decode-token term (its KV read) with bandwidth and bytes per KV element; the
+    per-prefill-token term (matmul FLOPs) with achievable FLOP/s at the weight precision. The overhead
+    between steps (CPU side) is kept. Returns the new cost and the three ratios applied.
+    """
+    for q in (quant_from, quant_to, kv_from, kv_to):
+        if q not in BYTES_PER_PARAM:
+            raise AnalysisError(f"unknown precision {q!r}; known: {', '.join(BYTES_PER_PARAM)}")
+    bw = (gpu_from.hbm_gbps * gpu_from.achievable_bw_fraction) / (gpu_to.hbm_gbps * gpu_to.achievable_bw_fraction)
+    fl = (gpu_from.peak_flops(quant_from) * gpu_from.achievable_flops_fraction) / (
+        gpu_to.peak_flops(quant_to) * gpu_to.achievable_flops_fraction
+    )
+    weights = bw * BYTES_PER_PARAM[quant_to] / BYTES_PER_PARAM[quant_from]
+    kv = bw * BYTES_PER_PARAM[kv_to] / BYTES_PER_PARAM[kv_from]
+    new = StepCost(
+        c0=cost.c0 * weights,
+        c_prefill=cost.c_prefill * fl,
+        c_decode=cost.c_decode * kv,
+        c_ctx=cost.c_ctx * kv,
+        overhead=cost.overhead,
+        steps=cost.steps,
+        r2=cost.r2,
+        mape=cost.mape,
+    )
+    return new, {"per_step": weights, "per_prefill_token": fl, "per_decode_token": kv}
+
+
 _METRICS = ("queue_s", "ttft_s", "tpot_s", "e2e_s")
 
 
@@ -538,9 +581,12 @@ def _mape(pred: float | None, real: float | None) -> float | None:
 def replay(
     path_or_run: Any,
     *,
-    what_ifs: dict[str, float] | None = None,
+    what_ifs: dict[str, float | str] | None = None,
     store: Any = None,
     holdout: float = 0.3,
+    gpu: str | None = None,
+    quant: str = "bf16",
+    kv_dtype: str = "bf16",
 ) -> dict[str, Any]:
     """The replay document (``lltrace replay --json``): calibration, validation, baseline, what-ifs.
 
@@ -549,6 +595,8 @@ def replay(
     (by time) only, replays every request (so the queue the
     held-out requests meet builds up as it did) and scores the held-out requests against their measured
     latencies. The baseline and each what-if use the fit on all steps; what-if figures are estimates.
+    ``gpu`` (else the GPU detected in the run), ``quant`` and ``kv_dtype`` describe the recorded run; the
+    ``gpu``, ``quant`` and ``kv_dtype`` what-ifs move its step cost with :func:`transfer_step_cost`.
     """
     from lltrace.api import Run, ingest
     from lltrace.report import resolve
@@ -572,8 +620,10 @@ def replay(
     if settings["kv_blocks"]["value"] is None:
         raise AnalysisError("replay needs the KV cache size (server log 'KV cache size' or num_gpu_blocks_override)")
 
-    def config(overrides: dict[str, float]) -> EngineConfig:
-        v = {k: s["value"] for k, s in settings.items()} | {k: x for k, x in overrides.items() if k != "rate"}
+    def config(overrides: dict[str, float | str]) -> EngineConfig:
+        v = {k: s["value"] for k, s in settings.items()} | {
+            k: x for k, x in overrides.items() if k != "rate" and k not in _HARDWARE_KEYS
+        }
         return EngineConfig(
             num_blocks=int(v["kv_blocks"]),
             block_size=int(v["block_size"]),
@@ -647,7 +697,27 @@ def replay(
     results = []
     for key, value in (what_ifs or {}).items():
         arr = arrival if key != "rate" else t0 + (arrival - t0) / float(value)
-        res = outcome(run_sim(arr, config({key: value}), cost, cal_pre, cal_post))
+        moved, ratios = cost, None
+        if key in _HARDWARE_KEYS:
+            from lltrace.analysis import _resolve_gpu
+            from lltrace.catalog import gpu_or_error
+
+            here, _ = _resolve_gpu(run, gpu)
+            if here is None:
+                raise AnalysisError(f"--what-if {key}=...: the run's GPU is unknown; name it with --gpu")
+            there = gpu_or_error(str(value)) if key == "gpu" else here
+            moved, ratios = transfer_step_cost(
+                cost,
+                here,
+                there,
+                quant_from=quant,
+                quant_to=str(value) if key == "quant" else quant,
+                kv_from=kv_dtype,
+                kv_to=str(value) if key == "kv_dtype" else kv_dtype,
+            )
+        res = outcome(run_sim(arr, config({key: value}), moved, cal_pre, cal_post))
+        if ratios is not None:
+            res["cost_ratios"] = ratios
         res["what_if"] = {key: value}
         res["basis"] = "estimated"
         res["delta"] = {
