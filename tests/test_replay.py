@@ -167,9 +167,10 @@ def test_run_a_without_step_log_calibrates_on_requests_and_validates(tmp_path: P
     assert doc["calibration"]["source"].startswith("per-request")
     assert doc["engine"]["kv_blocks"]["value"] == 2_097_152 // 16  # "KV cache size: 2,097,152 tokens"
     mape = doc["validation"]["mape"]
-    # issue 6 asks <= 15 % for mean TTFT, TPOT and e2e; TPOT and e2e meet it, TTFT does not yet (about 32 %)
-    assert mape["tpot_s"]["mean"] <= 0.15 and mape["e2e_s"]["mean"] <= 0.15
-    assert mape["ttft_s"]["mean"] is not None
+    # issue 6: mean TTFT, TPOT and e2e of the held-out requests each within 15 %
+    assert mape["ttft_s"]["mean"] <= 0.15 and mape["tpot_s"]["mean"] <= 0.15 and mape["e2e_s"]["mean"] <= 0.15
+    # the frontend shares the 2 CPUs: its time before the first token grows with requests decoding
+    assert doc["calibration"]["outside_engine_s"]["before_first_token_per_decoding_request"] > 0
 
 
 def test_gpu_and_precision_transfer_follow_the_catalog_ratios() -> None:

@@ -369,7 +369,9 @@ def replay_cli(
         f"calibration from {c['source']}: step = {c['c0_s'] * 1e3:.2f} ms + overhead {c['overhead_s'] * 1e3:.2f} ms "
         f"+ {c['c_prefill_s_per_token'] * 1e6:.1f} us/prefill token + {c['c_decode_s_per_token'] * 1e6:.1f} us/decode "
         f"token (fit MAPE {c['step_mape']:.0%}); outside the engine "
-        f"{c['outside_engine_s']['before_first_token'] * 1e3:.1f} ms before the first token, "
+        f"{c['outside_engine_s']['before_first_token'] * 1e3:.1f} ms "
+        f"+ {c['outside_engine_s']['before_first_token_per_decoding_request'] * 1e3:.2f} ms per request decoding "
+        "before the first token, "
         f"{c['outside_engine_s']['after_last_token'] * 1e3:.1f} ms after the last",
         highlight=False,
         markup=False,

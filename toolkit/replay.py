@@ -557,18 +557,43 @@ def _counted_preemptions(run: Any) -> float | None:
     return None
 
 
-def _outside_engine(requests: pl.DataFrame) -> tuple[float, float]:
-    """Median time a request spends outside the engine before its first token and after its last one.
+def _decoding_at(times: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """How many of the windows [start, end) are open at each of ``times``."""
+    return (np.searchsorted(np.sort(start), times, "right") - np.searchsorted(np.sort(end), times, "right")).astype(
+        float
+    )
+
+
+@dataclass(frozen=True)
+class Outside:
+    """Time a request spends outside the engine: ``pre + per_decoding * (requests decoding when it arrives)``
+    before its first token, ``post`` after its last one (medians / least squares over the run's requests)."""
+
+    pre: float = 0.0
+    per_decoding: float = 0.0
+    post: float = 0.0
+
+
+def _outside_engine(requests: pl.DataFrame) -> Outside:
+    """Fit :class:`Outside` to measured requests; zeros where the sources do not measure it.
 
     Client-measured TTFT and e2e include the HTTP/frontend path (tokenisation, detokenisation, streaming)
-    that the scheduler model does not simulate; the run's own median is added back. 0 where not measurable.
+    that the scheduler model does not simulate. Where the frontend shares CPUs with the engine it slows
+    with load, so the time before the first token is regressed on the number of requests decoding (and so
+    streaming tokens through the frontend) when the request arrived.
     """
-    cols = {"ttft_s", "queue_s", "prefill_s", "e2e_s", "decode_s"}
+    cols = {"ttft_s", "queue_s", "prefill_s", "e2e_s", "decode_s", "first_token_s", "arrival_s"}
     if not cols <= set(requests.columns):
-        return 0.0, 0.0
-    pre = (requests["ttft_s"] - requests["queue_s"] - requests["prefill_s"]).drop_nulls()
-    post = (requests["e2e_s"] - requests["ttft_s"] - requests["decode_s"]).drop_nulls()
-    return (max(0.0, float(pre.median())) if pre.len() else 0.0, max(0.0, float(post.median())) if post.len() else 0.0)  # type: ignore[arg-type]
+        return Outside()
+    rows = requests.drop_nulls(list(cols))
+    if rows.height < 10:
+        return Outside()
+    pre = (rows["ttft_s"] - rows["queue_s"] - rows["prefill_s"]).to_numpy()
+    post = (rows["e2e_s"] - rows["ttft_s"] - rows["decode_s"]).to_numpy()
+    start = rows["first_token_s"].to_numpy()
+    decoding = _decoding_at(rows["arrival_s"].to_numpy(), start, start + rows["decode_s"].to_numpy())
+    a, b = _nonneg_lstsq([np.ones_like(pre), decoding], pre)
+    return Outside(float(a), float(b), max(0.0, float(np.median(post))))
 
 
 def _mape(pred: float | None, real: float | None) -> float | None:
@@ -644,22 +669,28 @@ def replay(
     else:
         early = fit_step_cost_from_requests(measured.filter(pl.col("arrival_s") < split))
         cost = fit_step_cost_from_requests(measured)
-        source = "per-request prefill and decode times (no step log): TPOT vs mean decode batch, prefill vs prompt"
+        source = "per-request decode times (no step log): decode steps, mean decode batch, prompts prefilled meanwhile"
     before = measured.filter(pl.col("arrival_s") < split)
-    pre, post = _outside_engine(before)
-    cal_pre, cal_post = _outside_engine(measured)
+    outside_early = _outside_engine(before)
+    outside = _outside_engine(measured)
 
-    def run_sim(arr: np.ndarray, cfg: EngineConfig, c: StepCost, pre_s: float, post_s: float) -> ReplayResult:
-        # the engine sees a request pre_s after the client sent it; the client sees its end post_s later
-        res = simulate(arr + pre_s, *lengths, cfg, c)
-        res.requests = res.requests.with_columns(
-            (pl.col("arrival_s") - pre_s).alias("arrival_s"),
-            pl.col("ttft_s") + pre_s,
-            pl.col("e2e_s") + pre_s + post_s,
+    def run_sim(arr: np.ndarray, cfg: EngineConfig, c: StepCost, out: Outside) -> ReplayResult:
+        # the engine sees a request out.pre after the client sent it (plus the load term, added to the
+        # client's view only); the client sees its end out.post after the engine finished it
+        res = simulate(arr + out.pre, *lengths, cfg, c)
+        f = res.requests
+        seen = f["arrival_s"].to_numpy()
+        first = seen + f["ttft_s"].fill_null(np.inf).to_numpy()
+        last = seen + f["e2e_s"].fill_null(np.inf).to_numpy()
+        extra = out.per_decoding * _decoding_at(seen, first, last)
+        res.requests = f.with_columns(
+            (pl.col("arrival_s") - out.pre).alias("arrival_s"),
+            pl.col("ttft_s") + out.pre + pl.Series(extra),
+            pl.col("e2e_s") + out.pre + pl.Series(extra) + out.post,
         )
         return res
 
-    held = run_sim(arrival, config({}), early, pre, post).requests.filter(pl.col("arrival_s") >= split)
+    held = run_sim(arrival, config({}), early, outside_early).requests.filter(pl.col("arrival_s") >= split)
     real_held = measured.filter(pl.col("arrival_s") >= split)
     pred_s, real_s = _summary(held), _summary(real_held)
     validation = {
@@ -678,7 +709,7 @@ def replay(
         },
     }
 
-    base = run_sim(arrival, config({}), cost, cal_pre, cal_post)
+    base = run_sim(arrival, config({}), cost, outside)
     measured_preemptions = _counted_preemptions(run)
 
     def outcome(res: ReplayResult) -> dict[str, Any]:
@@ -715,7 +746,7 @@ def replay(
                 kv_from=kv_dtype,
                 kv_to=str(value) if key == "kv_dtype" else kv_dtype,
             )
-        res = outcome(run_sim(arr, config({key: value}), moved, cal_pre, cal_post))
+        res = outcome(run_sim(arr, config({key: value}), moved, outside))
         if ratios is not None:
             res["cost_ratios"] = ratios
         res["what_if"] = {key: value}
@@ -743,7 +774,11 @@ def replay(
             "c_prefill_s_per_token": cost.c_prefill,
             "c_decode_s_per_token": cost.c_decode,
             "steps": cost.steps,
-            "outside_engine_s": {"before_first_token": cal_pre, "after_last_token": cal_post},
+            "outside_engine_s": {
+                "before_first_token": outside.pre,
+                "before_first_token_per_decoding_request": outside.per_decoding,
+                "after_last_token": outside.post,
+            },
             "r2": cost.r2,
             "step_mape": cost.mape,
         },
