@@ -2,9 +2,9 @@
 
 Traces: the real Azure 2023 conversation trace (19,366 requests, as recorded) and a trace of N requests
 (default 1,000,000) made by resampling its prompt/output lengths with Poisson arrivals at a rate that keeps
-the batch full. Step cost: a Llama-2-7B-on-A100 reference from lltrace's roofline (``lltrace estimate``;
-decode step = one weight read, prefill at the estimated tokens/s): an estimate, fine for timing the simulator.
-Engine: 16-token blocks, KV from the A100's 80 GB less the weights, max 256 sequences, 8,192-token budget.
+the batch full. Step cost: the Llama-2-7B-on-A100 reference (``lltrace.replay.reference_step_cost``: weights
+read once per step, KV read per decode token, prefill FLOPs): an estimate, fine for timing the simulator.
+Engine: 16-token blocks, KV from 0.9 of the A100's 80 GB less the weights, max 256 sequences, 8,192 budget.
 
 Prints requests/s (one core: the simulator is single-threaded Python), the speed against the traces' own
 duration, and the same for the step-by-step path (``fast_forward=False``) on the Azure trace as the baseline.
@@ -23,8 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lltrace.estimate import estimate
-from lltrace.replay import EngineConfig, StepCost, simulate
+from lltrace.replay import EngineConfig, StepCost, reference_step_cost, simulate
 
 AZURE = (
     Path(__file__).resolve().parents[2]
@@ -45,12 +44,8 @@ def _azure() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return t - t.min(), inp, out
 
 
-def _reference() -> tuple[StepCost, EngineConfig]:
-    e = estimate(input_tokens=512, output_tokens=128, model="llama-2-7b", gpu="A100-80GB")
-    cost = StepCost(c0=e["decode_s_per_token"], c_prefill=1 / e["prefill_tokens_per_s"], c_decode=0.0)
-    weights_gb = 6.74 * 2
-    kv_bytes_per_token = 2 * 32 * 4096 * 2  # K and V, 32 layers, hidden 4096, bf16
-    blocks = int((80e9 * 0.9 - weights_gb * 1e9) / kv_bytes_per_token / 16)
+def _reference(mean_context: float) -> tuple[StepCost, EngineConfig]:
+    cost, blocks, _ = reference_step_cost("llama-2-7b", "A100-80GB", mean_context=mean_context)
     return cost, EngineConfig(num_blocks=blocks, block_size=16, max_num_seqs=256, max_num_batched_tokens=8192)
 
 
@@ -78,16 +73,21 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--requests", type=int, default=1_000_000)
     args = ap.parse_args()
-    cost, cfg = _reference()
     arrival, inp, out = _azure()
-    print(f"reference step: {cost.c0 * 1e3:.2f} ms + {cost.c_prefill * 1e6:.1f} us/prefill token; {cfg}")
+    cost, cfg = _reference(float(inp.mean() + out.mean() / 2))
+    print(
+        f"reference step: {cost.c0 * 1e3:.2f} ms + {cost.c_prefill * 1e6:.1f} us/prefill token + "
+        f"{cost.c_decode * 1e6:.1f} us/decode token; {cfg}"
+    )
     fast = _time("azure conv, fast-forward", arrival, inp, out, cost, cfg)
     slow = _time("azure conv, step by step (baseline)", arrival, inp, out, cost, cfg, fast=False)
     print(f"fast-forward / step by step: {fast / slow:.1f}x")
     rng = np.random.default_rng(0)
     pick = rng.integers(0, len(inp), args.requests)
-    # full batches: offered load at ~1.2x what 256 sequences decode per second at this step time
-    rate = 1.2 * cfg.max_num_seqs / (cost.c0 * float(out.mean()))
+    # full batches: offered load at ~1.2x what the batch the KV cache holds decodes per second
+    batch = min(cfg.max_num_seqs, cfg.num_blocks * cfg.block_size / float(inp.mean() + out.mean()))
+    step = cost.c0 + cost.c_decode * batch
+    rate = 1.2 * batch / (step * float(out.mean()))
     big = np.cumsum(rng.exponential(1 / rate, args.requests))
     _time(f"resampled, Poisson {rate:.0f} req/s", big, inp[pick], out[pick], cost, cfg)
 

@@ -199,3 +199,31 @@ def test_gpu_what_if_needs_the_runs_gpu(kv_runs: dict[str, lltrace.Run], kv_stor
     faster = doc["whatifs"][0]
     assert faster["basis"] == "estimated" and faster["cost_ratios"]["per_step"] < 1
     assert faster["summary"]["tpot_s"]["mean"] < doc["baseline"]["summary"]["tpot_s"]["mean"]
+
+
+def test_reference_step_cost_is_the_catalog_roofline() -> None:
+    from lltrace.catalog import gpu_or_error
+    from lltrace.replay import reference_step_cost
+
+    a100 = gpu_or_error("A100-80GB")
+    cost, blocks, info = reference_step_cost("llama-2-7b", "A100-80GB", mean_context=1000)
+    bw = a100.hbm_gbps * 1e9 * a100.achievable_bw_fraction
+    kv_token = 2 * 32 * 32 * 128 * 2  # K and V, 32 layers, 32 KV heads of 128, bf16 (Llama-2-7B config)
+    assert cost.c0 == pytest.approx(6.74e9 * 2 / bw, rel=1e-3)
+    assert cost.c_prefill == pytest.approx(2 * 6.74e9 / (a100.bf16_tflops * 1e12 * a100.achievable_flops_fraction))
+    assert cost.c_decode == pytest.approx(kv_token * 1000 / bw)
+    assert blocks == int((a100.memory_gb * 1e9 * 0.9 - 6.74e9 * 2) // (kv_token * 16))
+    assert info["gpu"] == "A100-80GB"
+
+
+def test_arrival_trace_replays_only_with_a_reference(tmp_path: Path) -> None:
+    trace = shared_file("serving", "azure_llm_2023", "AzureLLMInferenceTrace_code.csv")
+    with pytest.raises(AnalysisError, match="--reference"):
+        replay(trace, store=tmp_path)
+    doc = replay(trace, store=tmp_path, reference="llama-2-7b@A100-80GB", what_ifs={"gpu": "H100-SXM"})
+    assert doc["validation"] is None  # nothing measured to score against
+    assert doc["calibration"]["source"].startswith("reference")
+    assert doc["engine"]["kv_blocks"]["origin"].startswith("reference")
+    assert doc["baseline"]["measured_preemptions"] is None
+    h100 = doc["whatifs"][0]
+    assert h100["summary"]["e2e_s"]["mean"] < doc["baseline"]["summary"]["e2e_s"]["mean"]

@@ -353,6 +353,12 @@ def replay_cli(
     store: StoreOpt = None,
     gpu: Annotated[str | None, typer.Option("--gpu", help="The run's GPU, when the sources do not say.")] = None,
     quant: Annotated[str, typer.Option("--quant", help="The run's weight precision.")] = "bf16",
+    reference: Annotated[
+        str | None,
+        typer.Option(
+            "--reference", help="MODEL@GPU: step cost from the catalog's roofline, for traces with no timings."
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the replay document as JSON.")] = False,
     quiet: QuietOpt = False,
 ) -> None:
@@ -360,15 +366,16 @@ def replay_cli(
     from lltrace.replay import replay
 
     with _errors(quiet):
-        doc = replay(target, what_ifs=_what_ifs(what_if or []), store=store, gpu=gpu, quant=quant)
+        doc = replay(target, what_ifs=_what_ifs(what_if or []), store=store, gpu=gpu, quant=quant, reference=reference)
     if as_json:
         sys.stdout.write(json.dumps(doc, indent=2, default=str) + "\n")
         return
     c = doc["calibration"]
+    fit = "" if c["step_mape"] is None else f" (fit MAPE {c['step_mape']:.0%})"
     out.print(
         f"calibration from {c['source']}: step = {c['c0_s'] * 1e3:.2f} ms + overhead {c['overhead_s'] * 1e3:.2f} ms "
         f"+ {c['c_prefill_s_per_token'] * 1e6:.1f} us/prefill token + {c['c_decode_s_per_token'] * 1e6:.1f} us/decode "
-        f"token (fit MAPE {c['step_mape']:.0%}); outside the engine "
+        f"token{fit}; outside the engine "
         f"{c['outside_engine_s']['before_first_token'] * 1e3:.1f} ms "
         f"+ {c['outside_engine_s']['before_first_token_per_decoding_request'] * 1e3:.2f} ms per request decoding "
         "before the first token, "
@@ -377,21 +384,32 @@ def replay_cli(
         markup=False,
     )
     v = doc["validation"]
-    t = Table(title=f"validation: {v['method']}")
-    for col in ("metric", "replayed mean", "measured mean", "MAPE mean", "replayed p90", "measured p90", "MAPE p90"):
-        t.add_column(col, justify="left" if col == "metric" else "right")
-    for m, e in v["mape"].items():
-        pct = {k: "-" if e[k] is None else f"{e[k]:.0%}" for k in ("mean", "p90")}
-        t.add_row(
-            m,
-            _fmt_s(v["replayed"][m]["mean"], m),
-            _fmt_s(v["measured"][m]["mean"], m),
-            pct["mean"],
-            _fmt_s(v["replayed"][m]["p90"], m),
-            _fmt_s(v["measured"][m]["p90"], m),
-            pct["p90"],
-        )
-    out.print(t)
+    if v is None:
+        out.print("validation: none — the run has no measured latencies to score against", highlight=False)
+    else:
+        t = Table(title=f"validation: {v['method']}")
+        for col in (
+            "metric",
+            "replayed mean",
+            "measured mean",
+            "MAPE mean",
+            "replayed p90",
+            "measured p90",
+            "MAPE p90",
+        ):
+            t.add_column(col, justify="left" if col == "metric" else "right")
+        for m, e in v["mape"].items():
+            pct = {k: "-" if e[k] is None else f"{e[k]:.0%}" for k in ("mean", "p90")}
+            t.add_row(
+                m,
+                _fmt_s(v["replayed"][m]["mean"], m),
+                _fmt_s(v["measured"][m]["mean"], m),
+                pct["mean"],
+                _fmt_s(v["replayed"][m]["p90"], m),
+                _fmt_s(v["measured"][m]["p90"], m),
+                pct["p90"],
+            )
+        out.print(t)
     b = doc["baseline"]
     counted = "not counted" if b["measured_preemptions"] is None else f"{b['measured_preemptions']:.0f} counted"
     t = Table(title=f"baseline replay: {b['preemptions']} preemptions ({counted}); what-ifs are estimates")

@@ -439,6 +439,45 @@ WHAT_IF_KEYS = ("kv_blocks", "block_size", "max_num_seqs", "max_num_batched_toke
 _HARDWARE_KEYS = ("gpu", "quant", "kv_dtype")
 
 
+def reference_step_cost(
+    model: str,
+    gpu: str,
+    *,
+    quant: str = "bf16",
+    kv_dtype: str = "bf16",
+    mean_context: float = 1024.0,
+    block_size: int = 16,
+    memory_fraction: float = 0.9,
+) -> tuple[StepCost, int, dict[str, Any]]:
+    """A step cost and KV capacity for ``model`` on ``gpu`` from the catalog's roofline (an estimate).
+
+    Per step: every weight read once at the GPU's achievable bandwidth (the catalog's A100 fractions are
+    fitted to real Llama-2-7B operator timings, shared/data/gpu_op_profiles). Per prefill token: 2 FLOPs
+    per active parameter at achievable FLOP/s. Per decode token: its KV cache of ``mean_context`` tokens
+    read once (memory-bound decode, valid below the roofline's ridge batch). KV blocks: ``memory_fraction``
+    of the GPU's memory less the weights, divided by the KV bytes of a block.
+    """
+    from lltrace.catalog import gpu_or_error, model_or_error
+
+    for q in (quant, kv_dtype):
+        if q not in BYTES_PER_PARAM:
+            raise AnalysisError(f"unknown precision {q!r}; known: {', '.join(BYTES_PER_PARAM)}")
+    m, g = model_or_error(model), gpu_or_error(gpu)
+    bw = g.hbm_gbps * 1e9 * g.achievable_bw_fraction
+    flops = g.peak_flops(quant) * g.achievable_flops_fraction
+    weight_bytes = m.active_params_b * 1e9 * BYTES_PER_PARAM[quant]
+    kv_token = m.kv_bytes_per_token(BYTES_PER_PARAM[kv_dtype])
+    cost = StepCost(
+        c0=weight_bytes / bw, c_prefill=2 * m.active_params_b * 1e9 / flops, c_decode=kv_token * mean_context / bw
+    )
+    free = g.memory_gb * 1e9 * memory_fraction - m.params_b * 1e9 * BYTES_PER_PARAM[quant]
+    if free <= 0:
+        raise AnalysisError(f"{m.name} at {quant} does not fit in {g.name}'s {g.memory_gb:g} GB")
+    blocks = int(free // (kv_token * block_size))
+    info = {"model": m.name, "gpu": g.name, "quant": quant, "kv_dtype": kv_dtype, "mean_context_tokens": mean_context}
+    return cost, blocks, info
+
+
 def transfer_step_cost(
     cost: StepCost,
     gpu_from: Any,
@@ -612,6 +651,7 @@ def replay(
     gpu: str | None = None,
     quant: str = "bf16",
     kv_dtype: str = "bf16",
+    reference: str | None = None,
 ) -> dict[str, Any]:
     """The replay document (``lltrace replay --json``): calibration, validation, baseline, what-ifs.
 
@@ -622,6 +662,9 @@ def replay(
     latencies. The baseline and each what-if use the fit on all steps; what-if figures are estimates.
     ``gpu`` (else the GPU detected in the run), ``quant`` and ``kv_dtype`` describe the recorded run; the
     ``gpu``, ``quant`` and ``kv_dtype`` what-ifs move its step cost with :func:`transfer_step_cost`.
+    ``reference`` (``"MODEL@GPU"``) replaces calibration with :func:`reference_step_cost` — for arrival
+    traces with no timings (Azure, Mooncake, BurstGPT); the validation then scores it where the run has
+    measured latencies, and is absent where it has none.
     """
     from lltrace.api import Run, ingest
     from lltrace.report import resolve
@@ -642,6 +685,29 @@ def replay(
     from_log = steps.height >= 3 and "wall_s" in steps.columns
     measured = _measured(run)
     settings = engine_config_for(run, steps)
+    ref = None
+    if reference:
+        ref_model, at, ref_gpu = reference.partition("@")
+        if not at:
+            raise AnalysisError(f"--reference {reference!r}: expected MODEL@GPU, e.g. llama-2-7b@A100-80GB")
+        inp, outp = measured["input_tokens"].cast(pl.Float64), measured["output_tokens"].cast(pl.Float64)
+        context = float(inp.mean() + outp.mean() / 2)  # type: ignore[operator]
+        ref = reference_step_cost(
+            ref_model,
+            ref_gpu,
+            quant=quant,
+            kv_dtype=kv_dtype,
+            mean_context=context,
+            block_size=int(settings["block_size"]["value"]),
+        )
+        gpu = gpu or ref[2]["gpu"]
+        if settings["kv_blocks"]["value"] is None:
+            settings["kv_blocks"] = _setting(ref[1], f"reference: {ref[2]['gpu']} memory x 0.9 less the weights")
+    elif not from_log and ("decode_s" not in measured.columns or measured["decode_s"].drop_nulls().len() < 10):
+        raise AnalysisError(
+            "this run has no engine timings to calibrate on (no step log, no per-request decode times); "
+            "give a reference, e.g. --reference llama-2-7b@A100-80GB"
+        )
     if settings["kv_blocks"]["value"] is None:
         raise AnalysisError("replay needs the KV cache size (server log 'KV cache size' or num_gpu_blocks_override)")
 
@@ -662,7 +728,10 @@ def replay(
     t0 = float(arrival.min())
     # the first (1 - holdout) of the requests by arrival calibrate; the rest are held out
     split = float(arrival[min(len(arrival) - 1, int(round((1 - holdout) * len(arrival))))])
-    if from_log:
+    if ref is not None:
+        early = cost = ref[0]
+        source = f"reference {ref[2]['model']} on {ref[2]['gpu']} (roofline, not fitted to this run)"
+    elif from_log:
         early = fit_step_cost(steps.filter(pl.col("start_s") < split))
         cost = fit_step_cost(steps)
         source = "engine_steps (server log iteration lines)"
@@ -693,7 +762,7 @@ def replay(
     held = run_sim(arrival, config({}), early, outside_early).requests.filter(pl.col("arrival_s") >= split)
     real_held = measured.filter(pl.col("arrival_s") >= split)
     pred_s, real_s = _summary(held), _summary(real_held)
-    validation = {
+    validation: dict[str, Any] | None = {
         "method": f"step cost fitted on data before the arrival of the first {1 - holdout:.0%} of requests; "
         f"all requests replayed; the {real_held.height} requests arriving after it scored",
         "requests": real_held.height,
@@ -709,6 +778,8 @@ def replay(
         },
     }
 
+    if all(real_s[m]["mean"] is None for m in _METRICS):
+        validation = None  # an arrival trace: nothing measured to score against
     base = run_sim(arrival, config({}), cost, outside)
     measured_preemptions = _counted_preemptions(run)
 
