@@ -227,3 +227,29 @@ def test_arrival_trace_replays_only_with_a_reference(tmp_path: Path) -> None:
     assert doc["baseline"]["measured_preemptions"] is None
     h100 = doc["whatifs"][0]
     assert h100["summary"]["e2e_s"]["mean"] < doc["baseline"]["summary"]["e2e_s"]["mean"]
+
+
+def test_prefix_cache_hits_skip_prompt_tokens_but_hold_blocks() -> None:
+    cost = StepCost(c0=0.01, c_prefill=0.001, c_decode=0.0)
+    res = simulate([0.0], [100], [1], EngineConfig(num_blocks=100, block_size=16), cost, cached_tokens=[64])
+    assert res.requests["ttft_s"][0] == pytest.approx(0.01 + 36 * 0.001)
+    assert res.peak_kv_blocks == 7  # ceil(100 / 16): the cached prefix still occupies its blocks
+    full = simulate([0.0], [100], [1], EngineConfig(num_blocks=100, block_size=16), cost, cached_tokens=[100])
+    assert full.requests["ttft_s"][0] == pytest.approx(0.01 + 1 * 0.001)  # the last prompt token is recomputed
+
+
+def test_mooncake_prefix_reuse_from_hash_ids(tmp_path: Path) -> None:
+    path = shared_file("serving", "mooncake", "conversation_trace.jsonl")
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    rows.sort(key=lambda r: r["timestamp"])  # stable: the file's order among equal timestamps
+    seen: set[int] = set()
+    expected = 0
+    for r in rows:
+        lead = next((i for i, h in enumerate(r["hash_ids"]) if h not in seen), len(r["hash_ids"]))
+        expected += lead * 512
+        seen.update(r["hash_ids"])
+    doc = replay(path, store=tmp_path, reference="llama-2-7b@H100-SXM", what_ifs={"prefix_cache": 0})
+    assert doc["prefix_cache"]["hit_tokens"] == expected
+    assert doc["prefix_cache"]["basis"].startswith("estimated")
+    no_cache = doc["whatifs"][0]["summary"]["ttft_s"]["mean"]
+    assert no_cache > doc["baseline"]["summary"]["ttft_s"]["mean"]  # without reuse, more prefill to do

@@ -234,9 +234,14 @@ def simulate(
     config: EngineConfig,
     cost: StepCost,
     *,
+    cached_tokens: np.ndarray | list[int] | None = None,
     fast_forward: bool = True,
 ) -> ReplayResult:
     """Replay requests through the scheduler model; returns per-request queue, TTFT, TPOT and e2e.
+
+    ``cached_tokens`` (prefix-cache hits) skips that many prompt tokens of a request's first prefill (at
+    least one prompt token is always computed); their KV blocks are still allocated to the request (a
+    conservative reading of vLLM's shared, ref-counted blocks). A re-prefill after preemption recomputes all.
 
     With ``fast_forward`` a run of identical decode-only steps is applied at once (same result as stepping
     through them, up to float rounding of the clock); the step-by-step path is kept for checking that.
@@ -258,6 +263,9 @@ def simulate(
 
     # per-request state (python lists are faster than numpy scalars in the step loop)
     prompt = inp.tolist()
+    cached = None if cached_tokens is None else np.maximum(np.asarray(cached_tokens, dtype=np.int64), 0).tolist()
+    if cached is not None and len(cached) != n:
+        raise ValueError("cached_tokens must have one value per request")
     gen_target = out.tolist()
     computed = [0] * n  # tokens whose KV is in cache
     generated = [0] * n  # output tokens produced
@@ -333,15 +341,17 @@ def simulate(
                     status[r] = "rejected"
                     done += 1
                     continue
-                take = min(target, budget)
-                if not config.chunked_prefill and take < target:
+                hit = min(cached[r], target - 1) if cached is not None and math.isnan(first_sched[r]) else 0
+                take = min(target - hit, budget)
+                if not config.chunked_prefill and take < target - hit:
                     break
-                want_blocks = -(-take // bs)
+                want_blocks = -(-(hit + take) // bs)
                 if want_blocks > free:
                     break
                 waiting.popleft()
                 free -= want_blocks
                 blocks[r] = want_blocks
+                computed[r] = hit
                 running.append(r)
                 if math.isnan(first_sched[r]):
                     first_sched[r] = t
@@ -363,6 +373,11 @@ def simulate(
         t += dt
         busy += dt
         steps += 1
+        # occupancy while the step runs, before finished requests free their blocks
+        if cap - free > peak_blocks:
+            peak_blocks = cap - free
+        if len(running) > max_running:
+            max_running = len(running)
         completed_now = False
         for r, take in scheduled:
             computed[r] += take
@@ -403,11 +418,6 @@ def simulate(
                 t += jump * dt
                 busy += jump * dt
                 steps += jump
-        used = cap - free
-        if used > peak_blocks:
-            peak_blocks = used
-        if len(running) > max_running:
-            max_running = len(running)
         if len(waiting) > max_waiting:
             max_waiting = len(waiting)
 
@@ -435,7 +445,17 @@ def simulate(
 # -- replaying a stored run: configuration, calibration, validation, what-ifs ---------------------------------
 
 # Keys of --what-if this model can change today (DESIGN.md lists more: gpu, quant; not yet modelled).
-WHAT_IF_KEYS = ("kv_blocks", "block_size", "max_num_seqs", "max_num_batched_tokens", "rate", "gpu", "quant", "kv_dtype")
+WHAT_IF_KEYS = (
+    "kv_blocks",
+    "block_size",
+    "max_num_seqs",
+    "max_num_batched_tokens",
+    "rate",
+    "prefix_cache",
+    "gpu",
+    "quant",
+    "kv_dtype",
+)
 _HARDWARE_KEYS = ("gpu", "quant", "kv_dtype")
 
 
@@ -588,6 +608,35 @@ def _measured(run: Any) -> pl.DataFrame:
     return q.with_columns(tpot.alias("tpot_s"))
 
 
+def _prefix_hits(run: Any, measured: pl.DataFrame) -> tuple[np.ndarray | None, str | None]:
+    """Prompt tokens served from the prefix cache per request, and how that is known.
+
+    The engine's own ``cached_tokens`` where the sources give them; else, from per-request prefix block
+    hashes (Mooncake ``hash_ids``), the leading blocks already seen in an earlier request — an upper bound
+    that assumes the cache kept every block. None where the sources say nothing about reuse.
+    """
+    if "cached_tokens" in measured.columns and measured["cached_tokens"].null_count() < measured.height:
+        return measured["cached_tokens"].fill_null(0).to_numpy(), "measured (engine cached tokens)"
+    if "prefix_block_ids" not in measured.columns or measured["prefix_block_ids"].null_count() == measured.height:
+        return None, None
+    block = next(
+        (int(src["prefix_block_tokens"]) for src in run.metadata.get("sources", []) if src.get("prefix_block_tokens")),
+        None,
+    )
+    if not block:
+        return None, None
+    seen: set[int] = set()
+    hits = np.zeros(measured.height, dtype=np.int64)
+    for i, ids in enumerate(measured["prefix_block_ids"].to_list()):
+        ids = ids or []
+        lead = 0
+        while lead < len(ids) and ids[lead] in seen:
+            lead += 1
+        hits[i] = lead * block
+        seen.update(ids)
+    return hits, f"estimated: leading {block}-token prefix blocks seen in earlier requests (cache keeps all)"
+
+
 def _counted_preemptions(run: Any) -> float | None:
     """The engine's cumulative preemption counter at its last reading (metrics or stats log), else NULL."""
     stats = run.table("engine_stats")
@@ -713,7 +762,7 @@ def replay(
 
     def config(overrides: dict[str, float | str]) -> EngineConfig:
         v = {k: s["value"] for k, s in settings.items()} | {
-            k: x for k, x in overrides.items() if k != "rate" and k not in _HARDWARE_KEYS
+            k: x for k, x in overrides.items() if k not in ("rate", "prefix_cache") and k not in _HARDWARE_KEYS
         }
         return EngineConfig(
             num_blocks=int(v["kv_blocks"]),
@@ -743,10 +792,12 @@ def replay(
     outside_early = _outside_engine(before)
     outside = _outside_engine(measured)
 
-    def run_sim(arr: np.ndarray, cfg: EngineConfig, c: StepCost, out: Outside) -> ReplayResult:
+    hits, hits_basis = _prefix_hits(run, measured)
+
+    def run_sim(arr: np.ndarray, cfg: EngineConfig, c: StepCost, out: Outside, cache: bool = True) -> ReplayResult:
         # the engine sees a request out.pre after the client sent it (plus the load term, added to the
         # client's view only); the client sees its end out.post after the engine finished it
-        res = simulate(arr + out.pre, *lengths, cfg, c)
+        res = simulate(arr + out.pre, *lengths, cfg, c, cached_tokens=hits if cache else None)
         f = res.requests
         seen = f["arrival_s"].to_numpy()
         first = seen + f["ttft_s"].fill_null(np.inf).to_numpy()
@@ -817,7 +868,10 @@ def replay(
                 kv_from=kv_dtype,
                 kv_to=str(value) if key == "kv_dtype" else kv_dtype,
             )
-        res = outcome(run_sim(arr, config({key: value}), moved, outside))
+        cache = not (key == "prefix_cache" and float(value) == 0)
+        if key == "prefix_cache" and cache and hits is None:
+            raise AnalysisError("--what-if prefix_cache=1: the sources say nothing about prefix reuse")
+        res = outcome(run_sim(arr, config({key: value}), moved, outside, cache))
         if ratios is not None:
             res["cost_ratios"] = ratios
         res["what_if"] = {key: value}
@@ -854,6 +908,13 @@ def replay(
             "step_mape": cost.mape,
         },
         "validation": validation,
+        "prefix_cache": None
+        if hits is None
+        else {
+            "basis": hits_basis,
+            "hit_tokens": int(hits.sum()),
+            "share_of_prompt_tokens": float(hits.sum() / max(1, int(lengths[0].sum()))),
+        },
         "baseline": baseline,
         "whatifs": results,
     }
