@@ -317,11 +317,12 @@ def estimate_cli(
 
 def _what_ifs(items: list[str]) -> dict[str, float | str]:
     from lltrace.errors import AnalysisError
+    from lltrace.replay import HARDWARE_WHAT_IFS
 
     out: dict[str, float | str] = {}
     for item in items:
         key, sep, value = item.partition("=")
-        if key.strip() in ("gpu", "quant", "kv_dtype") and sep and value:
+        if key.strip() in HARDWARE_WHAT_IFS and sep and value:
             out[key.strip()] = value.strip()
             continue
         try:

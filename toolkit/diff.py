@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from lltrace.api import Run, ingest
-from lltrace.report import resolve
+from lltrace.api import Run
+from lltrace.report import run_of
 from lltrace.store import Store
 
 COMPONENTS = ("overhead", "queue", "kv_wait", "prefill", "decode", "preempted")
@@ -35,13 +35,6 @@ GROUP BY ALL
 """
 
 
-def _run(arg: str | os.PathLike[str] | Run, store: Store) -> Run:
-    if isinstance(arg, Run):
-        return arg
-    target = resolve([arg], store)
-    return target if isinstance(target, Run) else ingest(target, store=store)
-
-
 def diff(
     baseline: str | os.PathLike[str] | Run,
     incident: str | os.PathLike[str] | Run,
@@ -50,7 +43,7 @@ def diff(
 ) -> dict[str, Any]:
     """The diff document of DESIGN.md (``lltrace diff --json``)."""
     st = store if isinstance(store, Store) else Store(store)
-    base, inc = _run(baseline, st), _run(incident, st)
+    base, inc = run_of(baseline, st), run_of(incident, st)
     con = st.connect([base.id, inc.id])
     try:
         views = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}

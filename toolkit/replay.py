@@ -83,6 +83,13 @@ def _mean_concurrency(start: np.ndarray, end: np.ndarray) -> np.ndarray:
     return np.where(width > 0, (integral(end) - integral(start)) / np.where(width > 0, width, 1), 1.0)
 
 
+def _fit_quality(y: np.ndarray, pred: np.ndarray) -> tuple[float | None, float]:
+    """R² (None when ``y`` is constant) and mean absolute percentage error of a fit."""
+    ss_tot = float(((y - y.mean()) ** 2).sum())
+    r2 = 1.0 - float(((y - pred) ** 2).sum()) / ss_tot if ss_tot > 0 else None
+    return r2, float(np.mean(np.abs(pred - y) / y))
+
+
 def _nonneg_lstsq(cols: list[np.ndarray], y: np.ndarray) -> np.ndarray:
     """Least squares with every coefficient >= 0: a column whose coefficient comes out negative is dropped."""
     active = [True] * len(cols)
@@ -131,10 +138,7 @@ def fit_step_cost_from_requests(requests: pl.DataFrame) -> StepCost:
     steps_n = rows["output_tokens"].to_numpy().astype(float) - 1
     y = rows["decode_s"].to_numpy()
     c0, c_decode, c_prefill = _nonneg_lstsq([steps_n, steps_n * batch, prefilled], y)
-    pred = c0 * steps_n + c_decode * steps_n * batch + c_prefill * prefilled
-    ss_tot = float(((y - y.mean()) ** 2).sum())
-    r2 = 1.0 - float(((y - pred) ** 2).sum()) / ss_tot if ss_tot > 0 else None
-    mape = float(np.mean(np.abs(pred - y) / y))
+    r2, mape = _fit_quality(y, c0 * steps_n + c_decode * steps_n * batch + c_prefill * prefilled)
     return StepCost(float(c0), float(c_prefill), float(c_decode), 0.0, 0.0, 0, r2, mape)
 
 
@@ -151,30 +155,14 @@ def fit_step_cost(steps: pl.DataFrame) -> StepCost:
         pl.col("prefill_tokens").is_not_null() & pl.col("decode_tokens").is_not_null() & (pl.col("wall_s") > 0)
     )
     if rows.height < 3:
-        raise ValueError(
+        raise AnalysisError(
             f"need at least 3 engine steps with token counts and wall time for a step cost, got {rows.height}"
         )
     p = rows["prefill_tokens"].to_numpy().astype(float)
     d = rows["decode_tokens"].to_numpy().astype(float)
     y = rows["wall_s"].to_numpy().astype(float)
-    cols = [np.ones_like(y), p, d]
-    active = [True, True, True]
-    coef = np.zeros(3)
-    for _ in range(3):
-        x = np.column_stack([c for c, a in zip(cols, active, strict=True) if a])
-        sol, *_ = np.linalg.lstsq(x, y, rcond=None)
-        coef = np.zeros(3)
-        coef[[i for i, a in enumerate(active) if a]] = sol
-        negative = [i for i in range(3) if active[i] and coef[i] < 0]
-        if not negative:
-            break
-        for i in negative:
-            active[i] = False
-    pred = coef[0] + coef[1] * p + coef[2] * d
-    ss_res = float(((y - pred) ** 2).sum())
-    ss_tot = float(((y - y.mean()) ** 2).sum())
-    r2 = 1.0 - ss_res / ss_tot if ss_tot > 0 else None
-    mape = float(np.mean(np.abs(pred - y) / y))
+    coef = _nonneg_lstsq([np.ones_like(y), p, d], y)
+    r2, mape = _fit_quality(y, coef[0] + coef[1] * p + coef[2] * d)
     return StepCost(float(coef[0]), float(coef[1]), float(coef[2]), 0.0, _busy_overhead(rows), rows.height, r2, mape)
 
 
@@ -456,7 +444,7 @@ WHAT_IF_KEYS = (
     "quant",
     "kv_dtype",
 )
-_HARDWARE_KEYS = ("gpu", "quant", "kv_dtype")
+HARDWARE_WHAT_IFS = ("gpu", "quant", "kv_dtype")  # valued by a name (a GPU, a precision), not a number
 
 
 def reference_step_cost(
@@ -705,8 +693,8 @@ def replay(
     """The replay document (``lltrace replay --json``): calibration, validation, baseline, what-ifs.
 
     Calibration fits :class:`StepCost` to the run's ``engine_steps`` from the engine log, or without one to
-    the requests' own prefill and decode times. Validation fits on the first ``1 - holdout`` of the run
-    (by time) only, replays every request (so the queue the
+    the requests' own prefill and decode times. Validation fits on the first ``1 - holdout`` of the requests
+    (by arrival) only, replays every request (so the queue the
     held-out requests meet builds up as it did) and scores the held-out requests against their measured
     latencies. The baseline and each what-if use the fit on all steps; what-if figures are estimates.
     ``gpu`` (else the GPU detected in the run), ``quant`` and ``kv_dtype`` describe the recorded run; the
@@ -715,16 +703,10 @@ def replay(
     traces with no timings (Azure, Mooncake, BurstGPT); the validation then scores it where the run has
     measured latencies, and is absent where it has none.
     """
-    from lltrace.api import Run, ingest
-    from lltrace.report import resolve
+    from lltrace.report import run_of
     from lltrace.store import Store
 
-    st = store if isinstance(store, Store) else Store(store)
-    if isinstance(path_or_run, Run):
-        run = path_or_run
-    else:
-        target = resolve([path_or_run], st)
-        run = target if isinstance(target, Run) else ingest(target, store=st)
+    run = run_of(path_or_run, store if isinstance(store, Store) else Store(store))
     unknown = sorted(set(what_ifs or {}) - set(WHAT_IF_KEYS))
     if unknown:
         raise AnalysisError(f"what-if keys not modelled yet: {', '.join(unknown)} (known: {', '.join(WHAT_IF_KEYS)})")
@@ -762,7 +744,7 @@ def replay(
 
     def config(overrides: dict[str, float | str]) -> EngineConfig:
         v = {k: s["value"] for k, s in settings.items()} | {
-            k: x for k, x in overrides.items() if k not in ("rate", "prefix_cache") and k not in _HARDWARE_KEYS
+            k: x for k, x in overrides.items() if k not in ("rate", "prefix_cache") and k not in HARDWARE_WHAT_IFS
         }
         return EngineConfig(
             num_blocks=int(v["kv_blocks"]),
@@ -810,27 +792,27 @@ def replay(
         )
         return res
 
-    held = run_sim(arrival, config({}), early, outside_early).requests.filter(pl.col("arrival_s") >= split)
     real_held = measured.filter(pl.col("arrival_s") >= split)
-    pred_s, real_s = _summary(held), _summary(real_held)
-    validation: dict[str, Any] | None = {
-        "method": f"step cost fitted on data before the arrival of the first {1 - holdout:.0%} of requests; "
-        f"all requests replayed; the {real_held.height} requests arriving after it scored",
-        "requests": real_held.height,
-        "replayed": pred_s,
-        "measured": real_s,
-        "mape": {m: {s: _mape(pred_s[m][s], real_s[m][s]) for s in ("mean", "p90")} for m in _METRICS},
-        "abs_error_s": {
-            m: {
-                s: None if pred_s[m][s] is None or real_s[m][s] is None else pred_s[m][s] - real_s[m][s]
-                for s in ("mean", "p90")
-            }
-            for m in _METRICS
-        },
-    }
-
-    if all(real_s[m]["mean"] is None for m in _METRICS):
-        validation = None  # an arrival trace: nothing measured to score against
+    real_s = _summary(real_held)
+    validation: dict[str, Any] | None = None  # an arrival trace: nothing measured to score against
+    if any(real_s[m]["mean"] is not None for m in _METRICS):
+        held = run_sim(arrival, config({}), early, outside_early).requests.filter(pl.col("arrival_s") >= split)
+        pred_s = _summary(held)
+        validation = {
+            "method": f"step cost fitted on data before the arrival of the first {1 - holdout:.0%} of requests; "
+            f"all requests replayed; the {real_held.height} requests arriving after it scored",
+            "requests": real_held.height,
+            "replayed": pred_s,
+            "measured": real_s,
+            "mape": {m: {q: _mape(pred_s[m][q], real_s[m][q]) for q in ("mean", "p90")} for m in _METRICS},
+            "abs_error_s": {
+                m: {
+                    q: None if pred_s[m][q] is None or real_s[m][q] is None else pred_s[m][q] - real_s[m][q]
+                    for q in ("mean", "p90")
+                }
+                for m in _METRICS
+            },
+        }
     base = run_sim(arrival, config({}), cost, outside)
     measured_preemptions = _counted_preemptions(run)
 
@@ -851,7 +833,7 @@ def replay(
     for key, value in (what_ifs or {}).items():
         arr = arrival if key != "rate" else t0 + (arrival - t0) / float(value)
         moved, ratios = cost, None
-        if key in _HARDWARE_KEYS:
+        if key in HARDWARE_WHAT_IFS:
             from lltrace.analysis import _resolve_gpu
             from lltrace.catalog import gpu_or_error
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from lltrace.analysis import Analysis, analyze
-from lltrace.api import Run
+from lltrace.api import Run, ingest
 from lltrace.store import Store
 
 REPORT_VIEWS = (
@@ -27,6 +27,14 @@ def resolve(paths_or_run: Sequence[str | os.PathLike[str]], store: Store) -> Seq
         if not Path(name).exists() and store.has_run(name):
             return Run(name, store)
     return paths_or_run
+
+
+def run_of(arg: str | os.PathLike[str] | Run, store: Store) -> Run:
+    """The stored run an argument names (a run id), or the run its files ingest into (reused if stored)."""
+    if isinstance(arg, Run):
+        return arg
+    target = resolve([arg], store)
+    return target if isinstance(target, Run) else ingest(target, store=store)
 
 
 def report(
