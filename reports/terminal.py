@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console, Group
@@ -14,12 +15,59 @@ def _ms(v: float | None) -> str:
     return "-" if v is None else f"{v * 1e3:,.2f}"
 
 
+def _given_ms(v: float | None) -> str:
+    return "-" if v is None else f"{v:,.2f}"
+
+
 def _pct(v: float | None) -> str:
     return "-" if v is None else f"{v * 100:.1f}%"
 
 
 def _int(v: Any) -> str:
     return "-" if v is None else f"{int(v):,}"
+
+
+def _bench_table(source: dict[str, Any], per_request: bool) -> Any:
+    """The client's own summary lines, one per benchmark run (e.g. a request-rate sweep)."""
+    t = Table(title=f"{Path(source['path']).name}: the benchmark client's own summary (as reported; ms)")
+    cols = (
+        "rate req/s",
+        "mean in/out tok",
+        "done",
+        "failed",
+        "TTFT p50",
+        "TTFT p99",
+        "TPOT p50",
+        "ITL p50",
+        "e2e p50",
+        "out tok/s",
+    )
+    for c in cols:
+        t.add_column(c, justify="right")
+    for b in source["benchmark"]:
+        rate = b["request_rate"]
+        t.add_row(
+            "inf" if rate is None or rate == float("inf") else f"{rate:g}",
+            "-"
+            if b["mean_input_tokens"] is None
+            else f"{b['mean_input_tokens']:,.0f} / {b['mean_output_tokens']:,.0f}",
+            _int(b["completed"]),
+            _int(b["failed"]),
+            _given_ms(b["median_ttft_ms"]),
+            _given_ms(b["p99_ttft_ms"]),
+            _given_ms(b["median_tpot_ms"]),
+            _given_ms(b["median_itl_ms"]),
+            _given_ms(b["median_e2e_ms"]),
+            _int(b["output_tokens_per_s"]),
+        )
+    if per_request:
+        return t
+    note = Text(
+        "Summary only: no per-request rows, so no attribution. Re-run the client with per-request output "
+        "(SGLang --output-details, vLLM --save-detailed) and add the engine's spans or logs.",
+        style="dim",
+    )
+    return Group(t, note)
 
 
 def render(doc: dict[str, Any]) -> Group:
@@ -54,6 +102,9 @@ def render(doc: dict[str, Any]) -> Group:
         f" · model: {model['name'] if model else 'unknown'}"
     )
     parts.append(Panel(head, title="lltrace analyze", expand=False))
+    for s in run["sources"]:
+        if s.get("benchmark"):
+            parts.append(_bench_table(s, per_request=bool((doc.get("requests") or {}).get("count"))))
 
     cls = doc.get("classification")
     if cls:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from conftest import DATA, shared_file
@@ -49,3 +50,17 @@ def test_llmperf_summary(store):
     summary = run.metadata["sources"][0]["summary"]
     assert summary["results_number_errors"] == raw["results_number_errors"]
     assert run.metadata["sources"][0]["format"] == "llmperf-summary"
+
+
+def test_summary_only_bench_reports_the_clients_own_numbers(tmp_path: Path) -> None:
+    """A rate sweep with no per-request rows: analyze shows each run's summary as the client gave it."""
+    path = shared_file("serving", "sglang_bench_serving", "datacrunch-h200__llama_3_3_70b_online_output.jsonl")
+    raw = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    doc = lltrace.analyze([path], store=tmp_path).to_dict()
+    rows = doc["run"]["sources"][0]["benchmark"]
+    assert len(rows) == len(raw) == 7
+    for got, want in zip(rows, raw, strict=True):
+        assert got["request_rate"] == want["request_rate"] and got["completed"] == want["completed"]
+        assert got["median_ttft_ms"] == want["median_ttft_ms"] and got["median_e2e_ms"] == want["median_e2e_latency_ms"]
+        assert got["mean_output_tokens"] == pytest.approx(want["total_output_tokens"] / want["completed"])
+        assert got["median_tpot_ms"] is None  # SGLang's summary has no TPOT: NULL, not guessed

@@ -44,6 +44,34 @@ def _views(con) -> set[str]:
     return {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
 
 
+_BENCH_FIELDS = {
+    "request_rate": ("request_rate",),
+    "max_concurrency": ("max_concurrency",),
+    "completed": ("completed",),
+    "failed": ("failed",),
+    "duration_s": ("duration",),
+    "median_ttft_ms": ("median_ttft_ms",),
+    "median_tpot_ms": ("median_tpot_ms",),
+    "median_itl_ms": ("median_itl_ms",),
+    "median_e2e_ms": ("median_e2el_ms", "median_e2e_latency_ms"),
+    "p99_ttft_ms": ("p99_ttft_ms",),
+    "output_tokens_per_s": ("output_throughput",),
+}
+
+
+def _bench_summaries(summaries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A benchmark client's own summary per run (vLLM / SGLang names unified); NULL where it gave none."""
+    out = []
+    for b in summaries:
+        row = {k: next((b[n] for n in names if b.get(n) is not None), None) for k, names in _BENCH_FIELDS.items()}
+        done = b.get("completed")
+        for side in ("input", "output"):
+            total = b.get(f"total_{side}_tokens")
+            row[f"mean_{side}_tokens"] = total / done if total is not None and done else None
+        out.append(row)
+    return out
+
+
 def _resolve_gpu(run: Run, gpu: str | None) -> tuple[GPU | None, str | None]:
     if gpu:
         return gpu_or_error(gpu), "option --gpu"
@@ -91,6 +119,7 @@ def analyze(
                         "dropped": s.get("dropped"),
                         "warnings": s.get("warnings") or [],
                         "rank": s.get("rank"),
+                        **({"benchmark": _bench_summaries(s["bench"])} if s.get("bench") else {}),
                     }
                     for s in meta["sources"]
                 ],
