@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 from conftest import DATA, raw_trace, shared_file
@@ -154,3 +155,12 @@ def test_forward_passes_from_attention_shapes_when_a_trace_has_no_markers(store,
     assert {s["detection"] for s in steps} == {"attention_shapes"}
     assert sum(s["kind"] == "prefill" for s in steps) == names.count("prefill")
     assert sum(s["kind"] == "decode" for s in steps) == names.count("decode_step")
+
+
+def test_trace_without_llm_phases_gets_no_prefill_decode_verdict(tmp_path: Path) -> None:
+    """A recsys training trace: its ProfilerStep steps are of unknown kind, so no "balanced" verdict."""
+    path = shared_file("torch", "hta_a100_recsys_8rank_oldformat.rank3.json.gz")
+    doc = lltrace.analyze([path], store=tmp_path).to_dict()
+    share = doc["steps"]["phase_share"]
+    assert share["prefill_share"] == share["decode_share"] == share["mixed_share"] == 0
+    assert doc["classification"] is None

@@ -174,7 +174,7 @@ def analyze(
             )
         elif "requests" in views and model_obj and gpu_obj:
             doc["classification"] = _classify_token_mix(con, model_obj.name, gpu_obj.name)
-        elif doc["steps"] and doc["steps"].get("phase_share"):
+        elif doc["steps"] and _has_phases(doc["steps"].get("phase_share")):
             doc["classification"] = _classify_steps(doc["steps"]["phase_share"])
         doc["advice"] += advise_steps(doc["steps"])
     finally:
@@ -292,6 +292,12 @@ def _classify_token_mix(con, model: str, gpu: str) -> dict[str, Any] | None:
         "assumption": {"model": model, "gpu": gpu, "prefill_tokens_per_s": tps, "decode_s_per_token": spt},
         "thresholds": THRESHOLDS,
     }
+
+
+def _has_phases(share: dict[str, Any] | None) -> bool:
+    """Whether any step time is known to be prefill, decode or mixed (a training or non-LLM trace has none:
+    no prefill/decode verdict is drawn from it)."""
+    return bool(share) and any((share.get(k) or 0) > 0 for k in ("prefill_share", "decode_share", "mixed_share"))
 
 
 def _classify_steps(share: dict[str, Any]) -> dict[str, Any]:
