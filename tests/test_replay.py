@@ -139,27 +139,33 @@ def test_replay_cli_json_and_bad_what_if(kv_runs: dict[str, lltrace.Run], kv_sto
     assert bad.exit_code == 1 and "KEY=NUMBER" in bad.output and "Traceback" not in bad.output
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(12))
 def test_fast_forward_equals_stepping_through(seed: int) -> None:
+    """Decoders kept in aggregate + skipped decode runs give what request-by-request stepping gives."""
     rng = np.random.default_rng(seed)
     n = 300
     arrival = np.cumsum(rng.exponential(0.02, n))
     inp = rng.integers(1, 900, n)
     out = rng.integers(1, 300, n)
+    block_size = int(rng.choice([4, 16, 128]))
     cfg = EngineConfig(
-        num_blocks=int(rng.integers(70, 400)),
-        block_size=16,
+        num_blocks=int(rng.integers(70, 400)) * 16 // block_size + 8,
+        block_size=block_size,
         max_num_seqs=int(rng.integers(4, 64)),
-        max_num_batched_tokens=512,
+        max_num_batched_tokens=int(rng.choice([16, 64, 512])),
+        chunked_prefill=seed % 4 != 3,
     )
-    cost = StepCost(c0=0.002, c_prefill=2e-5, c_decode=1e-4, overhead=0.001)
-    fast = simulate(arrival, inp, out, cfg, cost)
-    slow = simulate(arrival, inp, out, cfg, cost, fast_forward=False)
+    cached = rng.integers(0, 600, n) if seed % 3 == 2 else None
+    cost = StepCost(c0=0.002, c_prefill=2e-5, c_decode=1e-4, c_ctx=1e-7 if seed % 5 == 4 else 0.0, overhead=0.001)
+    fast = simulate(arrival, inp, out, cfg, cost, cached_tokens=cached)
+    slow = simulate(arrival, inp, out, cfg, cost, cached_tokens=cached, fast_forward=False)
     assert fast.steps == slow.steps and fast.preemptions == slow.preemptions
     assert fast.peak_kv_blocks == slow.peak_kv_blocks and fast.max_running == slow.max_running
+    assert fast.max_waiting == slow.max_waiting
     for col in ("queue_s", "ttft_s", "e2e_s", "tpot_s"):
         assert fast.requests[col].to_list() == pytest.approx(slow.requests[col].to_list(), abs=1e-9)
     assert fast.requests["num_preemptions"].to_list() == slow.requests["num_preemptions"].to_list()
+    assert fast.requests["status"].to_list() == slow.requests["status"].to_list()
 
 
 def test_run_a_without_step_log_calibrates_on_requests_and_validates(tmp_path: Path) -> None:
