@@ -1,12 +1,14 @@
 """The run report: one self-contained HTML file (Vega bundles inlined, no network) and optional PNGs.
 
-It draws what it is given: the analysis document and the report views' rows (aggregated in SQL, so a
+It draws what it is given: the analysis document (with the run's latest replay under ``replay``, when the
+run was replayed) and the report views' rows (aggregated in SQL, so a
 million requests arrive here as a few hundred rows). It computes nothing.
 """
 
 from __future__ import annotations
 
 import html
+import re
 from pathlib import Path
 from typing import Any
 
@@ -212,6 +214,93 @@ def interference_chart(rows: Rows) -> alt.Chart | None:
     )
 
 
+def replay_chart(rep: dict[str, Any] | None) -> alt.Chart | None:
+    """Measured, replayed and each what-if side by side: queue p50, TTFT mean, e2e mean and p90."""
+    if not rep:
+        return None
+    from lltrace.replay import replay_cases
+
+    cases = replay_cases(rep)
+    metrics = {"queue_p50_s": "queue p50", "ttft_mean_s": "TTFT mean", "e2e_mean_s": "e2e mean", "e2e_p90_s": "e2e p90"}
+    rows = [
+        {"case": c["case"], "basis": c["basis"], "metric": label, "seconds": c[key]}
+        for c in cases
+        for key, label in metrics.items()
+        if c[key] is not None
+    ]
+    order = [c["case"] for c in cases]
+    return (
+        alt.Chart(_data(rows), title="Replay: measured, replayed and what-ifs (what-ifs are estimates)")
+        .mark_bar()
+        .encode(
+            x=alt.X("metric:N", title=None, sort=list(metrics.values())),
+            xOffset=alt.XOffset("case:N", sort=order),
+            y=alt.Y("seconds:Q", title="seconds"),
+            color=alt.Color("case:N", sort=order, title="case"),
+            tooltip=["case:N", "basis:N", "metric:N", alt.Tooltip("seconds:Q", format=".3f")],
+        )
+        .properties(width=WIDTH, height=240)
+    )
+
+
+def _replay_html(rep: dict[str, Any] | None) -> str:
+    """The replay section: calibration, validation (its own error first), then measured / replayed / what-ifs."""
+    if not rep:
+        return ""
+    from lltrace.replay import replay_cases, validation_rows
+
+    c = rep["calibration"]
+    fit = "" if c["step_mape"] is None else f", fit MAPE {c['step_mape']:.0%}"
+    parts = [
+        "<h2>Replay</h2>",
+        f"<p>Scheduler model calibrated from {html.escape(c['source'])}: step = {c['c0_s'] * 1e3:.2f} ms + "
+        f"{c['overhead_s'] * 1e3:.2f} ms overhead + {c['c_prefill_s_per_token'] * 1e6:.1f} µs per prefill token + "
+        f"{c['c_decode_s_per_token'] * 1e6:.1f} µs per decode token{fit}.</p>",
+    ]
+    val = validation_rows(rep)
+    if val:
+
+        def cell(v: float | None, metric: str, key: str = "") -> str:
+            text = "-" if v is None else (f"{v * 1e3:.2f} ms" if metric == "tpot_s" else f"{v:.3f} s")
+            return f"<td data-key='{key}'>{text}</td>" if key else f"<td>{text}</td>"
+
+        def pct(v: float | None, key: str) -> str:
+            return f"<td data-key='{key}'>{'-' if v is None else f'{v:.1%}'}</td>"
+
+        body = "".join(
+            f"<tr><td>{r['metric']}</td>{cell(r['replayed_mean'], r['metric'])}{cell(r['measured_mean'], r['metric'])}"
+            f"{pct(r['mape_mean'], 'replay.validation.' + r['metric'].removesuffix('_s') + '_mean_mape')}"
+            f"{cell(r['replayed_p90'], r['metric'])}{cell(r['measured_p90'], r['metric'])}"
+            f"{pct(r['mape_p90'], 'replay.validation.' + r['metric'].removesuffix('_s') + '_p90_mape')}</tr>"
+            for r in val
+        )
+        parts.append(
+            f"<p>Validation, before any what-if: {html.escape(rep['validation']['method'])}.</p>"
+            "<table><tr><th>metric</th><th>replayed mean</th><th>measured mean</th><th>MAPE mean</th>"
+            f"<th>replayed p90</th><th>measured p90</th><th>MAPE p90</th></tr>{body}</table>"
+        )
+    else:
+        parts.append("<p>Validation: none — the run has no measured latencies to score against.</p>")
+
+    def case_row(r: dict[str, Any]) -> str:
+        name = html.escape(r["case"])
+        key = re.sub(r"\W", "_", r["case"])
+        cells = [f"<td>{name}</td><td>{r['basis']}</td>"]
+        for k in ("queue_p50_s", "ttft_mean_s", "e2e_mean_s", "e2e_p90_s", "preemptions"):
+            v = r[k]
+            text = "-" if v is None else (f"{v:,.0f}" if k == "preemptions" else f"{v:.3f}")
+            cells.append(f"<td data-key='replay.{key}.{k}'>{text}</td>")
+        return f"<tr>{''.join(cells)}</tr>"
+
+    rows = "".join(case_row(r) for r in replay_cases(rep))
+    parts.append(
+        "<p>Measured, replayed with the run's own settings, and each what-if (estimates):</p>"
+        "<table><tr><th>case</th><th>basis</th><th>queue p50 s</th><th>TTFT mean s</th><th>e2e mean s</th>"
+        f"<th>e2e p90 s</th><th>preemptions</th></tr>{rows}</table>"
+    )
+    return "\n".join(parts)
+
+
 def _headline(doc: dict[str, Any]) -> str:
     cls = doc.get("classification") or {}
     parts = [f"<h1>lltrace report: {html.escape(doc['run']['id'])}</h1>"]
@@ -286,6 +375,7 @@ def build_charts(doc: dict[str, Any], tables: dict[str, list[dict[str, Any]]]) -
         "timeline": timeline_chart(tables.get("report_timeline")),
         "steps": steps_chart(doc.get("steps")),
         "interference": interference_chart(tables.get("interference_steps")),
+        "replay": replay_chart(doc.get("replay")),
     }
     return {k: v for k, v in charts.items() if v is not None}
 
@@ -295,7 +385,10 @@ def write_report(
 ) -> list[str]:
     """Write the offline HTML report (and one PNG per chart into ``png_dir``); returns the chart names."""
     charts = build_charts(doc, tables)
-    body = offline_page(charts, f"<div id='lltrace-summary'>{_headline(doc)}</div>", f"lltrace {doc['run']['id']}")
+    header = f"<div id='lltrace-summary'>{_headline(doc)}</div>"
+    if doc.get("replay"):
+        header += f"\n<div id='lltrace-replay'>{_replay_html(doc['replay'])}</div>"
+    body = offline_page(charts, header, f"lltrace {doc['run']['id']}")
     output.write_text(body, encoding="utf-8")
     if png_dir is not None:
         import vl_convert as vlc

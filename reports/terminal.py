@@ -277,3 +277,64 @@ def render(doc: dict[str, Any]) -> Group:
 def print_summary(doc: dict[str, Any], console: Console | None = None) -> None:
     """Print the summary to the console (stdout by default)."""
     (console or Console()).print(render(doc))
+
+
+def _seconds(v: float | None, metric: str = "") -> str:
+    if v is None:
+        return "-"
+    return f"{v * 1e3:.2f} ms" if metric.startswith("tpot") else f"{v:.3f}"
+
+
+def render_replay(doc: dict[str, Any]) -> Group:
+    """The replay document as the terminal shows it: calibration, validation first, then the what-ifs."""
+    from lltrace.replay import replay_cases, validation_rows
+
+    c = doc["calibration"]
+    fit = "" if c["step_mape"] is None else f" (fit MAPE {c['step_mape']:.0%})"
+    o = c["outside_engine_s"]
+    parts: list[Any] = [
+        Text(
+            f"calibration from {c['source']}: step = {c['c0_s'] * 1e3:.2f} ms + overhead {c['overhead_s'] * 1e3:.2f} ms"
+            f" + {c['c_prefill_s_per_token'] * 1e6:.1f} us/prefill token + {c['c_decode_s_per_token'] * 1e6:.1f} us/"
+            f"decode token{fit}; outside the engine {o['before_first_token'] * 1e3:.1f} ms + "
+            f"{o['before_first_token_per_decoding_request'] * 1e3:.2f} ms per request decoding before the first "
+            f"token, {o['after_last_token'] * 1e3:.1f} ms after the last"
+        )
+    ]
+    rows = validation_rows(doc)
+    if not rows:
+        parts.append(Text("validation: none — the run has no measured latencies to score against"))
+    else:
+        t = Table(title=f"validation: {doc['validation']['method']}")
+        heads = ("metric", "replayed mean", "measured mean", "MAPE mean", "replayed p90", "measured p90", "MAPE p90")
+        for col in heads:
+            t.add_column(col, justify="left" if col == "metric" else "right")
+        for r in rows:
+            m = r["metric"]
+            t.add_row(
+                m,
+                _seconds(r["replayed_mean"], m),
+                _seconds(r["measured_mean"], m),
+                _pct(r["mape_mean"]),
+                _seconds(r["replayed_p90"], m),
+                _seconds(r["measured_p90"], m),
+                _pct(r["mape_p90"]),
+            )
+        parts.append(t)
+    b = doc["baseline"]
+    counted = "not counted" if b["measured_preemptions"] is None else f"{b['measured_preemptions']:.0f} counted"
+    t = Table(title=f"baseline replay: {b['preemptions']} preemptions ({counted}); what-ifs are estimates")
+    for col in ("case", "queue p50", "ttft mean", "tpot mean", "e2e mean", "e2e p90", "preemptions"):
+        t.add_column(col, justify="left" if col == "case" else "right")
+    for r in replay_cases(doc):
+        t.add_row(
+            r["case"],
+            _seconds(r["queue_p50_s"]),
+            _seconds(r["ttft_mean_s"]),
+            _seconds(r["tpot_mean_s"], "tpot"),
+            _seconds(r["e2e_mean_s"]),
+            _seconds(r["e2e_p90_s"]),
+            _int(r["preemptions"]),
+        )
+    parts.append(t)
+    return Group(*parts)

@@ -12,6 +12,7 @@ import pytest
 from conftest import DATA, REPO
 
 import lltrace
+from lltrace.replay import replay
 from lltrace.report import report
 from lltrace.weekly import weekly, write_weekly
 
@@ -60,7 +61,10 @@ def _render(page: Path, profile: Path, shot: Path) -> tuple[str, str]:
 def test_run_report_draws_in_chromium(run_dir, tmp_path):
     ARTIFACTS.mkdir(exist_ok=True)
     page = tmp_path / f"{run_dir}.html"
+    if run_dir == "B_kvpressure":  # a replayed run: its report has the replay chart too
+        replay(DATA / "vllm_cpu" / run_dir, store=tmp_path / "s", what_ifs={"kv_blocks": 80})
     _, charts = report([DATA / "vllm_cpu" / run_dir], page, store=tmp_path / "s")
+    assert ("replay" in charts) == (run_dir == "B_kvpressure")
     shot = ARTIFACTS / f"report_{run_dir}.png"
     dom, log = _render(page, tmp_path / "profile", shot)
     assert 'class="marks"' in dom, "vega drew nothing"
@@ -71,6 +75,7 @@ def test_run_report_draws_in_chromium(run_dir, tmp_path):
         "timeline": "Engine load over time",
         "steps": "Engine steps",
         "interference": "Interference",
+        "replay": "Replay: measured, replayed",
     }
     for name in charts:
         assert titles[name] in dom, f"chart {name} did not draw"

@@ -24,6 +24,7 @@ def test_run_b_report_offline_with_the_documents_numbers(tmp_path):
     assert "vegaEmbed" in page
     charts = r.stdout.split("charts: ")[1].strip().rstrip(")").split(", ")
     assert {"requests", "latency", "sizes", "timeline", "steps", "interference"} <= set(charts)
+    assert "replay" not in charts and "lltrace-replay" not in page  # never replayed: no replay section
     assert sorted(p.stem for p in png.glob("*.png")) == sorted(charts)
     doc = json.loads(
         runner.invoke(app, ["analyze", "--store", str(store), "--json", str(DATA / "vllm_cpu" / "B_kvpressure")]).stdout
@@ -47,3 +48,28 @@ def test_gpu_trace_report_has_kernel_class_time_per_step(tmp_path):
     assert charts == ["steps"]
     page = out.read_text()
     assert "GPU time per step by kernel class" in page and '"communication"' in page
+
+
+def test_report_shows_the_runs_latest_replay_with_the_replay_documents_numbers(tmp_path):
+    store, out = tmp_path / "store", tmp_path / "b.html"
+    runner = CliRunner()
+    b = str(DATA / "vllm_cpu" / "B_kvpressure")
+    r = runner.invoke(app, ["replay", "--store", str(store), b, "--what-if", "kv_blocks=80", "--json", "-q"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    r = runner.invoke(app, ["report", "--store", str(store), doc["run"], "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "replay" in r.stdout.split("charts: ")[1]
+    page = out.read_text()
+    shown = dict(re.findall(r"data-key='([\w.]+)'>([^<]+)<", page))
+    v = doc["validation"]
+    assert shown["replay.validation.ttft_mean_mape"] == f"{v['ttft_mean_mape']:.1%}"
+    assert shown["replay.validation.e2e_p90_mape"] == f"{v['e2e_p90_mape']:.1%}"
+    assert shown["replay.replayed.preemptions"] == f"{doc['baseline']['preemptions']:,.0f}"
+    assert shown["replay.measured.preemptions"] == "55"
+    what_if = doc["whatifs"][0]
+    assert shown["replay.kv_blocks_80.queue_p50_s"] == f"{what_if['queue_median_s']:.3f}"
+    assert shown["replay.kv_blocks_80.preemptions"] == f"{what_if['preemptions']:,.0f}"
+    # the validation comes before the what-ifs on the page, and what-ifs are labelled estimates
+    assert page.index("Validation, before any what-if") < page.index("kv_blocks=80")
+    assert "<td>kv_blocks=80</td><td>estimated</td>" in page

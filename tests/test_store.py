@@ -53,3 +53,19 @@ def test_a_failed_ingest_leaves_the_store_as_it_was(store, tmp_path):
 def test_unknown_run_is_a_named_error(store):
     with pytest.raises(StoreError, match="no run 'nope'"):
         lltrace.Store(store).metadata("nope")
+
+
+def test_a_runs_replay_is_kept_until_the_run_is_replaced_or_deleted(store):
+    run = lltrace.ingest([MI300X], store=store, run="r1")
+    st = lltrace.Store(store)
+    assert st.replay("r1") is None
+    st.save_replay("r1", {"run": "r1", "baseline": {"preemptions": 3}})
+    assert st.replay("r1") == {"run": "r1", "baseline": {"preemptions": 3}}
+    assert not list((store / "replays").glob(".*"))  # no temporary file left behind
+    with pytest.raises(StoreError, match="no run 'other'"):
+        st.save_replay("other", {})
+    lltrace.ingest([B200], store=store, run="r1", force=True)  # new tables under the name: the replay is stale
+    assert st.replay("r1") is None
+    st.save_replay("r1", {"run": "r1"})
+    st.delete_run(run.id)
+    assert st.replay("r1") is None

@@ -334,12 +334,6 @@ def _what_ifs(items: list[str]) -> dict[str, float | str]:
     return out
 
 
-def _fmt_s(v: float | None, metric: str = "") -> str:
-    if v is None:
-        return "-"
-    return f"{v * 1e3:.2f} ms" if metric == "tpot_s" else f"{v:.3f}"
-
-
 @app.command("replay")
 def replay_cli(
     target: Annotated[str, typer.Argument(help="A stored run's id or a run's file/folder.")],
@@ -371,71 +365,9 @@ def replay_cli(
     if as_json:
         sys.stdout.write(json.dumps(doc, indent=2, default=str) + "\n")
         return
-    c = doc["calibration"]
-    fit = "" if c["step_mape"] is None else f" (fit MAPE {c['step_mape']:.0%})"
-    out.print(
-        f"calibration from {c['source']}: step = {c['c0_s'] * 1e3:.2f} ms + overhead {c['overhead_s'] * 1e3:.2f} ms "
-        f"+ {c['c_prefill_s_per_token'] * 1e6:.1f} us/prefill token + {c['c_decode_s_per_token'] * 1e6:.1f} us/decode "
-        f"token{fit}; outside the engine "
-        f"{c['outside_engine_s']['before_first_token'] * 1e3:.1f} ms "
-        f"+ {c['outside_engine_s']['before_first_token_per_decoding_request'] * 1e3:.2f} ms per request decoding "
-        "before the first token, "
-        f"{c['outside_engine_s']['after_last_token'] * 1e3:.1f} ms after the last",
-        highlight=False,
-        markup=False,
-    )
-    v = doc["validation"]
-    if v is None:
-        out.print("validation: none — the run has no measured latencies to score against", highlight=False)
-    else:
-        t = Table(title=f"validation: {v['method']}")
-        for col in (
-            "metric",
-            "replayed mean",
-            "measured mean",
-            "MAPE mean",
-            "replayed p90",
-            "measured p90",
-            "MAPE p90",
-        ):
-            t.add_column(col, justify="left" if col == "metric" else "right")
-        for m, e in v["mape"].items():
-            pct = {k: "-" if e[k] is None else f"{e[k]:.0%}" for k in ("mean", "p90")}
-            t.add_row(
-                m,
-                _fmt_s(v["replayed"][m]["mean"], m),
-                _fmt_s(v["measured"][m]["mean"], m),
-                pct["mean"],
-                _fmt_s(v["replayed"][m]["p90"], m),
-                _fmt_s(v["measured"][m]["p90"], m),
-                pct["p90"],
-            )
-        out.print(t)
-    b = doc["baseline"]
-    counted = "not counted" if b["measured_preemptions"] is None else f"{b['measured_preemptions']:.0f} counted"
-    t = Table(title=f"baseline replay: {b['preemptions']} preemptions ({counted}); what-ifs are estimates")
-    for col in ("case", "queue p50", "ttft mean", "tpot mean", "e2e mean", "e2e p90", "preemptions"):
-        t.add_column(col, justify="left" if col == "case" else "right")
-    rows = [("measured", b["measured"], b["measured_preemptions"]), ("replayed", b["summary"], b["preemptions"])]
-    rows += [
-        (
-            " ".join(f"{k}={x:g}" if isinstance(x, float) else f"{k}={x}" for k, x in w["what_if"].items()),
-            w["summary"],
-            w["preemptions"],
-        )
-        for w in doc["whatifs"]
-    ]
-    for name, s, p in rows:
-        t.add_row(
-            name,
-            _fmt_s(s["queue_s"]["p50"]),
-            _fmt_s(s["ttft_s"]["mean"]),
-            _fmt_s(s["tpot_s"]["mean"], "tpot_s"),
-            _fmt_s(s["e2e_s"]["mean"]),
-            _fmt_s(s["e2e_s"]["p90"]),
-            "-" if p is None else f"{p:.0f}",
-        )
-    out.print(t)
+    from lltrace.reports.terminal import render_replay
+
+    out.print(render_replay(doc), highlight=False)
 
 
 @app.command("formats")

@@ -30,7 +30,17 @@ import polars as pl
 from lltrace.catalog import BYTES_PER_PARAM
 from lltrace.errors import AnalysisError
 
-__all__ = ["EngineConfig", "StepCost", "ReplayResult", "fit_step_cost", "simulate", "replay", "WHAT_IF_KEYS"]
+__all__ = [
+    "EngineConfig",
+    "StepCost",
+    "ReplayResult",
+    "fit_step_cost",
+    "simulate",
+    "replay",
+    "replay_cases",
+    "validation_rows",
+    "WHAT_IF_KEYS",
+]
 
 
 @dataclass(frozen=True)
@@ -981,21 +991,26 @@ def replay(
             "requests": real_held.height,
             "replayed": pred_s,
             "measured": real_s,
-            "mape": {m: {q: _mape(pred_s[m][q], real_s[m][q]) for q in ("mean", "p90")} for m in _METRICS},
+            "mape": {m: {q: _mape(pred_s[m][q], real_s[m][q]) for q in ("mean", "p50", "p90")} for m in _METRICS},
             "abs_error_s": {
                 m: {
                     q: None if pred_s[m][q] is None or real_s[m][q] is None else pred_s[m][q] - real_s[m][q]
-                    for q in ("mean", "p90")
+                    for q in ("mean", "p50", "p90")
                 }
                 for m in _METRICS
             },
         }
+        # DESIGN.md's flat keys, e.g. ttft_mean_mape, queue_median_mape
+        for m in _METRICS:
+            for q, word in (("mean", "mean"), ("p50", "median"), ("p90", "p90")):
+                validation[f"{m.removesuffix('_s')}_{word}_mape"] = validation["mape"][m][q]
     base = run_sim(arrival, config({}), cost, outside)
     measured_preemptions = _counted_preemptions(run)
 
     def outcome(res: ReplayResult) -> dict[str, Any]:
         return {
             "summary": _summary(res.requests),
+            "queue_median_s": _summary(res.requests)["queue_s"]["p50"],
             "preemptions": res.preemptions,
             "steps": res.steps,
             "busy_s": res.busy_s,
@@ -1047,7 +1062,7 @@ def replay(
             for m in _METRICS
         }
         results.append(res)
-    return {
+    doc = {
         "run": run.id,
         "engine": settings,
         "calibration": {
@@ -1077,3 +1092,51 @@ def replay(
         "baseline": baseline,
         "whatifs": results,
     }
+    run.store.save_replay(run.id, doc)
+    return doc
+
+
+def what_if_label(what_if: dict[str, Any]) -> str:
+    """``kv_blocks=80``-style name of a what-if's settings."""
+    return " ".join(f"{k}={x:g}" if isinstance(x, float) else f"{k}={x}" for k, x in what_if.items())
+
+
+def replay_cases(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The rows the terminal and the report show for a replay document: measured, replayed, each what-if.
+
+    Each row: ``case``, ``basis`` (measured / replayed / estimated), ``queue_p50_s``, ``ttft_mean_s``,
+    ``tpot_mean_s``, ``e2e_mean_s``, ``e2e_p90_s`` and ``preemptions`` (None where unknown).
+    """
+    base = doc["baseline"]
+    rows = [("measured", "measured", base["measured"], base["measured_preemptions"])]
+    rows.append(("replayed", "replayed", base["summary"], base["preemptions"]))
+    rows += [(what_if_label(w["what_if"]), "estimated", w["summary"], w["preemptions"]) for w in doc["whatifs"]]
+    return [
+        {
+            "case": case,
+            "basis": basis,
+            "queue_p50_s": s["queue_s"]["p50"],
+            "ttft_mean_s": s["ttft_s"]["mean"],
+            "tpot_mean_s": s["tpot_s"]["mean"],
+            "e2e_mean_s": s["e2e_s"]["mean"],
+            "e2e_p90_s": s["e2e_s"]["p90"],
+            "preemptions": preemptions,
+        }
+        for case, basis, s, preemptions in rows
+    ]
+
+
+def validation_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per metric: replayed and measured mean and p90 of the held-out requests, and the MAPE of each."""
+    v = doc.get("validation")
+    if not v:
+        return []
+    return [
+        {
+            "metric": m,
+            **{f"replayed_{q}": v["replayed"][m][q] for q in ("mean", "p90")},
+            **{f"measured_{q}": v["measured"][m][q] for q in ("mean", "p90")},
+            **{f"mape_{q}": v["mape"][m][q] for q in ("mean", "p90")},
+        }
+        for m in _METRICS
+    ]

@@ -46,7 +46,11 @@ def report(
     gpu: str | None = None,
     model: str | None = None,
 ) -> tuple[Analysis, list[str]]:
-    """Analyze (or reuse) a run and write its report; returns the analysis and the charts drawn."""
+    """Analyze (or reuse) a run and write its report; returns the analysis and the charts drawn.
+
+    When the run was replayed (``lltrace replay``), the report has a replay section: calibration, the
+    validation error, then measured, replayed and each what-if (estimates) side by side.
+    """
     from lltrace.reports.html import write_report
 
     st = store if isinstance(store, Store) else Store(store)
@@ -63,5 +67,6 @@ def report(
                 tables[v] = [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
     finally:
         con.close()
-    charts = write_report(result.to_dict(), tables, Path(output), Path(png_dir) if png_dir else None)
+    page = result.to_dict() | {"replay": st.replay(result.run.id)}  # the run's latest `lltrace replay`, if any
+    charts = write_report(page, tables, Path(output), Path(png_dir) if png_dir else None)
     return result, charts

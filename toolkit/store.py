@@ -4,6 +4,7 @@ Layout (DESIGN.md)::
 
     <store>/<table>/run_id=<id>/part-00000.parquet
     <store>/runs/<id>.json              # the run's metadata; its presence is what commits the run
+    <store>/replays/<id>.json           # the run's latest replay document (lltrace replay), if any
     <store>/.staging/<id>-<random>/     # a run being written
 
 A run is written under ``.staging`` and moved into place table by table; the metadata file is written
@@ -152,9 +153,31 @@ class Store:
             dst = self.root / src.name / f"run_id={run_id}"
             dst.parent.mkdir(parents=True, exist_ok=True)
             os.replace(src, dst)
+        (self.root / "replays" / f"{run_id}.json").unlink(missing_ok=True)  # replayed the old tables
         tmp = runs / f".{run_id}.json.tmp"
         shutil.copyfile(meta_src, tmp)
         os.replace(tmp, meta_dst)
+
+    # -- replays -----------------------------------------------------------------------------------
+    def save_replay(self, run_id: str, doc: dict[str, Any]) -> Path:
+        """Keep ``doc`` as the run's latest replay (atomic: a reader sees the old one or the new one)."""
+        if not self.has_run(run_id):
+            raise StoreError(f"{self.root}: no run {run_id!r}")
+        folder = self.root / "replays"
+        folder.mkdir(exist_ok=True)
+        dst = folder / f"{run_id}.json"
+        tmp = folder / f".{run_id}.{uuid.uuid4().hex[:8]}.tmp"
+        tmp.write_text(json.dumps(doc, default=str), encoding="utf-8")
+        os.replace(tmp, dst)
+        return dst
+
+    def replay(self, run_id: str) -> dict[str, Any] | None:
+        """The run's latest replay document, or None when it was never replayed."""
+        path = self.root / "replays" / f"{run_id}.json"
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
 
     def _sweep(self, staging: Path) -> None:
         """Remove staging folders older than a day (an interrupted write) and uncommitted partitions."""
@@ -172,5 +195,6 @@ class Store:
         if not meta.exists():
             raise StoreError(f"{self.root}: no run {run_id!r}")
         meta.unlink()
+        (self.root / "replays" / f"{run_id}.json").unlink(missing_ok=True)
         for table in TABLES:
             shutil.rmtree(self.root / table / f"run_id={run_id}", ignore_errors=True)
