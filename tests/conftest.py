@@ -24,6 +24,19 @@ def shared_file(*parts: str) -> Path:
     return path
 
 
+def raw_llm_spans(run_dir: str) -> dict[str, tuple[dict, dict]]:
+    """The vLLM CPU run's ``llm_request`` OTLP spans read with the json module: request id -> (span, attributes)."""
+    spans = {}
+    for line in shared_file("vllm_cpu", run_dir, "otlp", "traces.otlp.jsonl").read_text().splitlines():
+        for rs in json.loads(line)["resourceSpans"]:
+            for ss in rs["scopeSpans"]:
+                for sp in ss["spans"]:
+                    if sp["name"] == "llm_request":
+                        attrs = {a["key"]: next(iter(a["value"].values())) for a in sp["attributes"]}
+                        spans[attrs["gen_ai.request.id"]] = (sp, attrs)
+    return spans
+
+
 @lru_cache(maxsize=32)
 def raw_trace(path: str) -> dict:
     """The trace parsed with the standard json module: the independent reading tests compare against."""

@@ -4,18 +4,26 @@ from __future__ import annotations
 
 import json
 import re
+import statistics
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 import pytest
-from conftest import shared_file
+from conftest import raw_llm_spans, shared_file
 from typer.testing import CliRunner
 
 import lltrace
 from lltrace.cli import app
 from lltrace.errors import AnalysisError
-from lltrace.replay import EngineConfig, StepCost, fit_step_cost, replay, simulate
+from lltrace.replay import (
+    EngineConfig,
+    StepCost,
+    fit_step_cost,
+    fit_step_cost_without_stalls,
+    replay,
+    simulate,
+)
 
 
 def test_single_request_timing_is_exact() -> None:
@@ -123,6 +131,65 @@ def test_replay_document_on_run_b(kv_runs: dict[str, lltrace.Run], kv_store: Pat
     assert slow["what_if"] == {"rate": 0.5}
 
 
+def _span_queue_median(run_dir: str) -> float:
+    """Median time in queue over the run's requests, from the engine's own OTLP spans."""
+    return statistics.median(a["gen_ai.latency.time_in_queue"] for _, a in raw_llm_spans(run_dir).values())
+
+
+def test_kv_blocks_80_from_b_predicts_b2_queue_and_preemptions(kv_runs: dict[str, lltrace.Run], kv_store: Path) -> None:
+    """Issue 6: B's workload replayed with 80 blocks predicts B2, the same workload really run with 80."""
+    doc = replay(kv_runs["B_kvpressure"], what_ifs=[("kv_blocks", 80), ("kv_blocks", 40)], store=kv_store)
+    b_queue, b2_queue = _span_queue_median("B_kvpressure"), _span_queue_median("B2_kv2x")
+    assert b2_queue == pytest.approx(4.265, abs=1e-3)  # GROUND_TRUTH.json of B2 says the same
+    assert doc["baseline"]["queue_median_s"] == pytest.approx(b_queue, rel=0.30)
+    assert doc["baseline"]["preemptions"] == pytest.approx(_final_preemptions("B_kvpressure"), rel=0.30)
+    kv80, kv40 = doc["whatifs"]
+    assert kv80["queue_median_s"] == pytest.approx(b2_queue, rel=0.30)
+    assert kv80["preemptions"] == pytest.approx(_final_preemptions("B2_kv2x"), rel=0.30)
+    assert kv40["preemptions"] == doc["baseline"]["preemptions"]  # the run's own capacity: the baseline again
+    # the profiler's trace flush inside one step (reproduce.sh stops the profiler during the second burst)
+    (stall,) = doc["calibration"]["stalls"]
+    assert stall["duration_s"] > 1.0 and 29.5 < stall["start_s"] < 33.0
+
+
+def test_resumed_requests_recomputed_tokens_are_priced_as_prefill() -> None:
+    """vLLM counts a resumed request's recomputed tokens as generation tokens; only one per request decodes."""
+    rng = np.random.default_rng(1)
+    n = 400
+    prefill = rng.integers(0, 2048, n)
+    reqs = rng.integers(1, 32, n)
+    recomputed = np.where(rng.random(n) < 0.2, rng.integers(100, 900, n), 0)
+    wall = 0.002 + 2e-5 * (prefill + recomputed) + 2e-4 * reqs
+    steps = pl.DataFrame(
+        {
+            "prefill_tokens": prefill,
+            "decode_tokens": reqs + recomputed,
+            "decode_reqs": reqs,
+            "wall_s": wall,
+            "start_s": np.cumsum(wall),
+        }
+    )
+    cost = fit_step_cost(steps)
+    assert (cost.c0, cost.c_prefill, cost.c_decode) == pytest.approx((0.002, 2e-5, 2e-4), rel=1e-6)
+    assert cost.r2 == pytest.approx(1.0)
+    # a 1.5 s step among them is a stall: left out of the fit, found, and its excess measured
+    stalled = pl.concat([steps, steps.head(1).with_columns(pl.lit(1.5).alias("wall_s"))])
+    refit, stalls = fit_step_cost_without_stalls(stalled.with_columns(pl.int_range(pl.len()).alias("step_id")))
+    assert stalls["step_id"].to_list() == [n] and stalls["excess_s"][0] == pytest.approx(1.5 - wall[0])
+    assert refit.c_decode == pytest.approx(2e-4, rel=1e-6)
+
+
+def test_a_pause_delays_the_steps_that_would_start_inside_it() -> None:
+    cost = StepCost(c0=0.01, c_prefill=0.0, c_decode=0.0)
+    cfg = EngineConfig(num_blocks=100, block_size=16)
+    plain = simulate([0.0], [10], [5], cfg, cost)  # 5 steps of 10 ms
+    paused = simulate([0.0], [10], [5], cfg, cost, pauses=[(0.015, 0.5)])
+    assert plain.requests["e2e_s"][0] == pytest.approx(0.05)
+    # steps start at 0 and 0.01; the one due at 0.02 waits for the pause to end at 0.5, then 3 more steps
+    assert paused.requests["e2e_s"][0] == pytest.approx(0.5 + 0.03)
+    assert paused.requests["ttft_s"][0] == pytest.approx(0.01)
+
+
 def test_replay_rejects_what_ifs_it_does_not_model(kv_runs: dict[str, lltrace.Run], kv_store: Path) -> None:
     with pytest.raises(AnalysisError, match="tensor_parallel"):
         replay(kv_runs["B_kvpressure"], what_ifs={"tensor_parallel": 2.0}, store=kv_store)
@@ -157,8 +224,9 @@ def test_fast_forward_equals_stepping_through(seed: int) -> None:
     )
     cached = rng.integers(0, 600, n) if seed % 3 == 2 else None
     cost = StepCost(c0=0.002, c_prefill=2e-5, c_decode=1e-4, c_ctx=1e-7 if seed % 5 == 4 else 0.0, overhead=0.001)
-    fast = simulate(arrival, inp, out, cfg, cost, cached_tokens=cached)
-    slow = simulate(arrival, inp, out, cfg, cost, cached_tokens=cached, fast_forward=False)
+    pauses = [(float(arrival[k]) + 0.013, float(arrival[k]) + 0.4) for k in (50, 200)] if seed % 2 else None
+    fast = simulate(arrival, inp, out, cfg, cost, cached_tokens=cached, pauses=pauses)
+    slow = simulate(arrival, inp, out, cfg, cost, cached_tokens=cached, pauses=pauses, fast_forward=False)
     assert fast.steps == slow.steps and fast.preemptions == slow.preemptions
     assert fast.peak_kv_blocks == slow.peak_kv_blocks and fast.max_running == slow.max_running
     assert fast.max_waiting == slow.max_waiting

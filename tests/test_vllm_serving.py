@@ -9,7 +9,7 @@ import json
 import shutil
 
 import pytest
-from conftest import DATA
+from conftest import DATA, raw_llm_spans
 
 import lltrace
 
@@ -17,15 +17,7 @@ RUNS = ["A_baseline", "B_kvpressure", "B2_kv2x"]
 
 
 def _raw_spans(run_dir):
-    spans = {}
-    for line in (DATA / "vllm_cpu" / run_dir / "otlp" / "traces.otlp.jsonl").read_text().splitlines():
-        for rs in json.loads(line)["resourceSpans"]:
-            for ss in rs["scopeSpans"]:
-                for sp in ss["spans"]:
-                    if sp["name"] == "llm_request":
-                        attrs = {a["key"]: next(iter(a["value"].values())) for a in sp["attributes"]}
-                        spans[attrs["gen_ai.request.id"]] = (sp, attrs)
-    return spans
+    return raw_llm_spans(run_dir)
 
 
 def _raw_bench_rows(run_dir):

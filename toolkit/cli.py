@@ -315,22 +315,25 @@ def estimate_cli(
     )
 
 
-def _what_ifs(items: list[str]) -> dict[str, float | str]:
+def _what_ifs(items: list[str]) -> list[tuple[str, float | str]]:
+    """``KEY=VALUE`` options as (key, value) pairs, in order; a key may come more than once (one case each)."""
     from lltrace.errors import AnalysisError
     from lltrace.replay import HARDWARE_WHAT_IFS
 
-    out: dict[str, float | str] = {}
+    out: list[tuple[str, float | str]] = []
     for item in items:
         key, sep, value = item.partition("=")
-        if key.strip() in HARDWARE_WHAT_IFS and sep and value:
-            out[key.strip()] = value.strip()
+        key, value = key.strip(), value.strip()
+        if key in HARDWARE_WHAT_IFS and sep and value:
+            out.append((key, value))
             continue
         try:
-            out[key.strip()] = float(value)
+            number = float(value)
         except ValueError:
             raise AnalysisError(f"--what-if {item!r}: expected KEY=NUMBER, e.g. kv_blocks=80") from None
         if not sep:
             raise AnalysisError(f"--what-if {item!r}: expected KEY=NUMBER, e.g. kv_blocks=80")
+        out.append((key, number))
     return out
 
 

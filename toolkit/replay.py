@@ -153,10 +153,27 @@ def fit_step_cost_from_requests(requests: pl.DataFrame) -> StepCost:
     return StepCost(float(c0), float(c_prefill), float(c_decode), 0.0, 0.0, 0, r2, mape)
 
 
+def _step_tokens(rows: pl.DataFrame) -> tuple[pl.Expr, pl.Expr]:
+    """A logged step's prefill-like tokens and decoding sequences, the quantities :class:`StepCost` prices.
+
+    vLLM's iteration line counts a request resumed after preemption among the *generation* requests with all
+    the tokens it recomputes, so generation tokens beyond one per generation request are recomputed prompt:
+    they are priced as prefill, and each generation request as one decode. Without request counts the
+    generation tokens are taken as decodes.
+    """
+    if "decode_reqs" not in rows.columns:
+        return pl.col("prefill_tokens"), pl.col("decode_tokens")
+    reqs = pl.col("decode_reqs")
+    recomputed = pl.when(reqs.is_null()).then(0).otherwise((pl.col("decode_tokens") - reqs).clip(lower_bound=0))
+    return pl.col("prefill_tokens") + recomputed, pl.coalesce(reqs, pl.col("decode_tokens"))
+
+
 def fit_step_cost(steps: pl.DataFrame) -> StepCost:
     """Fit :class:`StepCost` (without the context term) to ``engine_steps`` rows.
 
-    The per-step ``overhead`` is the mean gap between back-to-back steps beyond their elapsed times.
+    Prefill tokens and decodes per step as :func:`_step_tokens` reads them (recomputed tokens of resumed
+    requests priced as prefill). The per-step ``overhead`` is the mean gap between back-to-back steps beyond
+    their elapsed times.
     Uses rows with ``prefill_tokens``, ``decode_tokens`` and ``wall_s`` all known and ``wall_s > 0``.
     Coefficients are constrained to be non-negative (a negative per-token cost would make the replay
     reward bigger batches with shorter steps); a coefficient that least squares drives negative is set to
@@ -169,12 +186,44 @@ def fit_step_cost(steps: pl.DataFrame) -> StepCost:
         raise AnalysisError(
             f"need at least 3 engine steps with token counts and wall time for a step cost, got {rows.height}"
         )
-    p = rows["prefill_tokens"].to_numpy().astype(float)
-    d = rows["decode_tokens"].to_numpy().astype(float)
+    prefill, decodes = _step_tokens(rows)
+    p = rows.select(prefill).to_series().to_numpy().astype(float)
+    d = rows.select(decodes).to_series().to_numpy().astype(float)
     y = rows["wall_s"].to_numpy().astype(float)
     coef = _nonneg_lstsq([np.ones_like(y), p, d], y)
     r2, mape = _fit_quality(y, coef[0] + coef[1] * p + coef[2] * d)
     return StepCost(float(coef[0]), float(coef[1]), float(coef[2]), 0.0, _busy_overhead(rows), rows.height, r2, mape)
+
+
+def engine_stalls(steps: pl.DataFrame, cost: StepCost, *, ratio: float = 10.0, excess_s: float = 0.1) -> pl.DataFrame:
+    """Steps in which the engine stalled: wall time over ``ratio`` x the fitted step time and ``excess_s`` beyond it.
+
+    Such a step carries time the step-cost model cannot explain from its tokens (a profiler writing its trace
+    from inside a step, a long GC pause, a swap storm). Columns: ``step_id``, ``start_s``, ``wall_s``,
+    ``predicted_s``, ``excess_s`` (wall - predicted) and ``row`` (its row number in ``steps``).
+    """
+    rows = steps.with_row_index("row").filter(
+        pl.col("prefill_tokens").is_not_null() & pl.col("decode_tokens").is_not_null() & (pl.col("wall_s") > 0)
+    )
+    prefill, decodes = _step_tokens(rows)
+    predicted = cost.c0 + cost.c_prefill * prefill + cost.c_decode * decodes
+    return (
+        rows.select("step_id", "start_s", "wall_s", predicted.alias("predicted_s"), "row")
+        .with_columns((pl.col("wall_s") - pl.col("predicted_s")).alias("excess_s"))
+        .filter((pl.col("wall_s") > ratio * pl.col("predicted_s")) & (pl.col("excess_s") > excess_s))
+        .sort("start_s")
+    )
+
+
+def fit_step_cost_without_stalls(steps: pl.DataFrame) -> tuple[StepCost, pl.DataFrame]:
+    """:func:`fit_step_cost` on the steps that are not stalls (:func:`engine_stalls` of a first fit); the stalls."""
+    first = fit_step_cost(steps)
+    stalls = engine_stalls(steps, first)
+    if stalls.height == 0:
+        return first, stalls
+    clean = steps.with_row_index("row").filter(~pl.col("row").is_in(stalls["row"].implode())).drop("row")
+    cost = fit_step_cost(clean)
+    return cost, engine_stalls(steps, cost)
 
 
 def _busy_overhead(rows: pl.DataFrame, busy_gap_s: float = 0.5) -> float:
@@ -206,6 +255,12 @@ class ReplayResult:
     notes: list[str] = field(default_factory=list)
 
 
+def _steps_before(span: float, dt: float) -> int:
+    """How many steps of ``dt`` start within the next ``span`` seconds (0 when ``span`` <= 0)."""
+    ahead = span / dt
+    return max(0, math.ceil(ahead) if ahead != int(ahead) else int(ahead))
+
+
 class _Scheduler:
     """State of one replay and its step rules.
 
@@ -229,6 +284,7 @@ class _Scheduler:
         config: EngineConfig,
         cost: StepCost,
         cached: list[int] | None,
+        pauses: list[tuple[float, float]],
     ) -> None:
         n = arrival.size
         self.n = n
@@ -255,6 +311,8 @@ class _Scheduler:
         self.free = config.num_blocks
         self.t = self.arr[self.arrivals[0]] if n else 0.0
         self.nxt = 0
+        self.pauses = sorted(pauses)  # (start, end): no step starts inside
+        self.next_pause = 0
         self.done = self.steps = self.preemptions = self.max_running = self.max_waiting = self.peak_blocks = 0
         self.busy = 0.0
         self.notes: list[str] = []
@@ -508,8 +566,9 @@ class _Scheduler:
         """
         jump = self.finish_heap[0][0] - self.decode_steps - 1
         if not self.waiting and self.nxt < self.n:
-            ahead = (self.arr[self.arrivals[self.nxt]] - self.t) / dt
-            jump = min(jump, max(0, math.ceil(ahead) if ahead != int(ahead) else int(ahead)))
+            jump = min(jump, _steps_before(self.arr[self.arrivals[self.nxt]] - self.t, dt))
+        if self.next_pause < len(self.pauses):
+            jump = min(jump, _steps_before(self.pauses[self.next_pause][0] - self.t, dt))
         if jump <= 0:
             return
         # blocks needed by j more steps: the decoders whose phase comes up in those steps
@@ -530,8 +589,12 @@ class _Scheduler:
             self.steps += steps
 
     def run(self, fast_forward: bool) -> None:
-        n, arr, arrivals = self.n, self.arr, self.arrivals
+        n, arr, arrivals, pauses = self.n, self.arr, self.arrivals, self.pauses
         while self.done < n:
+            if self.next_pause < len(pauses) and self.t >= pauses[self.next_pause][0]:
+                self.t = max(self.t, pauses[self.next_pause][1])
+                self.next_pause += 1
+                continue
             while self.nxt < n and arr[arrivals[self.nxt]] <= self.t:
                 self.waiting.append(arrivals[self.nxt])
                 self.nxt += 1
@@ -568,6 +631,7 @@ def simulate(
     cost: StepCost,
     *,
     cached_tokens: np.ndarray | list[int] | None = None,
+    pauses: list[tuple[float, float]] | None = None,
     fast_forward: bool = True,
 ) -> ReplayResult:
     """Replay requests through the scheduler model; returns per-request queue, TTFT, TPOT and e2e.
@@ -579,6 +643,9 @@ def simulate(
     With ``fast_forward`` decoding requests are kept in aggregate and a run of identical decode-only steps is
     applied at once (same result as stepping request by request, up to float rounding of the clock); the
     request-by-request path is kept for checking that.
+
+    ``pauses`` are ``(start, end)`` intervals on the arrival clock in which the engine starts no step (stalls
+    measured in the run: a profiler flushing its trace, a long GC): a step running at ``start`` finishes.
 
     ``arrival_s`` may be on any clock (only differences matter); results are on the same clock.
     A request whose prompt + output can never fit the KV capacity is rejected (status ``rejected``)
@@ -593,7 +660,7 @@ def simulate(
     cached = None if cached_tokens is None else np.maximum(np.asarray(cached_tokens, dtype=np.int64), 0).tolist()
     if cached is not None and len(cached) != n:
         raise ValueError("cached_tokens must have one value per request")
-    s = _Scheduler(arr, inp, out, config, cost, cached)
+    s = _Scheduler(arr, inp, out, config, cost, cached, list(pauses or []))
     s.run(fast_forward)
 
     fs = np.array(s.first_sched)
@@ -869,7 +936,7 @@ def _mape(pred: float | None, real: float | None) -> float | None:
 def replay(
     path_or_run: Any,
     *,
-    what_ifs: dict[str, float | str] | None = None,
+    what_ifs: dict[str, float | str] | list[tuple[str, float | str]] | None = None,
     store: Any = None,
     holdout: float = 0.3,
     gpu: str | None = None,
@@ -884,6 +951,11 @@ def replay(
     (by arrival) only, replays every request (so the queue the
     held-out requests meet builds up as it did) and scores the held-out requests against their measured
     latencies. The baseline and each what-if use the fit on all steps; what-if figures are estimates.
+    ``what_ifs`` is a ``{key: value}`` dict or ``(key, value)`` pairs (a key may repeat: one case each).
+    Engine stalls in the step log (:func:`engine_stalls`: a step far slower than its tokens explain, such as
+    a profiler writing its trace) are left out of the fit and replayed as pauses at their measured times in
+    the baseline and what-ifs; the validation uses only those before the split.
+    The document is kept in the store as the run's latest replay (``lltrace report`` shows it).
     ``gpu`` (else the GPU detected in the run), ``quant`` and ``kv_dtype`` describe the recorded run; the
     ``gpu``, ``quant`` and ``kv_dtype`` what-ifs move its step cost with :func:`transfer_step_cost`.
     ``reference`` (``"MODEL@GPU"``) replaces calibration with :func:`reference_step_cost` — for arrival
@@ -894,7 +966,8 @@ def replay(
     from lltrace.store import Store
 
     run = run_of(path_or_run, store if isinstance(store, Store) else Store(store))
-    unknown = sorted(set(what_ifs or {}) - set(WHAT_IF_KEYS))
+    cases = list(what_ifs.items()) if isinstance(what_ifs, dict) else list(what_ifs or [])
+    unknown = sorted({k for k, _ in cases} - set(WHAT_IF_KEYS))
     if unknown:
         raise AnalysisError(f"what-if keys not modelled yet: {', '.join(unknown)} (known: {', '.join(WHAT_IF_KEYS)})")
     steps = run.table("engine_steps")
@@ -946,12 +1019,13 @@ def replay(
     t0 = float(arrival.min())
     # the first (1 - holdout) of the requests by arrival calibrate; the rest are held out
     split = float(arrival[min(len(arrival) - 1, int(round((1 - holdout) * len(arrival))))])
+    stalls = early_stalls = None
     if ref is not None:
         early = cost = ref[0]
         source = f"reference {ref[2]['model']} on {ref[2]['gpu']} (roofline, not fitted to this run)"
     elif from_log:
-        early = fit_step_cost(steps.filter(pl.col("start_s") < split))
-        cost = fit_step_cost(steps)
+        early, early_stalls = fit_step_cost_without_stalls(steps.filter(pl.col("start_s") < split))
+        cost, stalls = fit_step_cost_without_stalls(steps)
         source = "engine_steps (server log iteration lines)"
     else:
         early = fit_step_cost_from_requests(measured.filter(pl.col("arrival_s") < split))
@@ -963,10 +1037,23 @@ def replay(
 
     hits, hits_basis = _prefix_hits(run, measured)
 
-    def run_sim(arr: np.ndarray, cfg: EngineConfig, c: StepCost, out: Outside, cache: bool = True) -> ReplayResult:
+    def pauses(found: pl.DataFrame | None) -> list[tuple[float, float]]:
+        # a measured stall is replayed at its time: the engine starts no step for its excess
+        if found is None:
+            return []
+        return [(s, s + e) for s, e in zip(found["start_s"].to_list(), found["excess_s"].to_list(), strict=True)]
+
+    def run_sim(
+        arr: np.ndarray,
+        cfg: EngineConfig,
+        c: StepCost,
+        out: Outside,
+        cache: bool = True,
+        stalled: pl.DataFrame | None = None,
+    ) -> ReplayResult:
         # the engine sees a request out.pre after the client sent it (plus the load term, added to the
         # client's view only); the client sees its end out.post after the engine finished it
-        res = simulate(arr + out.pre, *lengths, cfg, c, cached_tokens=hits if cache else None)
+        res = simulate(arr + out.pre, *lengths, cfg, c, cached_tokens=hits if cache else None, pauses=pauses(stalled))
         f = res.requests
         seen = f["arrival_s"].to_numpy()
         first = seen + f["ttft_s"].fill_null(np.inf).to_numpy()
@@ -983,10 +1070,13 @@ def replay(
     real_s = _summary(real_held)
     validation: dict[str, Any] | None = None  # an arrival trace: nothing measured to score against
     if any(real_s[m]["mean"] is not None for m in _METRICS):
-        held = run_sim(arrival, config({}), early, outside_early).requests.filter(pl.col("arrival_s") >= split)
+        # only what was known before the split: the early fit and the stalls measured before it
+        held = run_sim(arrival, config({}), early, outside_early, stalled=early_stalls).requests
+        held = held.filter(pl.col("arrival_s") >= split)
         pred_s = _summary(held)
         validation = {
-            "method": f"step cost fitted on data before the arrival of the first {1 - holdout:.0%} of requests; "
+            "method": f"step cost fitted on data before the arrival of the first {1 - holdout:.0%} of requests "
+            "(engine stalls after it unknown to the replay); "
             f"all requests replayed; the {real_held.height} requests arriving after it scored",
             "requests": real_held.height,
             "replayed": pred_s,
@@ -1004,7 +1094,7 @@ def replay(
         for m in _METRICS:
             for q, word in (("mean", "mean"), ("p50", "median"), ("p90", "p90")):
                 validation[f"{m.removesuffix('_s')}_{word}_mape"] = validation["mape"][m][q]
-    base = run_sim(arrival, config({}), cost, outside)
+    base = run_sim(arrival, config({}), cost, outside, stalled=stalls)
     measured_preemptions = _counted_preemptions(run)
 
     def outcome(res: ReplayResult) -> dict[str, Any]:
@@ -1022,7 +1112,7 @@ def replay(
 
     baseline = outcome(base) | {"measured": _summary(measured), "measured_preemptions": measured_preemptions}
     results = []
-    for key, value in (what_ifs or {}).items():
+    for key, value in cases:
         arr = arrival if key != "rate" else t0 + (arrival - t0) / float(value)
         moved, ratios = cost, None
         if key in HARDWARE_WHAT_IFS:
@@ -1045,7 +1135,7 @@ def replay(
         cache = not (key == "prefix_cache" and float(value) == 0)
         if key == "prefix_cache" and cache and hits is None:
             raise AnalysisError("--what-if prefix_cache=1: the sources say nothing about prefix reuse")
-        res = outcome(run_sim(arr, config({key: value}), moved, outside, cache))
+        res = outcome(run_sim(arr, config({key: value}), moved, outside, cache, stalled=stalls))
         if ratios is not None:
             res["cost_ratios"] = ratios
         res["what_if"] = {key: value}
@@ -1080,6 +1170,17 @@ def replay(
             },
             "r2": cost.r2,
             "step_mape": cost.mape,
+            "stalls": None
+            if stalls is None
+            else [
+                {
+                    "start_s": r["start_s"] - t0,
+                    "duration_s": r["excess_s"],
+                    "evidence": f"step {r['step_id']} took {r['wall_s']:.3f} s, {r['predicted_s'] * 1e3:.1f} ms "
+                    "predicted from its tokens; left out of the fit, replayed as a pause at its time",
+                }
+                for r in stalls.iter_rows(named=True)
+            ],
         },
         "validation": validation,
         "prefix_cache": None
