@@ -247,7 +247,7 @@ def _replay_html(rep: dict[str, Any] | None) -> str:
     """The replay section: calibration, validation (its own error first), then measured / replayed / what-ifs."""
     if not rep:
         return ""
-    from lltrace.replay import replay_cases, validation_rows
+    from lltrace.replay import replay_cases, replay_notes, validation_rows
 
     c = rep["calibration"]
     fit = "" if c["step_mape"] is None else f", fit MAPE {c['step_mape']:.0%}"
@@ -293,11 +293,14 @@ def _replay_html(rep: dict[str, Any] | None) -> str:
         return f"<tr>{''.join(cells)}</tr>"
 
     rows = "".join(case_row(r) for r in replay_cases(rep))
+    notes = "".join(f"<li>{html.escape(case)}: {html.escape(note)}</li>" for case, note in replay_notes(rep))
     parts.append(
         "<p>Measured, replayed with the run's own settings, and each what-if (estimates):</p>"
         "<table><tr><th>case</th><th>basis</th><th>queue p50 s</th><th>TTFT mean s</th><th>e2e mean s</th>"
         f"<th>e2e p90 s</th><th>preemptions</th></tr>{rows}</table>"
     )
+    if notes:
+        parts.append(f"<ul class='notes'>{notes}</ul>")
     return "\n".join(parts)
 
 

@@ -287,7 +287,7 @@ def _seconds(v: float | None, metric: str = "") -> str:
 
 def render_replay(doc: dict[str, Any]) -> Group:
     """The replay document as the terminal shows it: calibration, validation first, then the what-ifs."""
-    from lltrace.replay import replay_cases, validation_rows
+    from lltrace.replay import replay_cases, replay_notes, validation_rows
 
     c = doc["calibration"]
     fit = "" if c["step_mape"] is None else f" (fit MAPE {c['step_mape']:.0%})"
@@ -337,4 +337,6 @@ def render_replay(doc: dict[str, Any]) -> Group:
             _int(r["preemptions"]),
         )
     parts.append(t)
+    for label, note in replay_notes(doc):
+        parts.append(Text(f"{label}: {note}", style="yellow"))
     return Group(*parts)

@@ -327,3 +327,16 @@ def test_mooncake_prefix_reuse_from_hash_ids(tmp_path: Path) -> None:
     assert doc["prefix_cache"]["basis"].startswith("estimated")
     no_cache = doc["whatifs"][0]["summary"]["ttft_s"]["mean"]
     assert no_cache > doc["baseline"]["summary"]["ttft_s"]["mean"]  # without reuse, more prefill to do
+
+
+def test_an_engine_that_cannot_keep_up_is_called_overloaded() -> None:
+    from lltrace.replay import _overload_note
+
+    cost = StepCost(c0=0.01, c_prefill=0.0, c_decode=0.0)
+    cfg = EngineConfig(num_blocks=1000, block_size=16, max_num_seqs=1)
+    arrivals = np.arange(20) * 0.1  # one request every 0.1 s, each needs 1 s of steps, one at a time
+    res = simulate(arrivals, [10] * 20, [100] * 20, cfg, cost)
+    (note,) = _overload_note(res.requests)
+    assert note.startswith("overloaded: the last request finishes 20 s after the first arrival, 10.5x the 2 s")
+    light = simulate(np.arange(20) * 2.0, [10] * 20, [100] * 20, cfg, cost)
+    assert _overload_note(light.requests) == []

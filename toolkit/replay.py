@@ -38,6 +38,7 @@ __all__ = [
     "simulate",
     "replay",
     "replay_cases",
+    "replay_notes",
     "validation_rows",
     "WHAT_IF_KEYS",
 ]
@@ -926,6 +927,25 @@ def _outside_engine(requests: pl.DataFrame) -> Outside:
     return Outside(float(a), float(b), max(0.0, float(np.median(post))))
 
 
+def _makespan(frame: pl.DataFrame) -> float | None:
+    """First arrival to last finish of a replay, seconds (None when nothing finished)."""
+    ends = (frame["arrival_s"] + frame["e2e_s"]).drop_nulls()
+    return None if ends.len() == 0 else float(ends.max()) - float(frame["arrival_s"].min())  # type: ignore[arg-type]
+
+
+def _overload_note(frame: pl.DataFrame, factor: float = 1.5) -> list[str]:
+    """A note when the engine could not keep up: the last request finishes long after the last arrival."""
+    arrivals = float(frame["arrival_s"].max()) - float(frame["arrival_s"].min())  # type: ignore[arg-type]
+    span = _makespan(frame)
+    if span is None or arrivals <= 0 or span < factor * arrivals:
+        return []
+    return [
+        f"overloaded: the last request finishes {span:,.0f} s after the first arrival, {span / arrivals:.1f}x the "
+        f"{arrivals:,.0f} s over which requests arrive; the queue grows through the run and latencies are backlog "
+        "(serve this trace with more engines, or replay a slice of it)"
+    ]
+
+
 def _mape(pred: float | None, real: float | None) -> float | None:
     # a relative error against a measured value under a millisecond is noise, not accuracy
     if pred is None or real is None or abs(real) < 1e-3:
@@ -1100,6 +1120,7 @@ def replay(
     def outcome(res: ReplayResult) -> dict[str, Any]:
         return {
             "summary": _summary(res.requests),
+            "makespan_s": _makespan(res.requests),
             "queue_median_s": _summary(res.requests)["queue_s"]["p50"],
             "preemptions": res.preemptions,
             "steps": res.steps,
@@ -1107,7 +1128,7 @@ def replay(
             "max_running": res.max_running,
             "max_waiting": res.max_waiting,
             "not_finished": int((res.requests["status"] != "ok").sum()),
-            "notes": res.notes,
+            "notes": res.notes + _overload_note(res.requests),
         }
 
     baseline = outcome(base) | {"measured": _summary(measured), "measured_preemptions": measured_preemptions}
@@ -1225,6 +1246,12 @@ def replay_cases(doc: dict[str, Any]) -> list[dict[str, Any]]:
         }
         for case, basis, s, preemptions in rows
     ]
+
+
+def replay_notes(doc: dict[str, Any]) -> list[tuple[str, str]]:
+    """(case, note) for every note of the baseline and the what-ifs (overload, a stalled scheduler)."""
+    cases = [("replayed", doc["baseline"])] + [(what_if_label(w["what_if"]), w) for w in doc["whatifs"]]
+    return [(name, note) for name, case in cases for note in case.get("notes") or []]
 
 
 def validation_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
