@@ -287,7 +287,7 @@ def _seconds(v: float | None, metric: str = "") -> str:
 
 def render_replay(doc: dict[str, Any]) -> Group:
     """The replay document as the terminal shows it: calibration, validation first, then the what-ifs."""
-    from lltrace.replay import replay_cases, replay_notes, validation_rows
+    from lltrace.replay import replay_cases, replay_notes, validation_rows, what_if_label
 
     c = doc["calibration"]
     fit = "" if c["step_mape"] is None else f" (fit MAPE {c['step_mape']:.0%})"
@@ -301,6 +301,14 @@ def render_replay(doc: dict[str, Any]) -> Group:
             f"token, {o['after_last_token'] * 1e3:.1f} ms after the last"
         )
     ]
+    rates = c.get("rates") or {}
+    if rates.get("prefill_tokens_per_s"):
+        parts.append(
+            Text(
+                f"read as rates: decode {rates['decode_s_per_token_batch1'] * 1e3:.2f} ms per token at batch 1, "
+                f"prefill {rates['prefill_tokens_per_s']:,.0f} tokens/s"
+            )
+        )
     rows = validation_rows(doc)
     if not rows:
         parts.append(Text("validation: none — the run has no measured latencies to score against"))
@@ -337,6 +345,16 @@ def render_replay(doc: dict[str, Any]) -> Group:
             _int(r["preemptions"]),
         )
     parts.append(t)
+    for w in doc["whatifs"]:
+        up = w.get("speedup")
+        if up:
+            prefill = "-" if up["prefill"] is None else f"{up['prefill']:.2f}x"
+            parts.append(
+                Text(
+                    f"{what_if_label(w['what_if'])}: roofline speedup (estimate) decode {up['decode_batch1']:.2f}x "
+                    f"per token at batch 1, prefill {prefill}"
+                )
+            )
     for label, note in replay_notes(doc):
         parts.append(Text(f"{label}: {note}", style="yellow"))
     return Group(*parts)

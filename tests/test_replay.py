@@ -301,6 +301,16 @@ def test_arrival_trace_replays_only_with_a_reference(tmp_path: Path) -> None:
     assert doc["baseline"]["measured_preemptions"] is None
     h100 = doc["whatifs"][0]
     assert h100["summary"]["e2e_s"]["mean"] < doc["baseline"]["summary"]["e2e_s"]["mean"]
+    # the A100's decode time per token and prefill rate, and the H100's speedups: the catalog's ratios
+    from lltrace.catalog import gpu_or_error
+
+    a, h = gpu_or_error("A100-80GB"), gpu_or_error("H100-SXM")
+    c = doc["calibration"]
+    assert c["rates"]["decode_s_per_token_batch1"] == pytest.approx(c["c0_s"] + c["c_decode_s_per_token"])
+    assert c["rates"]["prefill_tokens_per_s"] == pytest.approx(1 / c["c_prefill_s_per_token"])
+    bw = (h.hbm_gbps * h.achievable_bw_fraction) / (a.hbm_gbps * a.achievable_bw_fraction)
+    flops = (h.bf16_tflops * h.achievable_flops_fraction) / (a.bf16_tflops * a.achievable_flops_fraction)
+    assert h100["speedup"]["decode_batch1"] == pytest.approx(bw) and h100["speedup"]["prefill"] == pytest.approx(flops)
 
 
 def test_prefix_cache_hits_skip_prompt_tokens_but_hold_blocks() -> None:

@@ -927,6 +927,14 @@ def _outside_engine(requests: pl.DataFrame) -> Outside:
     return Outside(float(a), float(b), max(0.0, float(np.median(post))))
 
 
+def _rates(cost: StepCost) -> dict[str, float | None]:
+    """A step cost read as the figures people quote: one decode step of one request, and prefill tokens/s."""
+    return {
+        "decode_s_per_token_batch1": cost.c0 + cost.overhead + cost.c_decode,
+        "prefill_tokens_per_s": 1.0 / cost.c_prefill if cost.c_prefill > 0 else None,
+    }
+
+
 def _makespan(frame: pl.DataFrame) -> float | None:
     """First arrival to last finish of a replay, seconds (None when nothing finished)."""
     ends = (frame["arrival_s"] + frame["e2e_s"]).drop_nulls()
@@ -1159,6 +1167,14 @@ def replay(
         res = outcome(run_sim(arr, config({key: value}), moved, outside, cache, stalled=stalls))
         if ratios is not None:
             res["cost_ratios"] = ratios
+            before, after = _rates(cost), _rates(moved)
+            res["step_rates"] = after
+            res["speedup"] = {
+                "decode_batch1": before["decode_s_per_token_batch1"] / after["decode_s_per_token_batch1"],
+                "prefill": after["prefill_tokens_per_s"] / before["prefill_tokens_per_s"]
+                if before["prefill_tokens_per_s"] and after["prefill_tokens_per_s"]
+                else None,
+            }
         res["what_if"] = {key: value}
         res["basis"] = "estimated"
         res["delta"] = {
@@ -1191,6 +1207,7 @@ def replay(
             },
             "r2": cost.r2,
             "step_mape": cost.mape,
+            "rates": _rates(cost),
             "stalls": None
             if stalls is None
             else [
