@@ -561,8 +561,10 @@ LOG_STEP_SCHEMA = pa.schema(
 
 
 _ARG_INT = re.compile(
-    r"'(num_gpu_blocks_override|max_num_seqs|max_num_batched_tokens|block_size|max_model_len)': (\d+)"
+    r"'(num_gpu_blocks_override|max_num_seqs|max_num_batched_tokens|block_size|max_model_len|tensor_parallel_size)'"
+    r": (\d+)"
 )
+_ARG_STR = re.compile(r"'(model|kv_cache_dtype|quantization|dtype)': '([^']*)'")
 _ARG_BOOL = re.compile(r"'(enable_chunked_prefill|enable_prefix_caching)': (True|False)")
 _KV_TOKENS = re.compile(r"KV cache size: ([\d,]+) tokens")
 
@@ -577,6 +579,7 @@ def _engine_config(text: str) -> dict[str, Any]:
         line = text[start : text.find("\n", start)]
         config.update({k: int(v) for k, v in _ARG_INT.findall(line)})
         config.update({k: v == "True" for k, v in _ARG_BOOL.findall(line)})
+        config.update(dict(_ARG_STR.findall(line)))
     if m := _KV_TOKENS.search(text):
         config["kv_cache_tokens"] = int(m.group(1).replace(",", ""))
     return config

@@ -203,7 +203,7 @@ def test_replay_cli_json_and_bad_what_if(kv_runs: dict[str, lltrace.Run], kv_sto
     assert set(doc) >= {"calibration", "validation", "baseline", "whatifs"}
     assert doc["whatifs"][0]["max_running"] <= 4
     bad = CliRunner().invoke(app, ["replay", run_id, "--store", str(kv_store), "--what-if", "kv_blocks"])
-    assert bad.exit_code == 1 and "KEY=NUMBER" in bad.output and "Traceback" not in bad.output
+    assert bad.exit_code == 1 and "KEY=VALUE" in bad.output and "Traceback" not in bad.output
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -350,3 +350,50 @@ def test_an_engine_that_cannot_keep_up_is_called_overloaded() -> None:
     assert note.startswith("overloaded: the last request finishes 20 s after the first arrival, 10.5x the 2 s")
     light = simulate(np.arange(20) * 2.0, [10] * 20, [100] * 20, cfg, cost)
     assert _overload_note(light.requests) == []
+
+
+def test_design_what_if_keys_on_an_arrival_trace(tmp_path: Path) -> None:
+    """DESIGN.md's keys: tp, gpu, weights, kv_dtype and kv_memory_gb move step cost and KV capacity together."""
+    from lltrace.catalog import gpu_or_error
+
+    trace = shared_file("serving", "azure_llm_2023", "AzureLLMInferenceTrace_code.csv")
+    cases = [("tp", 2.0), ("gpu", "H200"), ("kv_dtype", "fp8"), ("kv_memory_gb", 20.0), ("weights", "fp8")]
+    doc = replay(trace, store=tmp_path, reference="llama-2-7b@A100-80GB", what_ifs=cases)
+    assert doc["model"] == {"name": "Llama-2-7B", "origin": "reference"}
+    blocks = doc["engine"]["kv_blocks"]["value"]
+    a100, h200 = gpu_or_error("A100-80GB"), gpu_or_error("H200")
+    weights, kv_block = 6.74e9 * 2, 2 * 32 * 32 * 128 * 2 * 16  # Llama-2-7B bf16; K+V bytes of a 16-token block
+    free = {g.name: g.memory_gb * 1e9 * 0.9 - weights for g in (a100, h200)}
+    tp2, on_h200, kv_fp8, kv_20gb, fp8 = doc["whatifs"]
+    assert tp2["kv_blocks"] == int(blocks * (2 * a100.memory_gb * 1e9 * 0.9 - weights) / free["A100-80GB"])
+    assert tp2["speedup"]["decode_batch1"] == pytest.approx(2.0, rel=0.01)  # weights and KV split, all-reduce small
+    assert on_h200["kv_blocks"] == int(blocks * free["H200"] / free["A100-80GB"])
+    assert kv_fp8["kv_blocks"] == 2 * blocks  # half the bytes per KV element
+    assert kv_20gb["kv_blocks"] == int(20e9 // kv_block)
+    assert fp8["kv_blocks"] > blocks and fp8["speedup"]["decode_batch1"] > 1  # smaller weights: more KV, faster
+    assert all(w["basis"] == "estimated" for w in doc["whatifs"])
+
+
+def test_switch_and_alias_what_ifs_on_run_b(kv_runs: dict[str, lltrace.Run], kv_store: Path) -> None:
+    cases = [("rate_scale", 0.5), ("rate", 0.5), ("chunked_prefill", "off"), ("prefix_caching", "off")]
+    doc = replay(kv_runs["B_kvpressure"], what_ifs=cases, store=kv_store)
+    assert doc["engine"]["chunked_prefill"] == {"value": True, "origin": "vLLM V1 default (not in the sources)"}
+    scale, rate, no_chunks, no_cache = doc["whatifs"]
+    assert scale["summary"] == rate["summary"]  # DESIGN's rate_scale and lltrace's rate are one key
+    assert scale["summary"]["queue_s"]["p50"] < doc["baseline"]["summary"]["queue_s"]["p50"]  # half the load
+    assert no_chunks["what_if"] == {"chunked_prefill": "off"} and no_chunks["not_finished"] == 0
+    assert no_cache["summary"] == doc["baseline"]["summary"]  # B logged no prefix hits: nothing to turn off
+    wrong = ((("chunked_prefill", "maybe"), "on or off"), (("tp", 2.0), "--gpu"), (("kv_blocks", "x"), "number"))
+    for bad, why in wrong:
+        with pytest.raises(AnalysisError, match=why):
+            replay(kv_runs["B_kvpressure"], what_ifs=[bad], store=kv_store)
+
+
+def test_without_chunked_prefill_a_prompt_waits_for_a_step_with_room() -> None:
+    cost = StepCost(c0=0.01, c_prefill=0.001, c_decode=0.0)
+    chunked = EngineConfig(num_blocks=100, block_size=16, max_num_batched_tokens=256)
+    whole = EngineConfig(num_blocks=100, block_size=16, max_num_batched_tokens=256, chunked_prefill=False)
+    a = simulate([0.0, 0.0], [200, 200], [1, 1], chunked, cost).requests["ttft_s"].to_list()
+    b = simulate([0.0, 0.0], [200, 200], [1, 1], whole, cost).requests["ttft_s"].to_list()
+    assert a == pytest.approx([0.266, 0.266 + 0.154])  # 200 + 56 tokens in step 1, then the other 144
+    assert b == pytest.approx([0.21, 0.42])  # the second prompt waits, whole, for step 2

@@ -31,6 +31,8 @@ class GPU:
     achievable_bw_fraction: float = 1.0
     achievable_flops_fraction: float = 1.0
     achievable_source: str = ""
+    link_gbps: float | None = None  # GPU-to-GPU bandwidth each way (NVLink / Infinity Fabric / PCIe)
+    link_source: str = ""
 
     def peak_flops(self, precision: str = "bf16") -> float:
         """Peak dense FLOP/s at a precision (fp8/int8 fall back to bf16 where the GPU lacks them)."""
@@ -84,6 +86,8 @@ def gpus() -> tuple[GPU, ...]:
             float(r["achievable_bw_fraction"]),
             float(r["achievable_flops_fraction"]),
             r["achievable_source"],
+            float(r["link_gbps"]) if r.get("link_gbps") else None,
+            r.get("link_source", ""),
         )
         for r in _rows("gpus.csv")
     )

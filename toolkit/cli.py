@@ -316,24 +316,22 @@ def estimate_cli(
 
 
 def _what_ifs(items: list[str]) -> list[tuple[str, float | str]]:
-    """``KEY=VALUE`` options as (key, value) pairs, in order; a key may come more than once (one case each)."""
+    """``KEY=VALUE`` options as (key, value) pairs, in order; a key may come more than once (one case each).
+
+    Numbers become floats; names (a GPU, a precision, on/off) stay strings for the replay to check.
+    """
     from lltrace.errors import AnalysisError
-    from lltrace.replay import HARDWARE_WHAT_IFS
 
     out: list[tuple[str, float | str]] = []
     for item in items:
         key, sep, value = item.partition("=")
         key, value = key.strip(), value.strip()
-        if key in HARDWARE_WHAT_IFS and sep and value:
-            out.append((key, value))
-            continue
+        if not sep or not key or not value:
+            raise AnalysisError(f"--what-if {item!r}: expected KEY=VALUE, e.g. kv_blocks=80 or gpu=H100-SXM")
         try:
-            number = float(value)
+            out.append((key, float(value)))
         except ValueError:
-            raise AnalysisError(f"--what-if {item!r}: expected KEY=NUMBER, e.g. kv_blocks=80") from None
-        if not sep:
-            raise AnalysisError(f"--what-if {item!r}: expected KEY=NUMBER, e.g. kv_blocks=80")
-        out.append((key, number))
+            out.append((key, value))
     return out
 
 
@@ -344,13 +342,17 @@ def replay_cli(
         list[str] | None,
         typer.Option(
             "--what-if",
-            help="KEY=VALUE: kv_blocks, block_size, max_num_seqs, "
-            "max_num_batched_tokens, rate (arrival-rate multiplier), gpu, quant, kv_dtype. Repeatable.",
+            help="KEY=VALUE: gpu, weights, kv_dtype, tp, max_num_seqs, max_num_batched_tokens, "
+            "chunked_prefill (on/off), kv_blocks, kv_memory_gb, block_size, rate_scale (arrival-rate multiplier), "
+            "prefix_caching (on/off). Repeatable: one case each.",
         ),
     ] = None,
     store: StoreOpt = None,
     gpu: Annotated[str | None, typer.Option("--gpu", help="The run's GPU, when the sources do not say.")] = None,
     quant: Annotated[str, typer.Option("--quant", help="The run's weight precision.")] = "bf16",
+    model: Annotated[
+        str | None, typer.Option("--model", help="The run's model, when the server log does not name it.")
+    ] = None,
     reference: Annotated[
         str | None,
         typer.Option(
@@ -364,7 +366,15 @@ def replay_cli(
     from lltrace.replay import replay
 
     with _errors(quiet):
-        doc = replay(target, what_ifs=_what_ifs(what_if or []), store=store, gpu=gpu, quant=quant, reference=reference)
+        doc = replay(
+            target,
+            what_ifs=_what_ifs(what_if or []),
+            store=store,
+            gpu=gpu,
+            quant=quant,
+            reference=reference,
+            model=model,
+        )
     if as_json:
         sys.stdout.write(json.dumps(doc, indent=2, default=str) + "\n")
         return

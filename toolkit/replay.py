@@ -688,18 +688,102 @@ def simulate(
 # -- replaying a stored run: configuration, calibration, validation, what-ifs ---------------------------------
 
 # Keys of --what-if this model can change today (DESIGN.md lists more: gpu, quant; not yet modelled).
+# --what-if keys: DESIGN.md's spellings, and the shorter ones lltrace first used (aliases).
 WHAT_IF_KEYS = (
-    "kv_blocks",
-    "block_size",
+    "gpu",
+    "weights",
+    "kv_dtype",
+    "tp",
     "max_num_seqs",
     "max_num_batched_tokens",
+    "chunked_prefill",
+    "kv_blocks",
+    "kv_memory_gb",
+    "block_size",
+    "rate_scale",
+    "prefix_caching",
+    "quant",
     "rate",
     "prefix_cache",
-    "gpu",
-    "quant",
-    "kv_dtype",
 )
-HARDWARE_WHAT_IFS = ("gpu", "quant", "kv_dtype")  # valued by a name (a GPU, a precision), not a number
+WHAT_IF_ALIASES = {"quant": "weights", "rate": "rate_scale", "prefix_cache": "prefix_caching"}
+HARDWARE_WHAT_IFS = ("gpu", "weights", "quant", "kv_dtype")  # valued by a name (a GPU, a precision)
+SWITCH_WHAT_IFS = ("chunked_prefill", "prefix_caching", "prefix_cache")  # on / off
+_SWITCH = {"on": True, "off": False, "true": True, "false": False, "1": True, "0": False, "yes": True, "no": False}
+
+
+def _switch(key: str, value: float | str) -> bool:
+    word = str(int(value)) if isinstance(value, float) and value in (0.0, 1.0) else str(value).strip().lower()
+    if word not in _SWITCH:
+        raise AnalysisError(f"--what-if {key}={value}: expected on or off")
+    return _SWITCH[word]
+
+
+def _number(key: str, value: float | str) -> float:
+    try:
+        return float(value)
+    except ValueError:
+        raise AnalysisError(f"--what-if {key}={value}: expected a number") from None
+
+
+def _kv_blocks_moved(
+    blocks: int,
+    model: Any,
+    here: tuple[Any, str, str, int],
+    there: tuple[Any, str, str, int],
+    memory_fraction: float = 0.9,
+) -> tuple[int, str]:
+    """The run's KV blocks at another (GPU, weights, KV dtype, TP degree): scaled by the KV bytes the memory
+    left after the weights holds, there against here. Without the model only a KV dtype change is known."""
+    (g0, q0, kv0, tp0), (g1, q1, kv1, tp1) = here, there
+    kv_ratio = BYTES_PER_PARAM[kv0] / BYTES_PER_PARAM[kv1]
+    if model is None or g0 is None:
+        if (g0, q0, tp0) == (g1, q1, tp1):
+            return int(blocks * kv_ratio), f"blocks x {kv_ratio:g} (KV bytes per element {kv0} -> {kv1})"
+        return blocks, "kept: the model is unknown (--model), so the memory its weights leave is unknown"
+
+    def free(g: Any, q: str, tp: int) -> float:
+        return tp * g.memory_gb * 1e9 * memory_fraction - model.params_b * 1e9 * BYTES_PER_PARAM[q]
+
+    if free(g1, q1, tp1) <= 0:
+        raise AnalysisError(f"{model.name} at {q1} does not fit in {tp1} x {g1.name}")
+    ratio = free(g1, q1, tp1) / free(g0, q0, tp0) * kv_ratio
+    return int(blocks * ratio), (
+        f"blocks x {ratio:.3f}: (TP x memory x {memory_fraction} - weights) / KV bytes per token, "
+        f"{tp1} x {g1.name} {q1}/{kv1} over {tp0} x {g0.name} {q0}/{kv0}"
+    )
+
+
+def transfer_tensor_parallel(cost: StepCost, model: Any, gpu: Any, tp_from: int, tp_to: int) -> tuple[StepCost, dict]:
+    """Move a step cost to another tensor-parallel degree (an estimate).
+
+    Weight reads, prefill FLOPs and KV reads split over the GPUs (x ``tp_from / tp_to``); each token's
+    activations are all-reduced twice per layer (ring: ``2 (tp - 1) / tp`` of ``hidden`` x 2 bytes each way
+    over the GPU's link). Only the bandwidth term: NCCL's per-call latency (microseconds per all-reduce) is
+    not in the catalog, so communication is a lower bound.
+    """
+    if tp_to < 1:
+        raise AnalysisError(f"--what-if tp={tp_to}: expected a degree of 1 or more")
+    if tp_to > 1 and not gpu.link_gbps:
+        raise AnalysisError(f"--what-if tp: the catalog has no GPU-to-GPU bandwidth for {gpu.name}")
+
+    def comm(tp: int) -> float:
+        if tp == 1:
+            return 0.0
+        return model.layers * 2 * 2 * (tp - 1) / tp * model.hidden * 2 / (gpu.link_gbps * 1e9)
+
+    split = tp_from / tp_to
+    new = StepCost(
+        c0=cost.c0 * split,
+        c_prefill=max(0.0, (cost.c_prefill - comm(tp_from)) * split + comm(tp_to)),
+        c_decode=max(0.0, (cost.c_decode - comm(tp_from)) * split + comm(tp_to)),
+        c_ctx=cost.c_ctx * split,
+        overhead=cost.overhead,
+        steps=cost.steps,
+        r2=cost.r2,
+        mape=cost.mape,
+    )
+    return new, {"per_step": split, "all_reduce_s_per_token": comm(tp_to), "tp_from": tp_from, "tp_to": tp_to}
 
 
 def reference_step_cost(
@@ -822,7 +906,30 @@ def engine_config_for(run: Any, steps: pl.DataFrame) -> dict[str, dict[str, Any]
         out["max_num_batched_tokens"] = _setting(budget, f"inferred: largest step had {largest} tokens")
     else:
         out["max_num_batched_tokens"] = _setting(8192, "vLLM default (not in the sources)")
+    if "enable_chunked_prefill" in logged:
+        out["chunked_prefill"] = _setting(bool(logged["enable_chunked_prefill"]), "server log args")
+    else:
+        out["chunked_prefill"] = _setting(True, "vLLM V1 default (not in the sources)")
+    tp = logged.get("tensor_parallel_size")
+    out["tp"] = _setting(int(tp), "server log args") if tp else _setting(1, "assumed: the sources name no TP degree")
     return out
+
+
+def _run_model(run: Any, model: str | None, reference_model: str | None) -> tuple[Any, str | None]:
+    """The catalog model of the run: the option, the reference, else the model the server log names."""
+    from lltrace.catalog import find_model, model_or_error
+
+    if model:
+        return model_or_error(model), "option --model"
+    if reference_model:
+        return model_or_error(reference_model), "reference"
+    for src in run.metadata.get("sources", []):
+        named = (src.get("engine_config") or {}).get("model")
+        if named:
+            found = find_model(named) or find_model(named.rstrip("/").rsplit("/", 1)[-1])
+            if found:
+                return found, f"server log args: {named}"
+    return None, None
 
 
 def _summary(frame: pl.DataFrame) -> dict[str, dict[str, float | None]]:
@@ -971,6 +1078,7 @@ def replay(
     quant: str = "bf16",
     kv_dtype: str = "bf16",
     reference: str | None = None,
+    model: str | None = None,
 ) -> dict[str, Any]:
     """The replay document (``lltrace replay --json``): calibration, validation, baseline, what-ifs.
 
@@ -979,7 +1087,10 @@ def replay(
     (by arrival) only, replays every request (so the queue the
     held-out requests meet builds up as it did) and scores the held-out requests against their measured
     latencies. The baseline and each what-if use the fit on all steps; what-if figures are estimates.
-    ``what_ifs`` is a ``{key: value}`` dict or ``(key, value)`` pairs (a key may repeat: one case each).
+    ``what_ifs`` is a ``{key: value}`` dict or ``(key, value)`` pairs (a key may repeat: one case each); keys
+    are :data:`WHAT_IF_KEYS`. ``model`` (else the reference's, else the model the server log names, when the
+    catalog knows it) lets ``gpu``, ``weights``, ``kv_dtype`` and ``tp`` move the KV capacity with the memory
+    the weights leave, and is needed by ``tp`` and ``kv_memory_gb``.
     Engine stalls in the step log (:func:`engine_stalls`: a step far slower than its tokens explain, such as
     a profiler writing its trace) are left out of the fit and replayed as pauses at their measured times in
     the baseline and what-ifs; the validation uses only those before the split.
@@ -1030,15 +1141,14 @@ def replay(
     if settings["kv_blocks"]["value"] is None:
         raise AnalysisError("replay needs the KV cache size (server log 'KV cache size' or num_gpu_blocks_override)")
 
-    def config(overrides: dict[str, float | str]) -> EngineConfig:
-        v = {k: s["value"] for k, s in settings.items()} | {
-            k: x for k, x in overrides.items() if k not in ("rate", "prefix_cache") and k not in HARDWARE_WHAT_IFS
-        }
+    def config(overrides: dict[str, Any]) -> EngineConfig:
+        v = {k: s["value"] for k, s in settings.items()} | overrides
         return EngineConfig(
             num_blocks=int(v["kv_blocks"]),
             block_size=int(v["block_size"]),
             max_num_seqs=int(v["max_num_seqs"]),
             max_num_batched_tokens=int(v["max_num_batched_tokens"]),
+            chunked_prefill=bool(v["chunked_prefill"]),
         )
 
     arrival = measured["arrival_s"].to_numpy()
@@ -1141,40 +1251,73 @@ def replay(
 
     baseline = outcome(base) | {"measured": _summary(measured), "measured_preemptions": measured_preemptions}
     results = []
-    for key, value in cases:
-        arr = arrival if key != "rate" else t0 + (arrival - t0) / float(value)
-        moved, ratios = cost, None
-        if key in HARDWARE_WHAT_IFS:
-            from lltrace.analysis import _resolve_gpu
-            from lltrace.catalog import gpu_or_error
+    from lltrace.analysis import _resolve_gpu
+    from lltrace.catalog import gpu_or_error
 
-            here, _ = _resolve_gpu(run, gpu)
-            if here is None:
+    here_gpu, _ = _resolve_gpu(run, gpu)
+    the_model, model_origin = _run_model(run, model, ref[2]["model"] if ref is not None else None)
+    run_tp = int(settings["tp"]["value"])
+
+    def scenario(key: str, value: float | str) -> tuple[np.ndarray, EngineConfig, StepCost, bool, dict[str, Any]]:
+        k = WHAT_IF_ALIASES.get(key, key)
+        arr, moved, cache, extra = arrival, cost, True, {}
+        overrides: dict[str, Any] = {}
+        if k in ("kv_blocks", "block_size", "max_num_seqs", "max_num_batched_tokens"):
+            overrides[k] = int(_number(key, value))
+        elif k == "chunked_prefill":
+            overrides[k] = _switch(key, value)
+        elif k == "rate_scale":
+            arr = t0 + (arrival - t0) / _number(key, value)
+        elif k == "prefix_caching":
+            cache = _switch(key, value)
+            if cache and hits is None:
+                raise AnalysisError(f"--what-if {key}=on: the sources say nothing about prefix reuse")
+        elif k == "kv_memory_gb":
+            if the_model is None:
+                raise AnalysisError(f"--what-if {key}: the model is unknown, so its KV bytes per token; use --model")
+            per_block = the_model.kv_bytes_per_token(BYTES_PER_PARAM[kv_dtype]) * int(settings["block_size"]["value"])
+            overrides["kv_blocks"] = int(_number(key, value) * 1e9 // per_block)
+            extra["kv_capacity"] = f"{value} GB / {per_block:,.0f} bytes per block ({the_model.name}, KV {kv_dtype})"
+        elif k in HARDWARE_WHAT_IFS or k == "tp":
+            if here_gpu is None:
                 raise AnalysisError(f"--what-if {key}=...: the run's GPU is unknown; name it with --gpu")
-            there = gpu_or_error(str(value)) if key == "gpu" else here
-            moved, ratios = transfer_step_cost(
-                cost,
-                here,
-                there,
-                quant_from=quant,
-                quant_to=str(value) if key == "quant" else quant,
-                kv_from=kv_dtype,
-                kv_to=str(value) if key == "kv_dtype" else kv_dtype,
+            there_gpu = gpu_or_error(str(value)) if k == "gpu" else here_gpu
+            q1 = str(value) if k == "weights" else quant
+            kv1 = str(value) if k == "kv_dtype" else kv_dtype
+            tp1 = int(_number(key, value)) if k == "tp" else run_tp
+            if k == "tp":
+                if the_model is None:
+                    raise AnalysisError(f"--what-if {key}: the model is unknown (its layers and width); use --model")
+                moved, ratios = transfer_tensor_parallel(cost, the_model, here_gpu, run_tp, tp1)
+            else:
+                moved, ratios = transfer_step_cost(
+                    cost, here_gpu, there_gpu, quant_from=quant, quant_to=q1, kv_from=kv_dtype, kv_to=kv1
+                )
+            blocks, how = _kv_blocks_moved(
+                int(settings["kv_blocks"]["value"]),
+                the_model,
+                (here_gpu, quant, kv_dtype, run_tp),
+                (there_gpu, q1, kv1, tp1),
             )
-        cache = not (key == "prefix_cache" and float(value) == 0)
-        if key == "prefix_cache" and cache and hits is None:
-            raise AnalysisError("--what-if prefix_cache=1: the sources say nothing about prefix reuse")
-        res = outcome(run_sim(arr, config({key: value}), moved, outside, cache, stalled=stalls))
-        if ratios is not None:
-            res["cost_ratios"] = ratios
+            overrides["kv_blocks"] = blocks
             before, after = _rates(cost), _rates(moved)
-            res["step_rates"] = after
-            res["speedup"] = {
-                "decode_batch1": before["decode_s_per_token_batch1"] / after["decode_s_per_token_batch1"],
-                "prefill": after["prefill_tokens_per_s"] / before["prefill_tokens_per_s"]
-                if before["prefill_tokens_per_s"] and after["prefill_tokens_per_s"]
-                else None,
+            extra |= {
+                "cost_ratios": ratios,
+                "kv_capacity": how,
+                "step_rates": after,
+                "speedup": {
+                    "decode_batch1": before["decode_s_per_token_batch1"] / after["decode_s_per_token_batch1"],
+                    "prefill": after["prefill_tokens_per_s"] / before["prefill_tokens_per_s"]
+                    if before["prefill_tokens_per_s"] and after["prefill_tokens_per_s"]
+                    else None,
+                },
             }
+        return arr, config(overrides), moved, cache, extra
+
+    for key, value in cases:
+        arr, cfg, moved, cache, extra = scenario(key, value)
+        res = outcome(run_sim(arr, cfg, moved, outside, cache, stalled=stalls)) | extra
+        res["kv_blocks"] = cfg.num_blocks
         res["what_if"] = {key: value}
         res["basis"] = "estimated"
         res["delta"] = {
@@ -1192,6 +1335,7 @@ def replay(
     doc = {
         "run": run.id,
         "engine": settings,
+        "model": None if the_model is None else {"name": the_model.name, "origin": model_origin},
         "calibration": {
             "source": source,
             "form": "step_s = c0 + overhead + c_prefill * prefill_tokens + c_decode * decode_tokens",
