@@ -292,14 +292,17 @@ def render_replay(doc: dict[str, Any]) -> Group:
     c = doc["calibration"]
     fit = "" if c["step_mape"] is None else f" (fit MAPE {c['step_mape']:.0%})"
     o = c["outside_engine_s"]
+    n = doc.get("requests") or {}
+    left = f"; {n['left_out']:,} left out ({n['why_left_out']})" if n.get("left_out") else ""
     parts: list[Any] = [
+        Text(f"{n.get('replayed', 0):,} requests replayed{left}"),
         Text(
             f"calibration from {c['source']}: step = {c['c0_s'] * 1e3:.2f} ms + overhead {c['overhead_s'] * 1e3:.2f} ms"
             f" + {c['c_prefill_s_per_token'] * 1e6:.1f} us/prefill token + {c['c_decode_s_per_token'] * 1e6:.1f} us/"
             f"decode token{fit}; outside the engine {o['before_first_token'] * 1e3:.1f} ms + "
             f"{o['before_first_token_per_decoding_request'] * 1e3:.2f} ms per request decoding before the first "
             f"token, {o['after_last_token'] * 1e3:.1f} ms after the last"
-        )
+        ),
     ]
     rates = c.get("rates") or {}
     if rates.get("prefill_tokens_per_s"):

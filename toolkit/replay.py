@@ -1332,8 +1332,14 @@ def replay(
             for m in _METRICS
         }
         results.append(res)
+    total = run.table("requests").height
     doc = {
         "run": run.id,
+        "requests": {
+            "replayed": measured.height,
+            "left_out": total - measured.height,
+            "why_left_out": "no arrival time, no input length, or no output tokens (failed or unknown)",
+        },
         "engine": settings,
         "model": None if the_model is None else {"name": the_model.name, "origin": model_origin},
         "calibration": {
