@@ -118,9 +118,10 @@ def expand_inputs(paths: Sequence[str | os.PathLike[str]]) -> tuple[list[tuple[P
     return found, skipped
 
 
-def _default_run_id(files: list[Path], digest: str) -> str:
+def _default_run_id(files: list[Path], digest: str, folder: Path | None = None) -> str:
+    """``<name>-<digest>``: the name of the one folder given, else of the one file, else of its folder."""
     first = files[0]
-    stem = first.name if len(files) == 1 else (first.parent.name or first.name)
+    stem = folder.name if folder is not None else first.name if len(files) == 1 else (first.parent.name or first.name)
     stem = re.sub(r"(\.pt\.trace)?\.json(\.gz)?$|\.gz$", "", stem)
     stem = re.sub(r"[^A-Za-z0-9._-]+", "-", stem).strip("-._")[:80] or "run"
     return f"{stem}-{digest[:8]}"
@@ -147,7 +148,8 @@ def ingest(
     files, skipped = expand_inputs(paths)
     hashes = [_sha256(f) for f, _ in files]
     digest = hashlib.sha256(json.dumps([hashes, {"keep_python": keep_python}], sort_keys=True).encode()).hexdigest()
-    run_id = check_run_id(run) if run else _default_run_id([f for f, _ in files], digest)
+    folder = Path(paths[0]) if len(paths) == 1 and Path(paths[0]).is_dir() else None
+    run_id = check_run_id(run) if run else _default_run_id([f for f, _ in files], digest, folder)
     if st.has_run(run_id) and not force:
         meta = st.metadata(run_id)
         if meta.get("input_digest") == digest:

@@ -120,23 +120,98 @@ def _flush_warnings(caught: list[warnings.WarningMessage], quiet: bool) -> None:
 
 @app.command("ingest")
 def ingest_cli(
-    paths: PathsArg,
+    paths: Annotated[
+        list[str],
+        typer.Argument(
+            help="Trace files or folders of one run; with --each, files, folders or quoted globs of many runs.",
+            show_default=False,
+        ),
+    ],
     store: StoreOpt = None,
     run: RunOpt = None,
     keep_python: KeepPythonOpt = False,
     force: Annotated[bool, typer.Option("--force", help="Re-ingest even if the same files are stored.")] = False,
     strict: StrictOpt = False,
+    each: Annotated[
+        bool,
+        typer.Option(
+            "--each",
+            help="Many runs: every file or sub-folder of a folder, and every match of a glob, is its own run.",
+        ),
+    ] = False,
+    jobs: Annotated[
+        int | None, typer.Option("--jobs", "-j", help="Runs ingested at once with --each (default: CPU count).")
+    ] = None,
+    executor: Annotated[
+        str, typer.Option("--executor", help="Where --each runs: local (process pool) or ray (Ray tasks).")
+    ] = "local",
     quiet: QuietOpt = False,
 ) -> None:
-    """Ingest files into the run store and print the run id."""
+    """Ingest files into the run store and print the run id (with --each: one id per run, and a summary)."""
     from lltrace.api import ingest
 
+    if each or any(not Path(p).exists() and any(c in p for c in "*?[") for p in paths):
+        _ingest_batch(paths, store, run, keep_python, force, strict, jobs, executor, quiet)
+        return
     with _errors(quiet), _progress(quiet) as progress:
         r = ingest(paths, store=store, run=run, keep_python=keep_python, force=force, strict=strict, progress=progress)
     for s in r.skipped:
         if not quiet:
             err.print(f"lltrace: skipped {s.path}: {s.reason}", markup=False)
     out.print(r.id, markup=False, highlight=False)
+
+
+def _ingest_batch(
+    paths: list[str],
+    store: Path | None,
+    run: str | None,
+    keep_python: bool,
+    force: bool,
+    strict: bool,
+    jobs: int | None,
+    executor: str,
+    quiet: bool,
+) -> None:
+    from lltrace.batch import ingest_each
+    from lltrace.errors import LltraceError
+
+    with _errors(quiet):
+        if run:
+            raise LltraceError("--run names one run; with --each every run is named after its files")
+        with _progress(quiet) as progress:
+            cb = (lambda done, total: progress("runs", done, total)) if progress else None
+            result = ingest_each(
+                paths,
+                store=store,
+                jobs=jobs,
+                executor=executor,
+                keep_python=keep_python,
+                force=force,
+                strict=strict,
+                progress=cb,
+            )
+    for o in result.outcomes:
+        if o.run_id:
+            out.print(o.run_id, markup=False, highlight=False)
+    line = {"markup": False, "highlight": False, "soft_wrap": True}
+    if not quiet:
+        for s in result.all_skipped:
+            err.print(f"lltrace: skipped {s.path}: {s.reason}", **line)
+        for o in result.outcomes:
+            for w in o.warnings:
+                err.print(f"lltrace: warning: {w}", **line)
+    for o in result.failed:
+        err.print(f"lltrace: failed: {o.error}", **line)
+    runs = result.runs
+    reused = sum(r.reused for r in runs)
+    if not quiet or result.failed:
+        err.print(
+            f"lltrace: {len(runs)} runs ingested ({reused} already stored), {len(result.failed)} failed, "
+            f"{len(result.all_skipped)} skipped",
+            **line,
+        )
+    if result.failed:
+        raise typer.Exit(1)
 
 
 @app.command("analyze")
@@ -434,3 +509,7 @@ def sql_cli(
 def main() -> None:
     """Console-script entry point."""
     app()
+
+
+if __name__ == "__main__":  # python -m lltrace.cli
+    main()

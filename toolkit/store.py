@@ -9,7 +9,9 @@ Layout (DESIGN.md)::
 
 A run is written under ``.staging`` and moved into place table by table; the metadata file is written
 last with an atomic rename, and readers only see runs that have one, so a run appears whole or not at
-all. Leftovers of an interrupted write are ignored by readers and removed by the next write.
+all. Leftovers of an interrupted write (a process killed at any moment) are ignored by readers and
+removed by the next write. Concurrent writers of one run take turns under a per-run lock
+(``.locks/<id>.lock``); writers of different runs do not wait for each other.
 """
 
 from __future__ import annotations
@@ -135,10 +137,31 @@ class Store:
         finally:
             shutil.rmtree(stage, ignore_errors=True)
 
+    @contextmanager
+    def _locked(self, run_id: str) -> Iterator[None]:
+        """Hold the run's lock: commits of one run by concurrent processes take turns (POSIX ``flock``)."""
+        locks = self.root / ".locks"
+        locks.mkdir(parents=True, exist_ok=True)
+        with open(locks / f"{run_id}.lock", "a") as f:
+            try:
+                import fcntl
+            except ImportError:  # no flock on this OS: commits of one run are not serialised
+                yield
+                return
+            fcntl.flock(f, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(f, fcntl.LOCK_UN)
+
     def _commit(self, run_id: str, stage: Path) -> None:
         meta_src = stage / "run.json"
         if not meta_src.is_file():
             raise StoreError(f"internal: staged run {run_id} has no run.json")
+        with self._locked(run_id):
+            self._move_in(run_id, stage, meta_src)
+
+    def _move_in(self, run_id: str, stage: Path, meta_src: Path) -> None:
         runs = self.root / "runs"
         runs.mkdir(exist_ok=True)
         meta_dst = runs / f"{run_id}.json"
