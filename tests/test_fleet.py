@@ -66,6 +66,20 @@ def test_each_item_is_a_run_and_parallel_equals_serial(fleet: Path, tmp_path: Pa
     assert all(r.reused for r in again.runs)
 
 
+def test_ray_executor_equals_serial_ingest(fleet: Path, tmp_path: Path) -> None:
+    """Ray tasks on a local Ray instance started here write the same store as a serial ingest."""
+    import ray
+
+    serial = ingest_each([fleet], store=tmp_path / "serial", jobs=1)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        on_ray = ingest_each([fleet], store=tmp_path / "ray", executor="ray", jobs=2)
+    finally:
+        ray.shutdown()
+    assert on_ray.failed == [] and [r.id for r in on_ray.runs] == [r.id for r in serial.runs]
+    assert _contents(tmp_path / "ray") == _contents(tmp_path / "serial")
+
+
 def test_a_batch_keeps_going_past_bad_items_and_says_why(fleet: Path, tmp_path: Path) -> None:
     (fleet / "cut.json").write_bytes(H100.read_bytes()[:0] + b'{"traceEvents": [{"ph": "X", "na')
     (fleet / "README.txt").write_text("traces of week 48\n")

@@ -139,7 +139,9 @@ def _ray(calls: list[tuple[Any, ...]], jobs: int, done: Callable[[int, Outcome],
         raise LltraceError("--executor ray needs Ray: pip install 'lltrace[ray]'") from None
     started = not ray.is_initialized()
     if started:
-        ray.init(num_cpus=jobs, include_dashboard=False, log_to_driver=False)
+        import logging
+
+        ray.init(num_cpus=jobs, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
     try:
         task = ray.remote(num_cpus=1)(ingest_one)
         pending = {task.remote(*args): k for k, args in enumerate(calls)}
