@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 
 from lltrace.errors import TraceFormatError
 from lltrace.parsers import vllm
+from lltrace.parsers._lines import partial_last_line, truncation_note
 from lltrace.parsers.kineto import SourceInfo
 from lltrace.parsers.schema import REQUEST_SCHEMA
 
@@ -140,9 +141,14 @@ def _check_ids(path: str, rows: list[dict[str, Any]]) -> None:
         seen.add(rid)
 
 
-def _json_lines(path: str) -> list[dict]:
+def _json_lines(path: str, info: SourceInfo | None = None) -> list[dict]:
     out = []
-    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    if info is not None and (cut := partial_last_line(path)) is not None:
+        lines = lines[:-1]
+        info.truncated = f"partial line {cut[0]}"
+        info.warnings.append(truncation_note(path, *cut))
+    for n, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
@@ -208,7 +214,7 @@ def ingest_trtllm_iterations(path: str, stage: Path, part: int, **_: Any) -> Sou
 
     info = SourceInfo(path=path, format=TRTLLM_ITERATIONS, version="iteration stats")
     text = Path(path).read_text(encoding="utf-8").strip()
-    records = _load(path) if text.startswith("[") else _json_lines(path)
+    records = _load(path) if text.startswith("[") else _json_lines(path, info)
     steps, stats = [], []
     for i, r in enumerate(records):
         ifb = r.get("inflightBatchingStats") or {}
@@ -383,7 +389,7 @@ def ingest_aiperf(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     """Per request: ids, send time, sizes, TTFT and e2e (units read from each metric)."""
     info = SourceInfo(path=path, format=AIPERF, version="profile_export.jsonl")
     rows = []
-    for i, r in enumerate(_json_lines(path)):
+    for i, r in enumerate(_json_lines(path, info)):
         md, mt = r.get("metadata") or {}, r.get("metrics") or {}
         isl = (
             mt.get("input_sequence_length", {}).get("value")
@@ -504,7 +510,7 @@ def ingest_tgi_headers(path: str, stage: Path, part: int, **_: Any) -> SourceInf
     info = SourceInfo(path=path, format=TGI_HEADERS)
     text = Path(path).read_text(encoding="utf-8")
     if text.lstrip().startswith("{"):
-        records, info.version = _json_lines(path), "JSON lines"
+        records, info.version = _json_lines(path, info), "JSON lines"
     else:
         records, info.version = list(_csv.DictReader(text.splitlines())), "CSV"
     rows = []

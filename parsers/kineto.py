@@ -123,6 +123,8 @@ SELECT
     id AS flow_id,
     bp AS flow_bp,
     cat IN ('Operator', 'Runtime', 'Kernel', 'Memcpy', 'Memset') AS old_cat,
+    ({_arg("External id")} IS NOT NULL AND TRY_CAST({_arg("External id")} AS BIGINT) IS NULL)
+      OR ({_arg("correlation")} IS NOT NULL AND TRY_CAST({_arg("correlation")} AS BIGINT) IS NULL) AS bad_link,
     NOT (@KEEP@) AS dropped
 FROM read_json(?, format = 'newline_delimited', columns = @COLUMNS@,
                maximum_object_size = 268435456)
@@ -463,6 +465,60 @@ def _version(meta: dict, counts: dict[str, int], array_form: bool) -> str:
     return era + (", ROCm" if rocm else "")
 
 
+# The staged event columns (_BATCH_SELECT): equal in all of them, two events are duplicates.
+_STAGED = (
+    "ph, cat, name, pid, tid, ts_ns, dur_ns, external_id, correlation, ev_idx, device, stream, grid, block, "
+    "bytes, cbid, input_dims, meta_value, flow_id, flow_bp"
+).split(", ")
+_OTHER_CLOCK_NS = 24 * 3600 * 10**9  # an event this far from the trace's median time is on another clock
+
+
+def _damage(con: duckdb.DuckDBPyConnection, path: str, staged: str, counts: dict[str, Any], info: SourceInfo) -> str:
+    """The SELECT of the events kept, leaving out damaged ones, each kind counted in ``info.dropped`` and
+    warned about: negative durations, events on another clock, exact duplicates (of events other than
+    metadata, which Kineto itself repeats). Link ids that are not 64-bit integers are read as NULL and
+    counted."""
+    where = ["NOT dropped"]
+    if counts["negative_dur"]:
+        where.append("(dur_ns IS NULL OR dur_ns >= 0)")
+        info.dropped["negative_duration"] = int(counts["negative_dur"])
+        info.warnings.append(f"{path}: {counts['negative_dur']} events with a negative duration: dropped")
+    spread = (counts["max_ts"] or 0) - (counts["min_ts"] or 0)
+    if spread > _OTHER_CLOCK_NS:  # the median is only needed when the times span more than a day
+        (median,) = con.execute(
+            f"SELECT quantile_disc(ts_ns, 0.5) FROM {staged} WHERE NOT dropped AND ph = 'X' AND ts_ns <> 0"
+        ).fetchone()
+        (far,) = con.execute(
+            f"SELECT count(*) FROM {staged} WHERE NOT dropped AND ts_ns <> 0 AND abs(ts_ns - {median}) > "
+            f"{_OTHER_CLOCK_NS}"
+        ).fetchone()
+        if far:
+            where.append(f"(ts_ns = 0 OR abs(ts_ns - {median}) <= {_OTHER_CLOCK_NS})")
+            info.dropped["another_clock"] = int(far)
+            info.warnings.append(
+                f"{path}: {far} events more than 24 h from the trace's median time (another clock): dropped"
+            )
+    if counts["bad_link"]:
+        info.dropped["link_id_not_int64"] = int(counts["bad_link"])
+        info.warnings.append(
+            f"{path}: {counts['bad_link']} events carry an External id or correlation that is not a 64-bit "
+            "integer: read as NULL, so those events are not linked"
+        )
+    select = f"SELECT * EXCLUDE (dropped, bad_link) FROM {staged} WHERE {' AND '.join(where)}"
+    # Kineto repeats some metadata (M) events as written; duplicates of real events are damage
+    events = f"SELECT * FROM ({select}) WHERE ph IS DISTINCT FROM 'M'"
+    dups = 0
+    if counts["distinct_events"] < counts["events"]:  # the row hashes say so: count exactly
+        (dups,) = con.execute(
+            f"SELECT count(*) - (SELECT count(*) FROM (SELECT DISTINCT * FROM ({events}))) FROM ({events})"
+        ).fetchone()
+    if dups:
+        info.dropped["duplicate_events"] = int(dups)
+        info.warnings.append(f"{path}: {dups} exact duplicate events: dropped (each kept once)")
+        select = f"SELECT DISTINCT * FROM ({events}) UNION ALL SELECT * FROM ({select}) WHERE ph = 'M'"
+    return select
+
+
 def _finalize(
     con: duckdb.DuckDBPyConnection,
     path: str,
@@ -491,6 +547,12 @@ def _finalize(
         "capitalised_cats",
         "old_flows",
         "max_x_ts",
+        "negative_dur",
+        "bad_link",
+        "min_ts",
+        "max_ts",
+        "events",
+        "distinct_events",
     ]
     counts = dict(
         zip(
@@ -508,7 +570,13 @@ def _finalize(
                        count(*) FILTER (WHERE ph NOT IN ('X', 'i', 'I', 'M', 's', 'f', 't')),
                        count(*) FILTER (WHERE old_cat),
                        count(*) FILTER (WHERE ph IN ('s', 'f') AND name IN ('async_cpu_to_gpu', 'async_gpu')),
-                       max(ts_ns) FILTER (WHERE ph = 'X')
+                       max(ts_ns) FILTER (WHERE ph = 'X'),
+                       count(*) FILTER (WHERE NOT dropped AND dur_ns < 0),
+                       count(*) FILTER (WHERE bad_link),
+                       min(ts_ns) FILTER (WHERE NOT dropped AND ts_ns <> 0),
+                       max(ts_ns) FILTER (WHERE NOT dropped AND ts_ns <> 0),
+                       count(*) FILTER (WHERE NOT dropped AND ph <> 'M'),
+                       count(DISTINCT hash({", ".join(_STAGED)})) FILTER (WHERE NOT dropped AND ph <> 'M')
                 FROM {staged}
                 """
             ).fetchone(),
@@ -517,7 +585,11 @@ def _finalize(
     )
     if counts["dropped_py"]:
         info.dropped["python_function (not asked for)"] = int(counts["dropped_py"])
-    con.execute(f"CREATE OR REPLACE VIEW raw AS SELECT * EXCLUDE (dropped) FROM {staged} WHERE NOT dropped")
+    if counts["read"] == counts["meta"]:
+        what = f"only {counts['meta']} metadata events" if counts["meta"] else "the array is empty"
+        raise TraceFormatError(path, "traceEvents", f"no trace events ({what})")
+    keep = _damage(con, path, staged, counts, info)
+    con.execute(f"CREATE OR REPLACE VIEW raw AS {keep}")
     has_real = (counts["max_x_ts"] or 0) > 0
     # Zeroed timestamps (pytorch/pytorch#188481) are dropped when the rest of the trace has real times.
     drop_zero = "AND ts_ns <> 0" if has_real else ""
@@ -528,7 +600,7 @@ def _finalize(
     if counts["other_ph"]:
         info.dropped["other_phases"] = counts["other_ph"]
     lanes = con.execute(
-        "SELECT name, pid, tid, meta_value FROM raw WHERE ph = 'M' AND meta_value IS NOT NULL"
+        "SELECT name, pid, tid, meta_value FROM raw WHERE ph = 'M' AND meta_value IS NOT NULL ORDER BY ALL"
     ).fetchall()
 
     names = con.execute(f"SELECT DISTINCT name, cat FROM raw WHERE ph = 'X' AND cat IN {GPU_CATS}").fetchall()

@@ -10,7 +10,9 @@ Nth decode batch, so decode lines are load samples (``engine_stats``), not steps
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from datetime import datetime, timezone
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +49,18 @@ def _epoch(stamp: str) -> float:
     return datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc).timestamp()
 
 
+def _records(text: str) -> Iterator[str]:
+    """Log records: lines, split again where a ``[date time ...]`` header starts inside one (lines glued
+    together when two processes wrote to one file at once)."""
+    for line in text.splitlines():
+        starts = [m.start() for m in _HEAD.finditer(line)]
+        if not starts or starts == [0]:
+            yield line
+            continue
+        cuts = ([0] if starts[0] else []) + starts + [len(line)]
+        yield from (line[a:b] for a, b in pairwise(cuts) if line[a:b].strip())
+
+
 def ingest_scheduler_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     """Prefill batches → steps; batch lines → load samples; retractions → cumulative preemptions."""
     info = SourceInfo(path=path, format=SCHEDULER_LOG, version="SGLang scheduler log")
@@ -56,7 +70,7 @@ def ingest_scheduler_log(path: str, stage: Path, part: int, **_: Any) -> SourceI
     retracted = 0
     suspicious = 0
     last_ts: float | None = None
-    for line in Path(path).read_text(encoding="utf-8", errors="replace").splitlines():
+    for line in _records(Path(path).read_text(encoding="utf-8", errors="replace")):
         h = _HEAD.match(line)
         body = line[h.end() :] if h else line
         ts = _epoch(h.group(1)) if h else None

@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lltrace.errors import TraceFormatError
+from lltrace.parsers._lines import partial_last_line, truncation_note
 from lltrace.parsers.kineto import SourceInfo
 from lltrace.parsers.kineto_steps import STEP_SCHEMA
 
@@ -371,7 +372,13 @@ def ingest_otlp(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
         info.version = "OTLP/JSON document"
     except json.JSONDecodeError:
         info.version = "OTLP/JSON lines (collector file exporter)"
-        for n, line in enumerate(text.splitlines(), start=1):
+        cut = partial_last_line(path)
+        lines = text.splitlines()
+        if cut is not None:
+            lines = lines[:-1]
+            info.truncated = f"partial line {cut[0]}"
+            info.warnings.append(truncation_note(path, *cut))
+        for n, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
             try:

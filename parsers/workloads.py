@@ -12,6 +12,7 @@ order; ``client_id`` names the file or, for BurstGPT, the model and log type).
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ import duckdb
 import pyarrow.parquet as pq
 
 from lltrace.errors import TraceFormatError
+from lltrace.parsers._lines import partial_last_line, truncation_note, without_last_line
 from lltrace.parsers.kineto import SourceInfo
 from lltrace.parsers.schema import REQUEST_DUCKDB_TYPES
 
@@ -85,9 +87,9 @@ def _copy(con: duckdb.DuckDBPyConnection, path: str, stage: Path, part: int, sel
     (the store's view adds the others as NULL)."""
     (stage / "requests").mkdir(parents=True, exist_ok=True)
     out = stage / "requests" / f"part-{part:05d}.parquet"
-    given = [r[0] for r in con.execute(f"DESCRIBE {select}", params).fetchall()]
-    cols = ", ".join(f"CAST({c} AS {_REQUEST_COLUMNS[c]}) AS {c}" for c in given if c in _REQUEST_COLUMNS)
     try:
+        given = [r[0] for r in con.execute(f"DESCRIBE {select}", params).fetchall()]
+        cols = ", ".join(f"CAST({c} AS {_REQUEST_COLUMNS[c]}) AS {c}" for c in given if c in _REQUEST_COLUMNS)
         (n,) = con.execute(
             f"COPY (SELECT {cols} FROM ({select})) TO '{out}' (FORMAT parquet, COMPRESSION zstd)", params
         ).fetchone()
@@ -132,16 +134,25 @@ def ingest_azure(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     zoned = first.endswith("Z") or first[-6:-5] in ("+", "-")
     ts_type = "TIMESTAMPTZ" if zoned else "TIMESTAMP_NS"
     con = _connect(stage)
+    # columns by name (others ignored); a short row reads as NULLs and is dropped, counted
+    source = (
+        f"read_csv(?, header = true, null_padding = true, all_varchar = false, "
+        f"types = {{'TIMESTAMP': '{ts_type}', 'ContextTokens': 'BIGINT', 'GeneratedTokens': 'BIGINT'}})"
+    )
+    complete = "TIMESTAMP IS NOT NULL AND ContextTokens IS NOT NULL AND GeneratedTokens IS NOT NULL"
     try:
         select = f"""
             SELECT ? AS client_id, epoch_ns(TIMESTAMP) / 1e9 AS arrival_s, epoch_ns(TIMESTAMP) AS arrival_ns,
                    ContextTokens AS input_tokens, GeneratedTokens AS output_tokens, 'ok' AS status
-            FROM read_csv(?, header = true, columns = {{'TIMESTAMP': '{ts_type}', 'ContextTokens': 'BIGINT',
-                          'GeneratedTokens': 'BIGINT'}})
+            FROM {source} WHERE {complete}
         """
         info.records = _copy(con, path, stage, part, select, [Path(path).name, path])
+        (short,) = con.execute(f"SELECT count(*) FROM {source} WHERE NOT ({complete})", [path]).fetchone()
     finally:
         con.close()
+    if short:
+        info.dropped["rows_missing_fields"] = int(short)
+        info.warnings.append(f"{path}: {short} rows with missing fields: dropped")
     info.version = "2024 (us, with zone)" if zoned else "2023 (100 ns, no zone)"
     info.details["clock"] = {
         "origin": "TIMESTAMP column, epoch ns",
@@ -182,6 +193,11 @@ def ingest_burstgpt(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
 def ingest_mooncake(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     """Mooncake JSONL: relative arrival (ms), sizes and the prefix-block hash ids (512 tokens a block)."""
     info = SourceInfo(path=path, format=MOONCAKE, version="FAST'25 release")
+    source = path
+    if (cut := partial_last_line(path)) is not None:
+        source = without_last_line(path, cut[1], stage / "_tmp")
+        info.truncated = f"partial line {cut[0]}"
+        info.warnings.append(truncation_note(path, *cut))
     con = _connect(stage)
     try:
         select = """
@@ -192,9 +208,11 @@ def ingest_mooncake(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
                            columns = {timestamp: 'BIGINT', input_length: 'BIGINT', output_length: 'BIGINT',
                                        hash_ids: 'BIGINT[]'})
         """
-        info.records = _copy(con, path, stage, part, select, [Path(path).name, path])
+        info.records = _copy(con, path, stage, part, select, [Path(path).name, source])
     finally:
         con.close()
+        if source != path:
+            os.unlink(source)
     info.details["clock"] = {"origin": "milliseconds from the trace start (relative)"}
     info.details["prefix_block_tokens"] = MOONCAKE_BLOCK_TOKENS
     return info

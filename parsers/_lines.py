@@ -1,0 +1,64 @@
+"""Line-oriented sources (JSON lines, logs) cut off mid-line: find the partial last line, read the rest."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import orjson
+
+_TAIL = 1 << 20
+
+
+def _is_json(line: bytes) -> bool:
+    try:
+        orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return False
+    return True
+
+
+def partial_last_line(path: str, valid: Callable[[bytes], bool] = _is_json) -> tuple[int, int] | None:
+    """``(line number, bytes)`` of a last line cut off by a truncated write, else None.
+
+    A file cut mid-line does not end with a newline, and its last line does not parse (``valid``). Any
+    other damage is left for the reader to report.
+    """
+    size = os.path.getsize(path)
+    if size == 0:
+        return None
+    with open(path, "rb") as f:
+        f.seek(max(0, size - _TAIL))
+        tail = f.read()
+        if tail.endswith(b"\n"):
+            return None
+        cut = tail.rfind(b"\n")
+        if cut < 0 and size > _TAIL:
+            return None  # one line over a megabyte: not a cut-off line of a line-oriented file
+        last = tail[cut + 1 :]
+        if not last.strip() or valid(last):
+            return None
+        f.seek(0)
+        lines = sum(block.count(b"\n") for block in iter(lambda: f.read(1 << 24), b""))
+    return lines + 1, len(last)
+
+
+def truncation_note(path: str, line: int, size: int) -> str:
+    """The warning for a partial last line that was dropped."""
+    return f"{path}: truncated: the file ends inside line {line}; kept the lines before it, dropped {size} bytes"
+
+
+def without_last_line(path: str, size: int, folder: Path) -> str:
+    """A copy of ``path`` without its last ``size`` bytes, in ``folder`` (for readers that take a file name)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    out = folder / f"trimmed-{Path(path).name}"
+    keep = os.path.getsize(path) - size
+    with open(path, "rb") as src, open(out, "wb") as dst:
+        while keep > 0:
+            block = src.read(min(keep, 1 << 24))
+            if not block:
+                break
+            dst.write(block)
+            keep -= len(block)
+    return str(out)
