@@ -8,6 +8,8 @@ from pathlib import Path
 
 import orjson
 
+from lltrace.errors import TraceFormatError
+
 _TAIL = 1 << 20
 
 
@@ -62,3 +64,12 @@ def without_last_line(path: str, size: int, folder: Path) -> str:
             dst.write(block)
             keep -= len(block)
     return str(out)
+
+
+def read_text(path: str) -> str:
+    """The file as UTF-8 text; invalid UTF-8 is the one-line error naming its byte offset."""
+    data = Path(path).read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise TraceFormatError(path, f"byte {exc.start}", "invalid UTF-8") from None

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 
 from lltrace.errors import TraceFormatError
 from lltrace.parsers import vllm
-from lltrace.parsers._lines import partial_last_line, truncation_note
+from lltrace.parsers._lines import partial_last_line, read_text, truncation_note
 from lltrace.parsers.kineto import SourceInfo
 from lltrace.parsers.schema import REQUEST_SCHEMA
 
@@ -58,7 +58,7 @@ def sniff_llmperf_summary(head: bytes) -> bool:
 
 def _load(path: str) -> Any:
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
+        return json.loads(read_text(path))
     except json.JSONDecodeError as exc:
         raise TraceFormatError(path, f"line {exc.lineno}", f"invalid JSON ({exc.msg})") from None
     except UnicodeDecodeError as exc:
@@ -143,7 +143,7 @@ def _check_ids(path: str, rows: list[dict[str, Any]]) -> None:
 
 def _json_lines(path: str, info: SourceInfo | None = None) -> list[dict]:
     out = []
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    lines = read_text(path).splitlines()
     if info is not None and (cut := partial_last_line(path)) is not None:
         lines = lines[:-1]
         info.truncated = f"partial line {cut[0]}"
@@ -213,7 +213,7 @@ def ingest_trtllm_iterations(path: str, stage: Path, part: int, **_: Any) -> Sou
     from lltrace.parsers.vllm import LOG_STATS_SCHEMA, LOG_STEP_SCHEMA
 
     info = SourceInfo(path=path, format=TRTLLM_ITERATIONS, version="iteration stats")
-    text = Path(path).read_text(encoding="utf-8").strip()
+    text = read_text(path).strip()
     records = _load(path) if text.startswith("[") else _json_lines(path, info)
     steps, stats = [], []
     for i, r in enumerate(records):
@@ -508,7 +508,7 @@ def ingest_tgi_headers(path: str, stage: Path, part: int, **_: Any) -> SourceInf
     import csv as _csv
 
     info = SourceInfo(path=path, format=TGI_HEADERS)
-    text = Path(path).read_text(encoding="utf-8")
+    text = read_text(path)
     if text.lstrip().startswith("{"):
         records, info.version = _json_lines(path, info), "JSON lines"
     else:

@@ -45,8 +45,12 @@ def sniff_scheduler_log(head: bytes) -> bool:
     )
 
 
-def _epoch(stamp: str) -> float:
-    return datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc).timestamp()
+def _epoch(stamp: str) -> float | None:
+    """Seconds since the epoch of a ``YYYY-MM-DD HH:MM:SS`` log stamp (UTC); None for an impossible date."""
+    try:
+        return datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc).timestamp()
+    except ValueError:
+        return None
 
 
 def _records(text: str) -> Iterator[str]:

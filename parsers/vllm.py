@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lltrace.errors import TraceFormatError
-from lltrace.parsers._lines import partial_last_line, truncation_note
+from lltrace.parsers._lines import partial_last_line, read_text, truncation_note
 from lltrace.parsers.kineto import SourceInfo
 from lltrace.parsers.kineto_steps import STEP_SCHEMA
 
@@ -115,7 +115,7 @@ def ingest_bench(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     """Per-request rows of a bench result (when saved with details) and its summary into the metadata."""
     info = SourceInfo(path=path, format=BENCH)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_text(path)
     except UnicodeDecodeError as exc:
         raise TraceFormatError(path, f"byte {exc.start}", "invalid UTF-8") from None
     rows: list[dict[str, Any]] = []
@@ -364,7 +364,7 @@ def ingest_otlp(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     rows: list[dict[str, Any]] = []
     all_spans: list[dict] = []
     other = 0
-    text = Path(path).read_text(encoding="utf-8")
+    text = read_text(path)
     docs: list[dict] = []
     stripped = text.strip()
     try:
@@ -479,15 +479,22 @@ _SAMPLE = re.compile(r"^([A-Za-z_:][\w:]*)(?:\{([^}]*)\})?\s+(\S+)(?:\s+(-?\d+))
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 
 
+def _number(path: str, line: int, text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise TraceFormatError(path, f"line {line}", f"not a number: {text[:40]!r}") from None
+
+
 def ingest_prometheus(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     """One scrape → one ``engine_stats`` row per engine; the scrape time comes from a ``# scrape_unix_ts``
     line or the samples' own timestamps, else it stays NULL (a file's mtime is not a scrape time)."""
     info = SourceInfo(path=path, format=PROMETHEUS, version="Prometheus text exposition")
     ts: float | None = None
     per_engine: dict[str, dict[str, float]] = {}
-    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+    for n, line in enumerate(read_text(path).splitlines(), start=1):
         if line.startswith("# scrape_unix_ts"):
-            ts = float(line.split()[2])
+            ts = _number(path, n, line.split()[2] if len(line.split()) > 2 else "")
             continue
         if not line.strip() or line.startswith("#"):
             continue
@@ -502,7 +509,7 @@ def ingest_prometheus(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
         stats = per_engine.setdefault(engine, {})
         if sample_ts is not None and ts is None:
             ts = int(sample_ts) / 1000
-        v = float(value)
+        v = _number(path, n, value)
         if name == "vllm:num_requests_waiting_by_reason":
             stats[f"waiting_{lab.get('reason', 'other')}"] = stats.get(f"waiting_{lab.get('reason', 'other')}", 0) + v
             continue
@@ -528,19 +535,21 @@ def ingest_prometheus(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _HEADER = re.compile(r"(?:INFO|WARNING|ERROR|DEBUG)\s+(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.\d+)?\s+\[?[\w./-]+:\d+\]")
+_F = r"(\d+(?:\.\d+)?)"  # a plain decimal number, as the loggers print them
 _V1_STATS = re.compile(
-    r"Engine (\d+): Avg prompt throughput: ([\d.]+) tokens/s, Avg generation throughput: ([\d.]+) tokens/s, "
-    r"Running: (\d+) reqs, Waiting: (\d+) reqs,(?: Preemptions: (\d+),)?\s*(?:\w+ )?KV cache usage: ([\d.]+)%"
-    r"(?:, Prefix cache hit rate: ([\d.]+)%)?"
+    rf"Engine (\d+): Avg prompt throughput: {_F} tokens/s, Avg generation throughput: {_F} tokens/s, "
+    rf"Running: (\d+) reqs, Waiting: (\d+) reqs,(?: Preemptions: (\d+),)?\s*(?:\w+ )?KV cache usage: {_F}%"
+    rf"(?:, Prefix cache hit rate: {_F}%)?"
 )
 _V0_STATS = re.compile(
-    r"Avg prompt throughput: ([\d.]+) tokens/s, Avg generation throughput: ([\d.]+) tokens/s, Running: (\d+) reqs, "
-    r"Swapped: (\d+) reqs, Pending: (\d+) reqs(?:, GPU KV cache usage: ([\d.]+)%)?"
+    rf"Avg prompt throughput: {_F} tokens/s, Avg generation throughput: {_F} tokens/s, Running: (\d+) reqs, "
+    rf"Swapped: (\d+) reqs, Pending: (\d+) reqs(?:, GPU KV cache usage: {_F}%)?"
 )
 _ITERATION = re.compile(
     r"Engine (\d+): Iteration\((\d+)\): (\d+) context requests, (\d+) context tokens, (\d+) generation requests, "
-    r"(\d+) generation tokens, iteration elapsed time: ([\d.]+) ms(?:, (?:\w+ )?KV cache usage: ([\d.]+)%)?"
+    rf"(\d+) generation tokens, iteration elapsed time: {_F} ms(?:, (?:\w+ )?KV cache usage: {_F}%)?"
 )
+_ITERATION_START = re.compile(r"Engine \d+: Iteration\(")
 _V0_PREEMPT = re.compile(r"is preempted by PreemptionMode\.(\w+) mode.*?total_num_cumulative_preemption=(\d+)")
 
 
@@ -603,7 +612,7 @@ def ingest_server_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
     stats: list[dict[str, Any]] = []
     steps: list[dict[str, Any]] = []
     heads = list(_HEADER.finditer(text))
-    v0 = v1 = 0
+    v0 = v1 = unparsed = 0
     for i, h in enumerate(heads):
         body = text[h.end() : heads[i + 1].start() if i + 1 < len(heads) else len(text)]
         stamp = f"{h.group(1)}-{h.group(2)} {h.group(3)}:{h.group(4)}:{h.group(5)}"
@@ -676,6 +685,11 @@ def ingest_server_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
                     "source": "log",
                 }
             )
+        elif "Avg prompt throughput:" in body or _ITERATION_START.search(body):
+            unparsed += 1  # a stats or iteration line mangled past reading
+    if unparsed:
+        info.dropped["unreadable_stats_lines"] = unparsed
+        info.warnings.append(f"{path}: {unparsed} stats or iteration lines that do not parse: skipped")
     if not stats and not steps:
         info.warnings.append(f"{path}: no stats or iteration lines found in the log")
     _write(stage, "engine_stats", part, stats, LOG_STATS_SCHEMA)
@@ -749,7 +763,7 @@ def sniff_replay_config(head: bytes) -> bool:
 def ingest_replay_config(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     """The configurations (model, QPS, trace scale) into the run metadata; no rows."""
     info = SourceInfo(path=path, format=REPLAY_CONFIG, version="appended JSON objects")
-    text = Path(path).read_text(encoding="utf-8")
+    text = read_text(path)
     objs = _bench_objects(path, text)
     info.details["configs"] = objs
     info.records = len(objs)

@@ -76,8 +76,8 @@ def test_bad_input(name: str, tmp_path: Path) -> None:
                     .drop("part", "run_id", "client_id", strict=False)
                     .equals(original.table(t).drop("part", "run_id", "client_id", strict=False))
                 ), t
-        else:
-            assert warned == []
+        else:  # no warning beyond the one the real SGLang excerpt itself gives (an epoch in a duration field)
+            assert [w for w in warned if "forward_duration beyond 1e9 ms" not in w] == []
 
 
 _SEEDS = {

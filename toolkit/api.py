@@ -18,7 +18,14 @@ import pyarrow.parquet as pq
 
 from lltrace import __version__
 from lltrace.assemble import PROVENANCE, assemble_requests, estimate_ttft_split, place_log_times
-from lltrace.errors import InputWarning, StoreError, TraceFormatError, TruncatedInput, UnknownFormat
+from lltrace.errors import (
+    InputWarning,
+    StoreError,
+    TraceFormatError,
+    TruncatedInput,
+    UnexpectedContent,
+    UnknownFormat,
+)
 from lltrace.parsers import FORMATS, Format, closest_formats, detect, read_head
 from lltrace.parsers.kineto import NAME as KINETO
 from lltrace.parsers.kineto_steps import detect_steps
@@ -164,7 +171,13 @@ def ingest(
             cb = (lambda done, _p=str(path), _s=size: progress(_p, done, _s)) if progress else None
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", InputWarning)
-                info = fmt.ingest(str(path), stage, part, keep_python=keep_python, progress=cb)
+                try:
+                    info = fmt.ingest(str(path), stage, part, keep_python=keep_python, progress=cb)
+                except (KeyError, TypeError, AttributeError, IndexError, ValueError) as exc:
+                    # a structure the parser did not expect: still one line, and nothing stored
+                    what = f"{type(exc).__name__}: {str(exc).splitlines()[0][:120] if str(exc) else ''}"
+                    why = f"not a {fmt.name} file lltrace can read ({what})"
+                    raise UnexpectedContent(str(path), "content", why) from None
             if strict and info.truncated:
                 raise TraceFormatError(str(path), "end of file", f"truncated trace ({info.truncated})")
             for w in info.warnings:

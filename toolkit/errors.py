@@ -17,6 +17,14 @@ class TraceFormatError(LltraceError):
         super().__init__(f"{path}: {where}: {message}")
 
 
+class UnexpectedContent(TraceFormatError):
+    """A file sniffed as a known format holds content its parser did not expect (a mangled structure).
+
+    Raised in place of the parser's own exception, so the CLI still prints one line; the fuzzer
+    (benchmarks/fuzz_parsers.py) reports these apart from the parsers' own precise errors.
+    """
+
+
 class UnknownFormat(LltraceError):
     """A file named explicitly matches no format lltrace reads."""
 

@@ -115,6 +115,19 @@ def build() -> dict[str, str]:
     otlp = (DATA / "vllm_cpu" / "A_baseline" / "otlp" / "traces.otlp.jsonl").read_bytes().splitlines(keepends=True)
     case("otlp_truncated.otlp.jsonl", b"".join(otlp[:3])[:-100], "warning")
 
+    # regression cases from benchmarks/fuzz_parsers.py findings (each crashed a parser once)
+    case("fuzz_vllm_bad_float.log", log.replace(": 0.0 tokens/s", ": 0..0 tokens/s", 2).encode(), "warning")
+    prom = (DATA / "vllm_cpu" / "B2_kv2x" / "metrics_final.prom").read_bytes()
+    case("fuzz_prometheus_invalid_utf8.prom", prom[:14] + b"\x83" + prom[15:], "error")
+    first_sample = next(ln for ln in prom.splitlines() if ln.startswith(b"vllm:"))
+    bad_number = first_sample.rsplit(b" ", 1)[0] + b" 179.963237.164084562"
+    case("fuzz_prometheus_bad_number.prom", prom.replace(first_sample, bad_number, 1), "error")
+    spans = b"".join(otlp[:2])
+    case("fuzz_otlp_invalid_utf8.otlp.jsonl", spans[:348] + b"\xda" + spans[349:], "error")
+    case("fuzz_otlp_attribute_without_key.otlp.jsonl", spans.replace(b'{"key":', b'{"kex":', 1), "error")
+    stamp = next(iter(__import__("re").findall(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)", slog)))
+    case("fuzz_sglang_impossible_date.log", slog.replace(stamp, stamp[:5] + "13-45" + stamp[10:], 1).encode(), "ok")
+
     for name, data in out.items():
         (HERE / name).write_bytes(data)
     (HERE / "expected.json").write_text(json.dumps(expected, indent=1, sort_keys=True) + "\n")
