@@ -194,3 +194,21 @@ def test_an_ingest_killed_at_a_random_moment_leaves_the_run_absent_or_whole(tmp_
     )
     assert done.returncode == 0 and done.stdout.strip() == "r"
     assert _committed_rows(store)["r"] == whole
+
+
+def test_a_store_on_a_pyarrow_filesystem_uri_holds_the_same_runs(fleet: Path, tmp_path: Path) -> None:
+    """A store named by URI goes through pyarrow's filesystem layer (as s3:// or gs:// would): same runs."""
+    uri = f"file://{tmp_path / 'fs-store'}"
+    remote = ingest_each([fleet], store=uri, jobs=2)
+    local = ingest_each([fleet], store=tmp_path / "local", jobs=1)
+    assert remote.failed == [] and [r.id for r in remote.runs] == [r.id for r in local.runs]
+    st = lltrace.Store(uri)
+    assert type(st).__name__ == "FilesystemStore"
+    assert _contents(uri) == _contents(tmp_path / "local")  # type: ignore[arg-type]
+    vllm = next(r for r in st.run_ids() if r.startswith("vllm_A-"))
+    doc = lltrace.analyze(lltrace.Run(vllm, st)).to_dict()
+    assert doc["requests"]["count"] == lltrace.Run(vllm, lltrace.Store(tmp_path / "local")).table("requests").height
+    r = CliRunner().invoke(app, ["weekly", "--store", uri, "-o", str(tmp_path / "w.html")])
+    assert r.exit_code == 0, r.output
+    st.delete_run(vllm)
+    assert vllm not in st.run_ids() and st.table_files("requests", [vllm]) == []

@@ -39,8 +39,13 @@ if not out.is_terminal:
 err = Console(stderr=True)
 
 StoreOpt = Annotated[
-    Path | None,
-    typer.Option("--store", help="Run store folder (default: $LLTRACE_STORE or ./.lltrace).", show_default=False),
+    str | None,
+    typer.Option(
+        "--store",
+        help="Run store: a folder, or a URI pyarrow opens (s3://bucket/runs, file:///...). "
+        "Default: $LLTRACE_STORE or ./.lltrace.",
+        show_default=False,
+    ),
 ]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or warnings on stderr.")]
 StrictOpt = Annotated[
@@ -163,7 +168,7 @@ def ingest_cli(
 
 def _ingest_batch(
     paths: list[str],
-    store: Path | None,
+    store: str | None,
     run: str | None,
     keep_python: bool,
     force: bool,

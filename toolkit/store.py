@@ -53,8 +53,21 @@ def check_run_id(run_id: str) -> str:
     return run_id
 
 
+def _is_uri(root: object) -> bool:
+    return isinstance(root, str) and re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", root) is not None
+
+
 class Store:
-    """A folder of runs. Cheap to create; touches the disk only when asked."""
+    """A folder of runs. Cheap to create; touches the disk only when asked.
+
+    ``root`` is a local folder, or the URI of any filesystem pyarrow opens (``s3://bucket/runs``,
+    ``gs://…``, ``hdfs://…``, ``file:///…``): then the store is a :class:`FilesystemStore`, same layout.
+    """
+
+    def __new__(cls, root: str | os.PathLike[str] | None = None) -> Store:
+        if cls is Store and _is_uri(root if root is not None else os.environ.get("LLTRACE_STORE")):
+            return super().__new__(FilesystemStore)
+        return super().__new__(cls)
 
     def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
         self.root = Path(root) if root is not None else default_store_path()
@@ -221,3 +234,161 @@ class Store:
         (self.root / "replays" / f"{run_id}.json").unlink(missing_ok=True)
         for table in TABLES:
             shutil.rmtree(self.root / table / f"run_id={run_id}", ignore_errors=True)
+
+
+class FilesystemStore(Store):
+    """The store on a filesystem pyarrow opens by URI (object stores included), in the same Parquet layout.
+
+    A run is staged on local disk, then its table files are uploaded and its metadata object written last,
+    so a reader that lists ``runs/`` sees a run whole or not at all (object stores have no rename; the
+    metadata object is the commit). Readers scan the Parquet files through pyarrow datasets registered in
+    DuckDB. Concurrent writers of one run are not serialised here (no cross-host lock).
+    """
+
+    def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
+        import pyarrow.fs as pafs
+
+        uri = str(root if root is not None else os.environ.get("LLTRACE_STORE"))
+        try:
+            self.fs, base = pafs.FileSystem.from_uri(uri)
+        except (OSError, ValueError) as exc:
+            raise StoreError(f"{uri}: cannot open the store ({exc})") from None
+        self.base = base.rstrip("/")
+        self.root = uri  # type: ignore[assignment]  # shown in messages; passed on to workers
+
+    def _path(self, *parts: str) -> str:
+        return "/".join([self.base, *parts])
+
+    def _list(self, *parts: str) -> list[str]:
+        import pyarrow.fs as pafs
+
+        infos = self.fs.get_file_info(pafs.FileSelector(self._path(*parts), allow_not_found=True))
+        return sorted(i.path for i in infos if i.type == pafs.FileType.File)
+
+    def _exists(self, path: str) -> bool:
+        import pyarrow.fs as pafs
+
+        return self.fs.get_file_info(path).type == pafs.FileType.File
+
+    def _read(self, path: str) -> str:
+        with self.fs.open_input_stream(path) as f:
+            return f.read().decode("utf-8")
+
+    def _write(self, path: str, text: str) -> None:
+        parent = path.rsplit("/", 1)[0]
+        self.fs.create_dir(parent, recursive=True)
+        with self.fs.open_output_stream(path) as f:
+            f.write(text.encode("utf-8"))
+
+    def _remove(self, path: str) -> None:
+        if self._exists(path):
+            self.fs.delete_file(path)
+
+    # -- reading ---------------------------------------------------------------------------------
+    def run_ids(self) -> list[str]:
+        """Committed runs, sorted by name."""
+        return sorted(
+            p.rsplit("/", 1)[1][: -len(".json")]
+            for p in self._list("runs")
+            if p.endswith(".json") and not p.rsplit("/", 1)[1].startswith(".")
+        )
+
+    def has_run(self, run_id: str) -> bool:
+        """Whether the run is committed."""
+        return self._exists(self._path("runs", f"{run_id}.json"))
+
+    def metadata(self, run_id: str) -> dict[str, Any]:
+        """The run's metadata JSON."""
+        path = self._path("runs", f"{run_id}.json")
+        if not self._exists(path):
+            known = ", ".join(self.run_ids()[:10]) or "none"
+            raise StoreError(f"{self.root}: no run {run_id!r} (runs: {known})")
+        return json.loads(self._read(path))
+
+    def table_files(self, table: str, run_ids: list[str] | None = None) -> list[str]:
+        """Parquet files (paths on the store's filesystem) of one table for the given (default: committed) runs."""
+        ids = self.run_ids() if run_ids is None else run_ids
+        return [f for rid in ids for f in self._list(table, f"run_id={rid}") if f.endswith(".parquet")]
+
+    def connect(self, run_ids: list[str] | None = None) -> duckdb.DuckDBPyConnection:
+        """An in-memory DuckDB with one view per table (pyarrow datasets over the store's files)."""
+        import pyarrow as pa
+        import pyarrow.dataset as ds
+        import pyarrow.parquet as pq
+
+        from lltrace.queries import install_views
+
+        con = duckdb.connect()
+        con.execute("SET threads = 2; SET enable_progress_bar = false")
+        available = []
+        for table in TABLES:
+            files = self.table_files(table, run_ids)
+            if not files:
+                continue
+            schema = pa.unify_schemas([pq.read_schema(f, filesystem=self.fs) for f in files])
+            schema = schema.append(pa.field("run_id", pa.string()))
+            data = ds.dataset(
+                files,
+                schema=schema,
+                filesystem=self.fs,
+                format="parquet",
+                partitioning=ds.partitioning(pa.schema([("run_id", pa.string())]), flavor="hive"),
+                partition_base_dir=self._path(table),
+            )
+            con.register(f"_{table}_files", data)
+            canonical = _CANONICAL.get(table) or {}
+            missing = ", ".join(f"CAST(NULL AS {t}) AS {c}" for c, t in canonical.items() if c not in schema.names)
+            con.execute(f"CREATE VIEW {table} AS SELECT *{', ' + missing if missing else ''} FROM _{table}_files")
+            available.append(table)
+        install_views(con, available)
+        return con
+
+    # -- writing ---------------------------------------------------------------------------------
+    @contextmanager
+    def write_run(self, run_id: str) -> Iterator[Path]:
+        """Stage the run on local disk; on a clean exit upload its tables, then its metadata (the commit)."""
+        import tempfile
+
+        check_run_id(run_id)
+        stage = Path(tempfile.mkdtemp(prefix=f"lltrace-{run_id}-"))
+        try:
+            yield stage
+            meta = stage / "run.json"
+            if not meta.is_file():
+                raise StoreError(f"internal: staged run {run_id} has no run.json")
+            self.delete_run(run_id, missing_ok=True)
+            for src in sorted(p for p in stage.iterdir() if p.is_dir() and p.name in TABLES):
+                folder = self._path(src.name, f"run_id={run_id}")
+                self.fs.create_dir(folder, recursive=True)
+                for f in sorted(src.glob("*.parquet")):
+                    with open(f, "rb") as data, self.fs.open_output_stream(f"{folder}/{f.name}") as out:
+                        shutil.copyfileobj(data, out, 1 << 22)
+            self._write(self._path("runs", f"{run_id}.json"), meta.read_text())
+        finally:
+            shutil.rmtree(stage, ignore_errors=True)
+
+    def delete_run(self, run_id: str, missing_ok: bool = False) -> None:
+        """Remove a run (metadata first, then its files)."""
+        meta = self._path("runs", f"{run_id}.json")
+        if not self._exists(meta):
+            if not missing_ok:
+                raise StoreError(f"{self.root}: no run {run_id!r}")
+        else:
+            self.fs.delete_file(meta)
+        self._remove(self._path("replays", f"{run_id}.json"))
+        for table in TABLES:
+            for f in self._list(table, f"run_id={run_id}"):
+                self.fs.delete_file(f)
+
+    def save_replay(self, run_id: str, doc: dict[str, Any]) -> Path:
+        """Keep ``doc`` as the run's latest replay (one object write)."""
+        if not self.has_run(run_id):
+            raise StoreError(f"{self.root}: no run {run_id!r}")
+        path = self._path("replays", f"{run_id}.json")
+        self._write(path, json.dumps(doc, default=str))
+        return Path(path)
+
+    def replay(self, run_id: str) -> dict[str, Any] | None:
+        """The run's latest replay document, or None when it was never replayed."""
+        path = self._path("replays", f"{run_id}.json")
+        return json.loads(self._read(path)) if self._exists(path) else None
