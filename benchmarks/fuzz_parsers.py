@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import sys
 import tempfile
 import time
 import traceback
@@ -28,6 +29,9 @@ from hypothesis import strategies as st
 
 import lltrace
 from lltrace.errors import UnexpectedContent
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from mutations import mutate  # noqa: E402  (shared with the property test)
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"
@@ -48,29 +52,7 @@ SEEDS = {  # format -> a small real file of it
 
 
 def _mutations(seed: bytes) -> st.SearchStrategy[bytes]:
-    @st.composite
-    def mutate(draw: st.DrawFn) -> bytes:
-        data = bytearray(seed)
-        for _ in range(draw(st.integers(1, 6))):
-            if not data:
-                break
-            op = draw(st.sampled_from(["truncate", "flip", "delete", "insert", "duplicate", "byte"]))
-            at = draw(st.integers(0, len(data) - 1))
-            if op == "truncate":
-                del data[at:]
-            elif op == "flip":
-                data[at] ^= 1 << draw(st.integers(0, 7))
-            elif op == "delete":
-                del data[at : at + draw(st.integers(1, 256))]
-            elif op == "insert":
-                data[at:at] = draw(st.binary(min_size=1, max_size=32))
-            elif op == "duplicate":
-                data[at:at] = data[at : at + draw(st.integers(1, 512))]
-            else:
-                data[at] = draw(st.sampled_from(b'{}[],:"\\\n0-.eE'))
-        return bytes(data)
-
-    return mutate()
+    return st.composite(lambda draw: mutate(draw, seed, most=6))()
 
 
 def _kind(exc: BaseException) -> str:

@@ -14,6 +14,7 @@ import pytest
 from conftest import DATA, REPO
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from mutations import mutate
 from typer.testing import CliRunner
 
 import lltrace
@@ -90,23 +91,7 @@ _SEEDS = {
 @st.composite
 def _mutated(draw: st.DrawFn) -> tuple[str, bytes]:
     kind = draw(st.sampled_from(sorted(_SEEDS)))
-    data = bytearray(_SEEDS[kind])
-    for _ in range(draw(st.integers(1, 4))):
-        op = draw(st.sampled_from(["truncate", "flip", "delete", "insert", "duplicate"]))
-        if not data:
-            break
-        at = draw(st.integers(0, len(data) - 1))
-        if op == "truncate":
-            del data[at:]
-        elif op == "flip":
-            data[at] ^= 1 << draw(st.integers(0, 7))
-        elif op == "delete":
-            del data[at : at + draw(st.integers(1, 64))]
-        elif op == "insert":
-            data[at:at] = draw(st.binary(min_size=1, max_size=16))
-        else:
-            data[at:at] = data[at : at + draw(st.integers(1, 256))]
-    return kind, bytes(data)
+    return kind, mutate(draw, _SEEDS[kind])
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -111,20 +111,23 @@ class Store:
             files = self.table_files(table, run_ids)
             if not files:
                 continue
-            listing = ", ".join(f"'{f}'" for f in files)
-            source = f"read_parquet([{listing}], hive_partitioning = true, union_by_name = true)"
-            canonical = _CANONICAL.get(table)
-            if canonical:
-                # Files hold the columns their sources give; the view always has the whole canonical table,
-                # NULL where no file of the runs in view has a column.
-                have = {r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}
-                missing = ", ".join(f"CAST(NULL AS {t}) AS {c}" for c, t in canonical.items() if c not in have)
-                con.execute(f"CREATE VIEW {table} AS SELECT *{', ' + missing if missing else ''} FROM {source}")
-            else:
-                con.execute(f"CREATE VIEW {table} AS SELECT * FROM {source}")
+            source, have = self._source(con, table, files)
+            # Files hold the columns their sources give; the view always has the whole canonical table,
+            # NULL where no file of the runs in view has a column.
+            canonical = _CANONICAL.get(table) or {}
+            missing = ", ".join(f"CAST(NULL AS {t}) AS {c}" for c, t in canonical.items() if c not in have)
+            con.execute(f"CREATE VIEW {table} AS SELECT *{', ' + missing if missing else ''} FROM {source}")
             available.append(table)
         install_views(con, available)
         return con
+
+    def _source(self, con: duckdb.DuckDBPyConnection, table: str, files: list[str]) -> tuple[str, set[str]]:
+        """The FROM clause that reads one table's files (``run_id`` from the hive path), and its columns."""
+        listing = ", ".join(f"'{f}'" for f in files)
+        source = f"read_parquet([{listing}], hive_partitioning = true, union_by_name = true)"
+        if table not in _CANONICAL:  # no canonical columns to fill in: no need to read the footers here
+            return source, set()
+        return source, {r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}
 
     # -- writing ---------------------------------------------------------------------------------
     @contextmanager
@@ -310,38 +313,24 @@ class FilesystemStore(Store):
         ids = self.run_ids() if run_ids is None else run_ids
         return [f for rid in ids for f in self._list(table, f"run_id={rid}") if f.endswith(".parquet")]
 
-    def connect(self, run_ids: list[str] | None = None) -> duckdb.DuckDBPyConnection:
-        """An in-memory DuckDB with one view per table (pyarrow datasets over the store's files)."""
+    def _source(self, con: duckdb.DuckDBPyConnection, table: str, files: list[str]) -> tuple[str, set[str]]:
+        """One table's files as a pyarrow dataset registered in DuckDB (``run_id`` from the hive path)."""
         import pyarrow as pa
         import pyarrow.dataset as ds
         import pyarrow.parquet as pq
 
-        from lltrace.queries import install_views
-
-        con = duckdb.connect()
-        con.execute("SET threads = 2; SET enable_progress_bar = false")
-        available = []
-        for table in TABLES:
-            files = self.table_files(table, run_ids)
-            if not files:
-                continue
-            schema = pa.unify_schemas([pq.read_schema(f, filesystem=self.fs) for f in files])
-            schema = schema.append(pa.field("run_id", pa.string()))
-            data = ds.dataset(
-                files,
-                schema=schema,
-                filesystem=self.fs,
-                format="parquet",
-                partitioning=ds.partitioning(pa.schema([("run_id", pa.string())]), flavor="hive"),
-                partition_base_dir=self._path(table),
-            )
-            con.register(f"_{table}_files", data)
-            canonical = _CANONICAL.get(table) or {}
-            missing = ", ".join(f"CAST(NULL AS {t}) AS {c}" for c, t in canonical.items() if c not in schema.names)
-            con.execute(f"CREATE VIEW {table} AS SELECT *{', ' + missing if missing else ''} FROM _{table}_files")
-            available.append(table)
-        install_views(con, available)
-        return con
+        schema = pa.unify_schemas([pq.read_schema(f, filesystem=self.fs) for f in files])
+        schema = schema.append(pa.field("run_id", pa.string()))
+        data = ds.dataset(
+            files,
+            schema=schema,
+            filesystem=self.fs,
+            format="parquet",
+            partitioning=ds.partitioning(pa.schema([("run_id", pa.string())]), flavor="hive"),
+            partition_base_dir=self._path(table),
+        )
+        con.register(f"_{table}_files", data)
+        return f"_{table}_files", set(schema.names)
 
     # -- writing ---------------------------------------------------------------------------------
     @contextmanager
