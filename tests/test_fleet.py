@@ -101,6 +101,12 @@ def test_a_batch_keeps_going_past_bad_items_and_says_why(fleet: Path, tmp_path: 
     assert not any((store / ".staging").iterdir())
 
 
+def test_jobs_means_many_runs(fleet: Path, tmp_path: Path) -> None:
+    r = CliRunner().invoke(app, ["ingest", str(fleet), "--jobs", "2", "--store", str(tmp_path / "s"), "-q"])
+    assert r.exit_code == 0, r.output
+    assert len(r.stdout.split()) == len(batch_items([fleet])[0])
+
+
 def test_a_glob_is_many_runs(tmp_path: Path) -> None:
     pattern = str(SAMPLES / "*.json.gz")
     r = CliRunner().invoke(app, ["ingest", pattern, "--store", str(tmp_path / "s"), "-q"])

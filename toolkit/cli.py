@@ -141,7 +141,8 @@ def ingest_cli(
         bool,
         typer.Option(
             "--each",
-            help="Many runs: every file or sub-folder of a folder, and every match of a glob, is its own run.",
+            help="Many runs: every file or sub-folder of a folder, and every match of a glob, is its own run "
+            "(implied by a glob, --jobs or --executor).",
         ),
     ] = False,
     jobs: Annotated[
@@ -155,7 +156,8 @@ def ingest_cli(
     """Ingest files into the run store and print the run id (with --each: one id per run, and a summary)."""
     from lltrace.api import ingest
 
-    if each or any(not Path(p).exists() and any(c in p for c in "*?[") for p in paths):
+    globbed = any(not Path(p).exists() and any(c in p for c in "*?[") for p in paths)
+    if each or globbed or jobs is not None or executor != "local":  # --jobs / --executor: many runs
         _ingest_batch(paths, store, run, keep_python, force, strict, jobs, executor, quiet)
         return
     with _errors(quiet), _progress(quiet) as progress:
