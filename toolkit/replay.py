@@ -1,6 +1,7 @@
 """Replay core: a continuous-batching model of a vLLM-V1-style scheduler, with a step cost fitted on the run.
 
-This is the simulation kernel that ``lltrace replay`` (issue 6) is built on. It models, per engine step:
+``simulate`` is the kernel ``lltrace replay`` is built on; ``replay`` configures, calibrates and validates it
+on a stored run and answers the what-ifs. The model, per engine step:
 
 * a FCFS waiting queue; running requests are served first, in admission order;
 * a token budget per step (``max_num_batched_tokens``) shared by decodes (1 token each) and prefill chunks
@@ -13,7 +14,9 @@ This is the simulation kernel that ``lltrace replay`` (issue 6) is built on. It 
 
 Step time is ``StepCost``: ``c0 + c_prefill * prefill_tokens + c_decode * decode_tokens + c_ctx * context``
 (context = tokens already in KV for the requests in the step), fitted by least squares to the run's own
-``engine_steps`` (:func:`fit_step_cost`). Every output of a replay is a model estimate.
+``engine_steps`` (:func:`fit_step_cost`; engine stalls left out and replayed as pauses), or to the requests'
+own decode times, or taken from the catalog's roofline (:func:`reference_step_cost`). Every output of a
+replay is a model estimate.
 """
 
 from __future__ import annotations
@@ -687,7 +690,6 @@ def simulate(
 
 # -- replaying a stored run: configuration, calibration, validation, what-ifs ---------------------------------
 
-# Keys of --what-if this model can change today (DESIGN.md lists more: gpu, quant; not yet modelled).
 # --what-if keys: DESIGN.md's spellings, and the shorter ones lltrace first used (aliases).
 WHAT_IF_KEYS = (
     "gpu",
