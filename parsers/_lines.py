@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -73,3 +75,23 @@ def read_text(path: str) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise TraceFormatError(path, f"byte {exc.start}", "invalid UTF-8") from None
+
+
+def json_lines(path: str, info: Any = None, what: str = "JSON line", text: str | None = None) -> list[Any]:
+    """The JSON value of every non-empty line. With ``info`` (a ``SourceInfo``), a last line cut off by a
+    truncated write is dropped with a warning (``info.truncated`` set); any other bad line is the one-line
+    error naming it. ``text``: the file's text when the caller has read it already."""
+    lines = (read_text(path) if text is None else text).splitlines()
+    if info is not None and (cut := partial_last_line(path)) is not None:
+        lines = lines[:-1]
+        info.truncated = f"partial line {cut[0]}"
+        info.warnings.append(truncation_note(path, *cut))
+    out = []
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise TraceFormatError(path, f"line {n}", f"invalid {what} ({exc.msg})") from None
+    return out

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 
 from lltrace.errors import TraceFormatError
 from lltrace.parsers import vllm
-from lltrace.parsers._lines import partial_last_line, read_text, truncation_note
+from lltrace.parsers._lines import json_lines, read_text
 from lltrace.parsers.kineto import SourceInfo
 from lltrace.parsers.schema import REQUEST_SCHEMA
 
@@ -142,22 +142,10 @@ def _check_ids(path: str, rows: list[dict[str, Any]]) -> None:
 
 
 def _json_lines(path: str, info: SourceInfo | None = None) -> list[dict]:
-    out = []
-    lines = read_text(path).splitlines()
-    if info is not None and (cut := partial_last_line(path)) is not None:
-        lines = lines[:-1]
-        info.truncated = f"partial line {cut[0]}"
-        info.warnings.append(truncation_note(path, *cut))
-    for n, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise TraceFormatError(path, f"line {n}", f"invalid JSON line ({exc.msg})") from None
+    out = json_lines(path, info)
+    for n, obj in enumerate(out, start=1):
         if not isinstance(obj, dict):
-            raise TraceFormatError(path, f"line {n}", "expected a JSON object")
-        out.append(obj)
+            raise TraceFormatError(path, f"record {n}", "expected a JSON object")
     return out
 
 

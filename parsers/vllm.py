@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lltrace.errors import TraceFormatError
-from lltrace.parsers._lines import partial_last_line, read_text, truncation_note
+from lltrace.parsers._lines import json_lines, read_text
 from lltrace.parsers.kineto import SourceInfo
 from lltrace.parsers.kineto_steps import STEP_SCHEMA
 
@@ -372,19 +372,7 @@ def ingest_otlp(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
         info.version = "OTLP/JSON document"
     except json.JSONDecodeError:
         info.version = "OTLP/JSON lines (collector file exporter)"
-        cut = partial_last_line(path)
-        lines = text.splitlines()
-        if cut is not None:
-            lines = lines[:-1]
-            info.truncated = f"partial line {cut[0]}"
-            info.warnings.append(truncation_note(path, *cut))
-        for n, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                docs.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise TraceFormatError(path, f"line {n}", f"invalid JSON ({exc.msg})") from None
+        docs = json_lines(path, info, "JSON", text)
     for doc in docs:
         if "data" in doc and "resourceSpans" not in doc:
             info.version = "Jaeger UI export"

@@ -190,14 +190,20 @@ def ingest_burstgpt(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     return info
 
 
+def _whole_lines(path: str, stage: Path, info: SourceInfo) -> str:
+    """The JSON-lines file to hand DuckDB: ``path``, or a copy without a last line cut off by a truncated
+    write (dropped with a warning); the caller removes a copy when done."""
+    if (cut := partial_last_line(path)) is None:
+        return path
+    info.truncated = f"partial line {cut[0]}"
+    info.warnings.append(truncation_note(path, *cut))
+    return without_last_line(path, cut[1], stage / "_tmp")
+
+
 def ingest_mooncake(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     """Mooncake JSONL: relative arrival (ms), sizes and the prefix-block hash ids (512 tokens a block)."""
     info = SourceInfo(path=path, format=MOONCAKE, version="FAST'25 release")
-    source = path
-    if (cut := partial_last_line(path)) is not None:
-        source = without_last_line(path, cut[1], stage / "_tmp")
-        info.truncated = f"partial line {cut[0]}"
-        info.warnings.append(truncation_note(path, *cut))
+    source = _whole_lines(path, stage, info)
     con = _connect(stage)
     try:
         select = """
@@ -239,19 +245,26 @@ def ingest_own(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     """lltrace's request schema (README): request_id, arrival_s or arrival_time (ISO-8601), input_tokens,
     output_tokens, and any of the optional columns."""
     info = SourceInfo(path=path, format=OWN)
-    con = _connect(stage)
     with open(path, "rb") as f:
         magic = f.read(4)
+        f.seek(0)
+        first = f.readline().lstrip()
+    source = path
+    con = _connect(stage)
     if magic == b"PAR1":
         reader, info.version = "read_parquet(?)", "Parquet"
         cols = set(pq.read_schema(path).names)
     else:
-        first = open(path, "rb").readline().lstrip()
         if first.startswith(b"{"):
             reader, info.version = "read_json(?, format = 'newline_delimited')", "JSON lines"
+            source = _whole_lines(path, stage, info)
         else:
             reader, info.version = "read_csv(?, header = true)", "CSV"
-        cols = {r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {reader}", [path]).fetchall()}
+        try:
+            cols = {r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {reader}", [source]).fetchall()}
+        except duckdb.Error as exc:
+            con.close()
+            raise TraceFormatError(path, "file", str(exc).splitlines()[0]) from None
     missing = [c for c in ("request_id", "input_tokens", "output_tokens") if c not in cols]
     if missing or not ({"arrival_s", "arrival_time"} & cols):
         con.close()
@@ -271,12 +284,14 @@ def ingest_own(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
         FROM {reader}
     """
     try:
-        info.records = _copy(con, path, stage, part, select, [path])
+        info.records = _copy(con, path, stage, part, select, [source])
         if "arrival_time" in cols and "arrival_s" not in cols:
             _check_arrivals(con, path, stage / "requests" / f"part-{part:05d}.parquet", "arrival_time")
-        (dups,) = con.execute(f"SELECT count(*) - count(DISTINCT request_id) FROM {reader}", [path]).fetchone()
+        (dups,) = con.execute(f"SELECT count(*) - count(DISTINCT request_id) FROM {reader}", [source]).fetchone()
     finally:
         con.close()
+        if source != path:
+            os.unlink(source)
     if dups:
         raise TraceFormatError(path, "request_id column", f"{dups} duplicate request ids")
     return info

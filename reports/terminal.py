@@ -47,7 +47,7 @@ def _bench_table(source: dict[str, Any], per_request: bool) -> Any:
     for b in source["benchmark"]:
         rate = b["request_rate"]
         t.add_row(
-            "inf" if rate is None or rate == float("inf") else f"{rate:g}",
+            "-" if rate is None else str(rate) if isinstance(rate, str) else f"{rate:g}",  # "inf": all at once
             "-"
             if b["mean_input_tokens"] is None
             else f"{b['mean_input_tokens']:,.0f} / {b['mean_output_tokens']:,.0f}",
@@ -253,7 +253,9 @@ def render(doc: dict[str, Any]) -> Group:
             t.add_row(row["kernel_class"], _int(row["kernels"]), _ms(row["total_s"]), _pct(row["share"]))
         parts.append(t)
         busy = ", ".join(
-            f"device {b['device']}: {_pct(b['busy_fraction'])} of {_ms(b['span_s'])} ms" for b in prof["gpu_busy"]
+            f"device {b['device']}: {_ms(b['busy_s'])} ms = {_pct(b.get('traced_fraction'))} of the "
+            f"{_ms(b.get('traced_s'))} ms traced ({_pct(b['busy_fraction'])} between its first and last op)"
+            for b in prof["gpu_busy"]
         )
         parts.append(Text(f"GPU busy: {busy}"))
         variants = ", ".join(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -64,3 +65,18 @@ def test_summary_only_bench_reports_the_clients_own_numbers(tmp_path: Path) -> N
         assert got["median_ttft_ms"] == want["median_ttft_ms"] and got["median_e2e_ms"] == want["median_e2e_latency_ms"]
         assert got["mean_output_tokens"] == pytest.approx(want["total_output_tokens"] / want["completed"])
         assert got["median_tpot_ms"] is None  # SGLang's summary has no TPOT: NULL, not guessed
+
+
+def test_a_sweep_sent_all_at_once_prints_its_rate_as_inf(tmp_path: Path) -> None:
+    """SGLang writes ``"request_rate": Infinity`` for an offline run; the terminal summary says inf."""
+    from typer.testing import CliRunner
+
+    from lltrace.cli import app
+
+    path = shared_file("serving", "sglang_bench_serving", "datacrunch-h200__llama_3_3_70b_offline_output.jsonl")
+    raw = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    assert all(r["request_rate"] == float("inf") for r in raw)
+    r = CliRunner().invoke(app, ["analyze", str(path), "--store", str(tmp_path)])
+    assert r.exit_code == 0 and "Traceback" not in r.output, r.output
+    rows = [ln for ln in r.stdout.splitlines() if re.match(r"^│\s+inf\s+│", ln)]
+    assert len(rows) == len(raw)

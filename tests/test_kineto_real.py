@@ -139,3 +139,20 @@ def test_multi_rank_folder_is_one_run_with_a_part_per_file(store, tmp_path):
     assert [s.path.endswith("notes.txt") for s in run.skipped] == [True]
     parts = run.sql("SELECT part, count(*) AS n FROM kernels GROUP BY part ORDER BY part")
     assert parts["n"].to_list() == [s["rows"]["kernels"] for s in srcs]
+
+
+def test_gpu_busy_is_also_given_over_the_traced_window(store):
+    """One 1.76 µs kernel in a 13.7 s trace: busy 100 % of its own op span, but ~0 % of what was traced."""
+    from conftest import DATA
+
+    path = DATA / "torch" / "hta_a100_triton_kernel_tiny.json.gz"
+    raw = raw_trace(str(path))["traceEvents"]
+    events = [e for e in raw if e.get("ph") == "X" and e.get("cat") != "python_function"]
+    start = min(e["ts"] for e in events)
+    end = max(e["ts"] + e["dur"] for e in events)
+    busy = sum(e["dur"] for e in events if e["cat"] == "kernel")
+    run = lltrace.ingest([path], store=store)
+    (row,) = run.sql("SELECT busy_s, busy_fraction, traced_s, traced_fraction FROM profiler_gpu_busy").to_dicts()
+    assert row["traced_s"] == pytest.approx(float(end - start) / 1e6, abs=1e-9)
+    assert row["busy_s"] == pytest.approx(float(busy) / 1e6, abs=1e-9)
+    assert row["busy_fraction"] == pytest.approx(1.0) and row["traced_fraction"] < 1e-6

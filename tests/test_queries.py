@@ -21,6 +21,12 @@ INSERT INTO kernels VALUES
     ('b', 0, 1, 0, 100, 'attention', NULL)
 """
 
+CPU = """
+CREATE TABLE ops (run_id VARCHAR, part INTEGER, ts_ns BIGINT, dur_ns BIGINT);
+CREATE TABLE annotations (run_id VARCHAR, part INTEGER, ts_ns BIGINT, dur_ns BIGINT);
+INSERT INTO ops VALUES ('a', 0, 0, 20000)  -- run a was traced for 20 µs; run b has GPU work only
+"""
+
 STEPS = """
 CREATE TABLE engine_steps (run_id VARCHAR, source VARCHAR, kind VARCHAR, wall_s DOUBLE, gpu_busy_s DOUBLE,
                            prefill_tokens BIGINT, decode_tokens BIGINT, cuda_graph BOOLEAN);
@@ -38,8 +44,9 @@ INSERT INTO engine_steps VALUES
 def con():
     c = duckdb.connect()
     c.execute(KERNELS)
+    c.execute(CPU)
     c.execute(STEPS)
-    install_views(c, ["kernels", "engine_steps"])
+    install_views(c, ["kernels", "ops", "annotations", "engine_steps"])
     return c
 
 
@@ -57,15 +64,19 @@ def test_kernel_time(con):
 
 def test_gpu_busy_counts_overlap_once_and_ignores_sync(con):
     rows = con.execute("SELECT * FROM profiler_gpu_busy ORDER BY run_id").fetchall()
-    # run a: [1000,1800) ∪ [3000,4000) ∪ [5000,5000) = 1800 ns busy over a 4000 ns span
-    assert rows[0] == ("a", 0, 0, pytest.approx(1800e-9), pytest.approx(4000e-9), pytest.approx(0.45))
-    assert rows[1] == ("b", 0, 1, pytest.approx(100e-9), pytest.approx(100e-9), pytest.approx(1.0))
+    # run a: [1000,1800) ∪ [3000,4000) ∪ [5000,5000) = 1800 ns busy over a 4000 ns span, of 20000 ns traced
+    a = ("a", 0, 0, 1800e-9, 4000e-9, 0.45, 20000e-9, 0.09)
+    assert rows[0] == tuple(pytest.approx(x) if isinstance(x, float) else x for x in a)
+    b = ("b", 0, 1, 100e-9, 100e-9, 1.0, 100e-9, 1.0)  # traced window = its one kernel
+    assert rows[1] == tuple(pytest.approx(x) if isinstance(x, float) else x for x in b)
 
 
 def test_empty_input_gives_no_rows():
     c = duckdb.connect()
-    c.execute(KERNELS.split(";")[0])  # the table, no rows
-    install_views(c, ["kernels"])
+    c.execute(KERNELS.split(";")[0])  # the tables, no rows
+    c.execute(CPU.split(";")[0])
+    c.execute(CPU.split(";")[1])
+    install_views(c, ["kernels", "ops", "annotations"])
     assert c.execute("SELECT count(*) FROM profiler_gpu_busy").fetchone() == (0,)
     assert c.execute("SELECT count(*) FROM profiler_kernel_time").fetchone() == (0,)
 

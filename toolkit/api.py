@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import polars as pl
 import pyarrow.parquet as pq
 
@@ -173,7 +174,7 @@ def ingest(
                 warnings.simplefilter("ignore", InputWarning)
                 try:
                     info = fmt.ingest(str(path), stage, part, keep_python=keep_python, progress=cb)
-                except (KeyError, TypeError, AttributeError, IndexError, ValueError) as exc:
+                except (KeyError, TypeError, AttributeError, IndexError, ValueError, duckdb.Error) as exc:
                     # a structure the parser did not expect: still one line, and nothing stored
                     what = f"{type(exc).__name__}: {str(exc).splitlines()[0][:120] if str(exc) else ''}"
                     why = f"not a {fmt.name} file lltrace can read ({what})"

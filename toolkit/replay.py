@@ -710,7 +710,6 @@ WHAT_IF_KEYS = (
 )
 WHAT_IF_ALIASES = {"quant": "weights", "rate": "rate_scale", "prefix_cache": "prefix_caching"}
 HARDWARE_WHAT_IFS = ("gpu", "weights", "quant", "kv_dtype")  # valued by a name (a GPU, a precision)
-SWITCH_WHAT_IFS = ("chunked_prefill", "prefix_caching", "prefix_cache")  # on / off
 _SWITCH = {"on": True, "off": False, "true": True, "false": False, "1": True, "0": False, "yes": True, "no": False}
 
 
@@ -726,6 +725,11 @@ def _number(key: str, value: float | str) -> float:
         return float(value)
     except ValueError:
         raise AnalysisError(f"--what-if {key}={value}: expected a number") from None
+
+
+def _kv_memory(model: Any, gpu: Any, quant: str, tp: int = 1, memory_fraction: float = 0.9) -> float:
+    """Bytes left for the KV cache: ``memory_fraction`` of ``tp`` GPUs' memory less the weights at ``quant``."""
+    return tp * gpu.memory_gb * 1e9 * memory_fraction - model.params_b * 1e9 * BYTES_PER_PARAM[quant]
 
 
 def _kv_blocks_moved(
@@ -745,7 +749,7 @@ def _kv_blocks_moved(
         return blocks, "kept: the model is unknown (--model), so the memory its weights leave is unknown"
 
     def free(g: Any, q: str, tp: int) -> float:
-        return tp * g.memory_gb * 1e9 * memory_fraction - model.params_b * 1e9 * BYTES_PER_PARAM[q]
+        return _kv_memory(model, g, q, tp, memory_fraction)
 
     if free(g1, q1, tp1) <= 0:
         raise AnalysisError(f"{model.name} at {q1} does not fit in {tp1} x {g1.name}")
@@ -819,7 +823,7 @@ def reference_step_cost(
     cost = StepCost(
         c0=weight_bytes / bw, c_prefill=2 * m.active_params_b * 1e9 / flops, c_decode=kv_token * mean_context / bw
     )
-    free = g.memory_gb * 1e9 * memory_fraction - m.params_b * 1e9 * BYTES_PER_PARAM[quant]
+    free = _kv_memory(m, g, quant, 1, memory_fraction)
     if free <= 0:
         raise AnalysisError(f"{m.name} at {quant} does not fit in {g.name}'s {g.memory_gb:g} GB")
     blocks = int(free // (kv_token * block_size))
