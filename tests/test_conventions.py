@@ -17,6 +17,16 @@ KERNELS_COLUMNS = (
     "attention_variant VARCHAR"
 )
 
+# the columns parsers/kineto.py writes for CPU ops and annotations (plus run_id)
+OPS_COLUMNS = (
+    "run_id VARCHAR, part INTEGER, cat VARCHAR, name VARCHAR, pid VARCHAR, tid VARCHAR, ts_ns BIGINT, "
+    "dur_ns BIGINT, external_id BIGINT, correlation BIGINT, ev_idx BIGINT, cbid BIGINT, input_dims VARCHAR"
+)
+ANNOTATION_COLUMNS = (
+    "run_id VARCHAR, part INTEGER, cat VARCHAR, name VARCHAR, pid VARCHAR, tid VARCHAR, ts_ns BIGINT, "
+    "dur_ns BIGINT, external_id BIGINT, ev_idx BIGINT, on_gpu BOOLEAN, input_dims VARCHAR"
+)
+
 
 def _empty_store_tables(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Every canonical table, empty, with the columns the parsers declare (plus run_id)."""
@@ -26,6 +36,8 @@ def _empty_store_tables(con: duckdb.DuckDBPyConnection) -> list[str]:
     from lltrace.parsers.vllm import LOG_STATS_SCHEMA, LOG_STEP_SCHEMA
 
     con.execute(f"CREATE TABLE kernels ({KERNELS_COLUMNS})")
+    con.execute(f"CREATE TABLE ops ({OPS_COLUMNS})")
+    con.execute(f"CREATE TABLE annotations ({ANNOTATION_COLUMNS})")
     for name, schema in (
         ("requests", REQUEST_SCHEMA),
         ("engine_stats", LOG_STATS_SCHEMA),
@@ -34,7 +46,7 @@ def _empty_store_tables(con: duckdb.DuckDBPyConnection) -> list[str]:
         empty = schema.empty_table().append_column("run_id", pa.array([], pa.string()))
         con.register(f"_{name}", empty)
         con.execute(f"CREATE TABLE {name} AS SELECT * FROM _{name}")
-    return ["kernels", "requests", "engine_stats", "engine_steps"]
+    return ["kernels", "ops", "annotations", "requests", "engine_stats", "engine_steps"]
 
 
 @pytest.mark.parametrize("q", query_files(), ids=lambda q: q.name)
