@@ -362,7 +362,8 @@ def locate_event_array(path: str, size: int) -> ArrayLocation | None:
 
     The head is scanned from the start until the ``traceEvents`` array opens. The close is found from
     the end: candidate event starts in the last few MB are scanned forward, and a candidate counts only
-    if every event after it parses on its own and the bytes after the array close the document. Returns
+    if every object after it parses on its own as an event (it has a ``ph``: the objects of an array that
+    follows, such as ``deviceProperties``, have not) and the bytes after the array close the document. Returns
     None when the document does not end like that (a truncated file), so the caller streams instead.
     """
     head = EventArrayScanner(path)
@@ -405,8 +406,21 @@ def locate_event_array(path: str, size: int) -> ArrayLocation | None:
     return ArrayLocation(head.array_open, close, meta, False)
 
 
+_EVENT_START = re.compile(rb"[,\[]\s*\{")
+
+
+def _is_event(obj: object) -> bool:
+    return isinstance(obj, dict) and "ph" in obj
+
+
 def _close_from_tail(path: str, tail: bytes, base: int, ev_depth: int) -> tuple[int, bytes] | None:
-    starts = [m.end() - 1 for m in re.finditer(rb"[,\[]\s*\{", tail)]
+    window = 64 << 10  # the last 64 candidate event starts: look at the end first
+    while True:
+        start = max(0, len(tail) - window)
+        starts = [m.end() - 1 for m in _EVENT_START.finditer(tail, start)]
+        if len(starts) >= 64 or start == 0:
+            break
+        window *= 4
     for p in reversed(starts[-64:]):
         probe = EventArrayScanner.inside_array(path, ev_depth)
         try:
@@ -414,7 +428,8 @@ def _close_from_tail(path: str, tail: bytes, base: int, ev_depth: int) -> tuple[
             if probe.array_close is None:
                 continue
             for line in lines.split(b"\n"):
-                if line.strip() and not isinstance(orjson.loads(line), dict):
+                # trace events have a phase; objects in a later metadata array (deviceProperties) have not
+                if line.strip() and not _is_event(orjson.loads(line)):
                     raise ValueError
         except (TraceFormatError, ValueError, orjson.JSONDecodeError):
             continue

@@ -13,14 +13,13 @@ import re
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lltrace.errors import TraceFormatError
 from lltrace.parsers import vllm
 from lltrace.parsers._lines import json_lines, read_text
 from lltrace.parsers.kineto import SourceInfo
-from lltrace.parsers.schema import REQUEST_SCHEMA
+from lltrace.parsers.schema import REQUEST_SCHEMA, table_from_rows
 
 SGLANG_BENCH = "sglang-bench"
 LLMPERF = "llmperf"
@@ -95,7 +94,7 @@ def ingest_llmperf(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
             }
         )
     (stage / "requests").mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(rows, schema=REQUEST_SCHEMA), stage / "requests" / f"part-{part:05d}.parquet")
+    pq.write_table(table_from_rows(rows, REQUEST_SCHEMA), stage / "requests" / f"part-{part:05d}.parquet")
     info.records = len(rows)
     info.details["errored_requests"] = errors
     return info
@@ -117,7 +116,7 @@ def ingest_llmperf_summary(path: str, stage: Path, part: int, **_: Any) -> Sourc
 
 def _write_requests(stage: Path, part: int, rows: list[dict[str, Any]]) -> int:
     (stage / "requests").mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(rows, schema=REQUEST_SCHEMA), stage / "requests" / f"part-{part:05d}.parquet")
+    pq.write_table(table_from_rows(rows, REQUEST_SCHEMA), stage / "requests" / f"part-{part:05d}.parquet")
     return len(rows)
 
 
@@ -248,7 +247,7 @@ def ingest_trtllm_iterations(path: str, stage: Path, part: int, **_: Any) -> Sou
         )
     for table, rows, schema in (("engine_steps", steps, LOG_STEP_SCHEMA), ("engine_stats", stats, LOG_STATS_SCHEMA)):
         (stage / table).mkdir(parents=True, exist_ok=True)
-        pq.write_table(pa.Table.from_pylist(rows, schema=schema), stage / table / f"part-{part:05d}.parquet")
+        pq.write_table(table_from_rows(rows, schema), stage / table / f"part-{part:05d}.parquet")
     info.records = len(records)
     info.details["paused_is_preempted"] = "numPausedRequests (requests paused for KV room) is kept in swapped"
     return info

@@ -13,8 +13,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
-import pyarrow as pa
-
 KERNEL_CLASSES = ("gemm", "attention", "communication", "memory", "elementwise", "sync", "other")
 
 
@@ -57,18 +55,12 @@ def classify(name: str, cat: str = "kernel") -> tuple[str, str | None]:
     return "other", None
 
 
-def classify_table(names: list[str], cats: list[str]) -> pa.Table:
-    """Classify distinct (name, cat) pairs; the result joins back onto the kernels table."""
-    classes, variants = [], []
+def classify_pairs(names: list[str], cats: list[str]) -> tuple[list[str], list[str | None]]:
+    """Classify distinct (name, cat) pairs: their classes and attention variants, in order."""
+    classes: list[str] = []
+    variants: list[str | None] = []
     for name, cat in zip(names, cats, strict=True):
         c, v = classify(name or "", cat or "kernel")
         classes.append(c)
         variants.append(v)
-    return pa.table(
-        {
-            "name": pa.array(names, pa.string()),
-            "cat": pa.array(cats, pa.string()),
-            "kernel_class": pa.array(classes, pa.string()),
-            "attention_variant": pa.array(variants, pa.string()),
-        }
-    )
+    return classes, variants

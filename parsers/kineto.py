@@ -25,6 +25,7 @@ from typing import Any
 import duckdb
 
 from lltrace.errors import TraceFormatError, TruncatedInput
+from lltrace.parsers import kineto_fast
 from lltrace.parsers._jsonscan import (
     BLOCK_BYTES,
     Batch,
@@ -33,7 +34,7 @@ from lltrace.parsers._jsonscan import (
     read_blocks,
     split_event_array,
 )
-from lltrace.parsers.kernel_classes import classify_table
+from lltrace.parsers.kernel_classes import classify_pairs
 
 NAME = "pytorch-kineto"
 
@@ -223,10 +224,10 @@ def ingest(
         f"SET temp_directory = '{scratch}'; SET enable_progress_bar = true; SET enable_progress_bar_print = false"
     )
     try:
-        done = _ingest_whole(con, path, scratch, keep_python, progress, info)
+        done = _ingest_whole(con, path, scratch, stage, part, keep_python, progress, info)
         if not done:
             _ingest_streaming(con, path, scratch, keep_python, progress, info)
-        _finalize(con, path, scratch, stage, part, info)
+        _finalize(con, path, scratch, stage, part, info, done if isinstance(done, kineto_fast.FastResult) else None)
     finally:
         con.close()
         for f in scratch.glob("*"):
@@ -277,11 +278,15 @@ def _ingest_whole(
     con: duckdb.DuckDBPyConnection,
     path: str,
     scratch: Path,
+    stage: Path,
+    part: int,
     keep_python: bool,
     progress: Callable[[int], None] | None,
     info: SourceInfo,
-) -> bool:
-    """The fast path; returns False (having written nothing) when the file must be streamed instead."""
+) -> kineto_fast.FastResult | bool:
+    """The fast path: the compiled reader's result (tables ``ops`` and ``flows`` written, the rest staged),
+    True when DuckDB's reader staged the events, or False (having written nothing) when the file must be
+    streamed instead."""
     size = os.path.getsize(path)
     with open(path, "rb") as f:
         gz = f.read(2) == b"\x1f\x8b"
@@ -297,14 +302,76 @@ def _ingest_whole(
         if cut:
             doc.unlink()
             return False
-    loc = locate_event_array(str(doc), doc.stat().st_size)
-    if loc is None:
+    try:
+        doc_size = doc.stat().st_size
+        loc = locate_event_array(str(doc), doc_size)
+        if loc is None:
+            return False
+        # Whole events in one piece per core: each piece is read on its own thread (compiled reader) or as
+        # its own array file (DuckDB reads an array file on one thread, files in parallel).
+        cuts = split_event_array(str(doc), loc, _READERS)
+        bounds = [loc.open, *(x for cut in cuts for x in cut), loc.close + 1]
+        old_ext = _old_external_id(path)
+        done: kineto_fast.FastResult | bool = False
+        base = loc.metadata.get("baseTimeNanoseconds", 0)
+        if kineto_fast.available() and type(base) is int and -(2**62) < base < 2**62:
+            pieces = [
+                (bounds[2 * k] + (k == 0), bounds[2 * k + 1] - (k == len(bounds) // 2 - 1))
+                for k in range(len(bounds) // 2)
+            ]
+            # progress: the first half of the bar is decompression for gzip
+            scaled = None
+            if progress is not None:
+                scaled = (lambda n: progress(size // 2 + n * size // (2 * doc_size))) if gz else progress
+            res = kineto_fast.stage(doc, pieces, scratch, stage, part, base, keep_python, old_ext, scaled)
+            why = res if isinstance(res, str) else _needs_cleaning(res)
+            if why is None:
+                done = res
+            else:
+                if not isinstance(res, str):
+                    kineto_fast.remove_outputs(res, stage, part)
+                info.details["reader_note"] = f"compiled reader declined ({why}); read with DuckDB"
+        if not done:
+            if not _duckdb_pieces(con, doc, bounds, scratch, keep_python, old_ext, progress, size):
+                return False
+            done = True
+    finally:
         if gz:
-            doc.unlink()
-        return False
-    # Whole events in one array file per core: DuckDB reads an array file on one thread, files in parallel.
-    cuts = split_event_array(str(doc), loc, _READERS)
-    bounds = [loc.open, *(x for cut in cuts for x in cut), loc.close + 1]
+            doc.unlink(missing_ok=True)
+    info.details["reader"] = "compiled" if isinstance(done, kineto_fast.FastResult) else "duckdb"
+    info.details["metadata"] = loc.metadata
+    info.details["array_form"] = loc.array_form
+    if progress is not None:
+        progress(size)
+    return done
+
+
+def _needs_cleaning(res: kineto_fast.FastResult) -> str | None:
+    """Why the compiled reader's rows cannot be final as read: damage that ``_damage`` drops (or zeroed
+    timestamps among real ones), which the DuckDB path filters out of the staged events."""
+    c = res.counts
+    if c["negative_dur"]:
+        return "negative durations"
+    if (c["max_ts"] or 0) - (c["min_ts"] or 0) > _OTHER_CLOCK_NS:
+        return "times more than a day apart"
+    if res.distinct_events < c["events"]:
+        return "duplicate events"
+    if (c["max_x_ts"] or 0) > 0 and c["zero_ts"]:
+        return "zeroed timestamps"
+    return None
+
+
+def _duckdb_pieces(
+    con: duckdb.DuckDBPyConnection,
+    doc: Path,
+    bounds: list[int],
+    scratch: Path,
+    keep_python: bool,
+    old_ext: bool,
+    progress: Callable[[int], None] | None,
+    size: int,
+) -> bool:
+    """DuckDB's JSON reader over the array's pieces, each copied to its own array file."""
     pieces = []
     with open(doc, "rb") as src:
         for k in range(len(bounds) // 2):
@@ -320,24 +387,17 @@ def _ingest_whole(
             finally:
                 os.close(dst)
             pieces.append(piece)
-    if gz:
-        doc.unlink()
     out = scratch / "ev-000000.parquet"
-    copy = _copy_select("array", keep_python, _MAX_EVENT_BYTES, _old_external_id(path)).replace("@OUT@", str(out))
+    copy = _copy_select("array", keep_python, _MAX_EVENT_BYTES, old_ext).replace("@OUT@", str(out))
     try:
         _run_with_progress(con, copy, [[str(p) for p in pieces]], progress, size)
     except duckdb.Error:
         # DuckDB's own error locations are per record; the streaming reader names the byte offset.
-        for p in pieces:
-            p.unlink()
         out.unlink(missing_ok=True)
         return False
-    for p in pieces:
-        p.unlink()
-    info.details["metadata"] = loc.metadata
-    info.details["array_form"] = loc.array_form
-    if progress is not None:
-        progress(size)
+    finally:
+        for p in pieces:
+            p.unlink()
     return True
 
 
@@ -403,6 +463,7 @@ def _ingest_streaming(
         warnings.warn(msg, TruncatedInput, stacklevel=2)
     if not any(scratch.glob("ev-*.parquet")):
         raise TraceFormatError(path, f"byte {res.bytes_read}", "the traceEvents array holds no events")
+    info.details["reader"] = "duckdb"
     info.details["metadata"] = res.metadata
     info.details["array_form"] = res.array_form
 
@@ -519,21 +580,8 @@ def _damage(con: duckdb.DuckDBPyConnection, path: str, staged: str, counts: dict
     return select
 
 
-def _finalize(
-    con: duckdb.DuckDBPyConnection,
-    path: str,
-    scratch: Path,
-    stage: Path,
-    part: int,
-    info: SourceInfo,
-) -> None:
-    meta = info.details.pop("metadata")
-    array_form = info.details.pop("array_form")
-    base = meta.get("baseTimeNanoseconds")
-    if base is not None and not isinstance(base, int):
-        raise TraceFormatError(path, "baseTimeNanoseconds", f"expected an integer, found {base!r}")
-    base_ns = int(base or 0)
-    staged = f"read_parquet('{scratch}/ev-*.parquet')"
+def _staged_counts(con: duckdb.DuckDBPyConnection, staged: str) -> dict[str, Any]:
+    """The counts ``_finalize`` reads off DuckDB's staged events (the compiled reader makes the same)."""
     names = [
         "read",
         "dropped_py",
@@ -554,7 +602,7 @@ def _finalize(
         "events",
         "distinct_events",
     ]
-    counts = dict(
+    return dict(
         zip(
             names,
             con.execute(
@@ -583,13 +631,36 @@ def _finalize(
             strict=True,
         )
     )
+
+
+def _finalize(
+    con: duckdb.DuckDBPyConnection,
+    path: str,
+    scratch: Path,
+    stage: Path,
+    part: int,
+    info: SourceInfo,
+    fast: kineto_fast.FastResult | None,
+) -> None:
+    """Write the tables from the staged events: DuckDB's staging of every event, or the compiled reader's
+    (``ops`` and ``flows`` already written; kernels, annotations and metadata events staged)."""
+    meta = info.details.pop("metadata")
+    array_form = info.details.pop("array_form")
+    base = meta.get("baseTimeNanoseconds")
+    if base is not None and not isinstance(base, int):
+        raise TraceFormatError(path, "baseTimeNanoseconds", f"expected an integer, found {base!r}")
+    base_ns = int(base or 0)
+    staged = f"read_parquet('{scratch}/ev-*.parquet')"
+    if fast is not None:
+        counts: dict[str, Any] = dict(fast.counts) | {"distinct_events": fast.distinct_events}
+    else:
+        counts = _staged_counts(con, staged)
     if counts["dropped_py"]:
         info.dropped["python_function (not asked for)"] = int(counts["dropped_py"])
     if counts["read"] == counts["meta"]:
         what = f"only {counts['meta']} metadata events" if counts["meta"] else "the array is empty"
         raise TraceFormatError(path, "traceEvents", f"no trace events ({what})")
     keep = _damage(con, path, staged, counts, info)
-    con.execute(f"CREATE OR REPLACE VIEW raw AS {keep}")
     has_real = (counts["max_x_ts"] or 0) > 0
     # Zeroed timestamps (pytorch/pytorch#188481) are dropped when the rest of the trace has real times.
     drop_zero = "AND ts_ns <> 0" if has_real else ""
@@ -599,13 +670,43 @@ def _finalize(
         info.dropped["instant_events"] = counts["instants"]
     if counts["other_ph"]:
         info.dropped["other_phases"] = counts["other_ph"]
+    # The kept events each table is made from (DuckDB's staging: times relative to the clock base).
+    if fast is None:
+        con.execute(f"CREATE OR REPLACE VIEW raw AS {keep}")
+        sources = {
+            "k_src": f"SELECT * FROM raw WHERE ph = 'X' AND cat IN {GPU_CATS} {drop_zero}",
+            "a_src": f"SELECT * FROM raw WHERE ph = 'X' AND cat IN {ANNOTATION_CATS} {drop_zero}",
+            "m_src": "SELECT * FROM raw WHERE ph = 'M'",
+            "l_src": "SELECT * FROM raw WHERE ph = 'X'",
+        }
+    else:  # the compiled reader left no damage to drop (else the DuckDB path was taken)
+
+        def files(paths: list[Path]) -> str:
+            return "read_parquet([" + ", ".join(f"'{p}'" for p in paths) + "])"
+
+        ops_files = f"read_parquet('{stage}/ops/part-{part:05d}.*parquet')"
+        sources = {  # the compiled reader's rows carry the clock base already
+            "k_src": f"SELECT * FROM {files(fast.staged['kernels'])}",
+            "a_src": f"SELECT * FROM {files(fast.staged['annotations'])}",
+            "m_src": f"SELECT * FROM {files(fast.staged['meta'])}",
+            "l_src": f"SELECT cat, name, pid, tid, ts_ns, correlation FROM {ops_files}",
+        }
+    shift = base_ns if fast is None else 0  # added to the times below
+    for view, select in sources.items():
+        con.execute(f"CREATE OR REPLACE VIEW {view} AS {select}")
     lanes = con.execute(
-        "SELECT name, pid, tid, meta_value FROM raw WHERE ph = 'M' AND meta_value IS NOT NULL ORDER BY ALL"
+        "SELECT name, pid, tid, meta_value FROM m_src WHERE meta_value IS NOT NULL ORDER BY ALL"
     ).fetchall()
 
-    names = con.execute(f"SELECT DISTINCT name, cat FROM raw WHERE ph = 'X' AND cat IN {GPU_CATS}").fetchall()
-    classes = classify_table([r[0] for r in names], [r[1] for r in names])
-    con.register("kernel_classes", classes)
+    names = con.execute("SELECT DISTINCT name, cat FROM k_src").fetchall()
+    classes, variants = classify_pairs([r[0] for r in names], [r[1] for r in names])
+    # lists in, not an Arrow table: pyarrow builds one from Python lists only after importing pandas (0.2 s)
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE kernel_classes AS "
+        "SELECT unnest(?::VARCHAR[]) AS name, unnest(?::VARCHAR[]) AS cat, unnest(?::VARCHAR[]) AS kernel_class, "
+        "unnest(?::VARCHAR[]) AS attention_variant",
+        [[r[0] for r in names], [r[1] for r in names], classes, variants],
+    )
 
     for table in ("kernels", "ops", "annotations", "flows"):
         (stage / table).mkdir(parents=True, exist_ok=True)
@@ -618,55 +719,57 @@ def _finalize(
           WITH launches AS (
             SELECT correlation, min(ts_ns) AS launch_ts_ns, arg_min(name, ts_ns) AS launch_name,
                    arg_min(tid, ts_ns) AS launch_tid, arg_min(pid, ts_ns) AS launch_pid
-            FROM raw WHERE ph = 'X' AND cat IN {LAUNCH_CATS} AND correlation IS NOT NULL
+            FROM l_src WHERE cat IN {LAUNCH_CATS} AND correlation IS NOT NULL
             GROUP BY correlation
           )
           SELECT {common}, k.cat, k.name, k.pid, k.tid,
                  coalesce(k.device, TRY_CAST(k.pid AS BIGINT)) AS device,
                  coalesce(k.stream, TRY_CAST(regexp_extract(k.tid, '(\\d+)', 1) AS BIGINT)) AS stream,
-                 k.ts_ns + {base_ns} AS ts_ns, k.dur_ns, k.correlation, k.external_id, k.ev_idx,
+                 k.ts_ns + {shift} AS ts_ns, k.dur_ns, k.correlation, k.external_id, k.ev_idx,
                  k.grid, k.block, k.bytes,
                  c.kernel_class, c.attention_variant,
-                 l.launch_name, l.launch_ts_ns + {base_ns} AS launch_ts_ns, l.launch_pid, l.launch_tid,
+                 l.launch_name, l.launch_ts_ns + {shift} AS launch_ts_ns, l.launch_pid, l.launch_tid,
                  coalesce(l.launch_name ILIKE '%GraphLaunch%', false) AS cuda_graph,
                  l.correlation IS NULL AS orphan
-          FROM raw k
+          FROM k_src k
           LEFT JOIN kernel_classes c ON c.name = k.name AND c.cat = k.cat
           LEFT JOIN launches l ON l.correlation = k.correlation
-          WHERE k.ph = 'X' AND k.cat IN {GPU_CATS} {drop_zero}
-        ) TO '{out["kernels"]}' (FORMAT parquet, COMPRESSION zstd)
-        """
-    ).fetchone()[0]
-    table_rows["ops"] = con.execute(
-        f"""
-        COPY (
-          SELECT {common}, cat, name, pid, tid, ts_ns + {base_ns} AS ts_ns, dur_ns, external_id,
-                 correlation, ev_idx, cbid, input_dims
-          FROM raw
-          WHERE ph = 'X' AND cat NOT IN {GPU_CATS} AND cat NOT IN {ANNOTATION_CATS} {drop_zero}
-        ) TO '{out["ops"]}' (FORMAT parquet, COMPRESSION zstd)
+        ) TO '{out["kernels"]}' (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 16384)
         """
     ).fetchone()[0]
     table_rows["annotations"] = con.execute(
         f"""
         COPY (
-          SELECT {common}, cat, name, pid, tid, ts_ns + {base_ns} AS ts_ns, dur_ns, external_id, ev_idx,
+          SELECT {common}, cat, name, pid, tid, ts_ns + {shift} AS ts_ns, dur_ns, external_id, ev_idx,
                  cat = 'gpu_user_annotation' AS on_gpu, input_dims
-          FROM raw
-          WHERE ph = 'X' AND cat IN {ANNOTATION_CATS} {drop_zero}
+          FROM a_src
           ORDER BY ts_ns, dur_ns DESC
         ) TO '{out["annotations"]}' (FORMAT parquet, COMPRESSION zstd)
         """
     ).fetchone()[0]
-    table_rows["flows"] = con.execute(
-        f"""
-        COPY (
-          SELECT {common}, cat, name, ph, TRY_CAST(flow_id AS BIGINT) AS flow_id, pid, tid,
-                 ts_ns + {base_ns} AS ts_ns, flow_bp AS bp
-          FROM raw WHERE ph IN ('s', 'f', 't')
-        ) TO '{out["flows"]}' (FORMAT parquet, COMPRESSION zstd)
-        """
-    ).fetchone()[0]
+    if fast is not None:
+        table_rows["ops"], table_rows["flows"] = fast.rows["ops"], fast.rows["flows"]
+    else:
+        table_rows["ops"] = con.execute(
+            f"""
+            COPY (
+              SELECT {common}, cat, name, pid, tid, ts_ns + {shift} AS ts_ns, dur_ns, external_id,
+                     correlation, ev_idx, cbid, input_dims
+              FROM raw
+              WHERE ph = 'X' AND cat NOT IN {GPU_CATS} AND cat NOT IN {ANNOTATION_CATS} {drop_zero}
+            ) TO '{out["ops"]}' (FORMAT parquet, COMPRESSION zstd)
+            """
+        ).fetchone()[0]
+        table_rows["flows"] = con.execute(
+            f"""
+            COPY (
+              SELECT {common}, cat, name, ph, TRY_CAST(flow_id AS BIGINT) AS flow_id, pid, tid,
+                     ts_ns + {shift} AS ts_ns, flow_bp AS bp
+              FROM raw WHERE ph IN ('s', 'f', 't')
+            ) TO '{out["flows"]}' (FORMAT parquet, COMPRESSION zstd)
+            """
+        ).fetchone()[0]
+    table_rows = {t: table_rows[t] for t in ("kernels", "ops", "annotations", "flows")}
     info.records = int(counts["read"])
     info.version = _version(meta, counts, array_form)
     info.details |= {

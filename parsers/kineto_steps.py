@@ -33,6 +33,7 @@ import duckdb
 import pyarrow as pa
 
 from lltrace.parsers.kineto import DUCK_MEMORY
+from lltrace.parsers.schema import table_from_rows
 
 KERNEL_TIME_CLASSES = ("gemm", "attention", "communication", "memory", "elementwise", "other")
 
@@ -272,6 +273,17 @@ def _forward_passes_from_shapes(con: duckdb.DuckDBPyConnection) -> list[dict]:
     return sorted(steps, key=lambda s: s["start_ns"])
 
 
+_STEPS_IN = pa.schema(
+    [
+        ("step_id", pa.int64()),
+        ("pid", pa.string()),
+        ("tid", pa.string()),
+        ("start_ns", pa.int64()),
+        ("end_ns", pa.int64()),
+    ]
+)
+
+
 def detect_steps(stage: Path, part: int) -> tuple[pa.Table, dict]:
     """Compute the ``engine_steps`` rows of one staged trace; returns the table and a detection summary."""
     con = duckdb.connect()
@@ -280,7 +292,7 @@ def detect_steps(stage: Path, part: int) -> tuple[pa.Table, dict]:
         "SET enable_progress_bar = false"
     )
     for t in ("kernels", "ops", "annotations"):
-        con.execute(f"CREATE VIEW {t} AS SELECT * FROM read_parquet('{stage}/{t}/part-{part:05d}.parquet')")
+        con.execute(f"CREATE VIEW {t} AS SELECT * FROM read_parquet('{stage}/{t}/part-{part:05d}.*parquet')")
 
     family, steps = _find_steps(con)
     summary = {"family": family, "steps": len(steps)}
@@ -292,7 +304,7 @@ def detect_steps(stage: Path, part: int) -> tuple[pa.Table, dict]:
         s["step_id"] = i
     con.register(
         "steps_in",
-        pa.Table.from_pylist([{k: s[k] for k in ("step_id", "pid", "tid", "start_ns", "end_ns")} for s in steps]),
+        table_from_rows(steps, _STEPS_IN),
     )
     # Next step's start bounds where orphan GPU work is looked for.
     con.execute(
@@ -422,7 +434,7 @@ def detect_steps(stage: Path, part: int) -> tuple[pa.Table, dict]:
                 "source": "profiler",
             }
         )
-    return pa.Table.from_pylist(rows, schema=STEP_SCHEMA), summary
+    return table_from_rows(rows, STEP_SCHEMA), summary
 
 
 STEP_SCHEMA = pa.schema(

@@ -1,7 +1,12 @@
-"""The canonical ``requests`` table's columns, declared once (Arrow types; DuckDB types derived)."""
+"""The canonical ``requests`` table's columns, declared once (Arrow types; DuckDB types derived), and Arrow tables
+built from rows without pandas."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
 import pyarrow as pa
 
 REQUEST_SCHEMA = pa.schema(
@@ -46,3 +51,58 @@ REQUEST_SCHEMA = pa.schema(
 
 _DUCK = {pa.string(): "VARCHAR", pa.int64(): "BIGINT", pa.float64(): "DOUBLE", pa.list_(pa.int64()): "BIGINT[]"}
 REQUEST_DUCKDB_TYPES = {f.name: _DUCK[f.type] for f in REQUEST_SCHEMA}
+
+
+_NUMPY = {
+    pa.int8(): np.int8,
+    pa.int16(): np.int16,
+    pa.int32(): np.int32,
+    pa.int64(): np.int64,
+    pa.uint32(): np.uint32,
+    pa.uint64(): np.uint64,
+    pa.float32(): np.float32,
+    pa.float64(): np.float64,
+}
+
+
+def table_from_rows(rows: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:
+    """``pa.Table.from_pylist(rows, schema)``, for numbers, booleans, strings and lists of integers, built from
+    buffers: pyarrow converts Python lists only after importing pandas where it is installed (0.2 s a run)."""
+    return pa.Table.from_arrays([_column([r.get(f.name) for r in rows], f.type) for f in schema], schema=schema)
+
+
+def _validity(values: list[Any]) -> tuple[pa.Buffer | None, int]:
+    present = np.fromiter((v is not None for v in values), dtype=bool, count=len(values))
+    nulls = len(values) - int(present.sum())
+    return (pa.py_buffer(np.packbits(present, bitorder="little")) if nulls else None), nulls
+
+
+def _column(values: list[Any], typ: pa.DataType) -> pa.Array:
+    n = len(values)
+    valid, nulls = _validity(values)
+    accepted = (int,) if pa.types.is_integer(typ) else (int, float)
+    if typ in _NUMPY and all(v is None or type(v) in accepted for v in values):
+        data = np.array([0 if v is None else v for v in values], dtype=_NUMPY[typ])
+        return pa.Array.from_buffers(typ, n, [valid, pa.py_buffer(data)], null_count=nulls)
+    if typ == pa.bool_() and all(v is None or type(v) is bool for v in values):
+        bits = np.packbits(np.fromiter((bool(v) for v in values), dtype=bool, count=n), bitorder="little")
+        return pa.Array.from_buffers(typ, n, [valid, pa.py_buffer(bits)], null_count=nulls)
+    if typ == pa.string() and all(v is None or type(v) is str for v in values):
+        encoded = [b"" if v is None else v.encode() for v in values]
+        offsets = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum([len(e) for e in encoded], out=offsets[1:])
+        if offsets[-1] < 2**31:
+            return pa.Array.from_buffers(
+                typ,
+                n,
+                [valid, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(b"".join(encoded))],
+                null_count=nulls,
+            )
+    if typ == pa.list_(pa.int64()) and all(v is None or isinstance(v, list) for v in values):
+        flat = [x for v in values if v is not None for x in v]
+        items = _column(flat, pa.int64())
+        if items.type == pa.int64() and len(flat) < 2**31:
+            offsets = np.zeros(n + 1, dtype=np.int32)
+            np.cumsum([0 if v is None else len(v) for v in values], out=offsets[1:])
+            return pa.Array.from_buffers(typ, n, [valid, pa.py_buffer(offsets)], null_count=nulls, children=[items])
+    return pa.array(values, typ)  # anything else: pyarrow's own conversion (and its errors)

@@ -16,11 +16,10 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lltrace.parsers.kineto import SourceInfo
-from lltrace.parsers.schema import REQUEST_SCHEMA
+from lltrace.parsers.schema import REQUEST_SCHEMA, table_from_rows
 from lltrace.parsers.vllm import LOG_STATS_SCHEMA, LOG_STEP_SCHEMA
 
 SCHEDULER_LOG = "sglang-scheduler-log"
@@ -158,7 +157,7 @@ def ingest_scheduler_log(path: str, stage: Path, part: int, **_: Any) -> SourceI
     ):
         if rows:
             (stage / table).mkdir(parents=True, exist_ok=True)
-            pq.write_table(pa.Table.from_pylist(rows, schema=schema), stage / table / f"part-{part:05d}.parquet")
+            pq.write_table(table_from_rows(rows, schema), stage / table / f"part-{part:05d}.parquet")
     if suspicious:
         info.warnings.append(
             f"{path}: {suspicious} Req Time Stats lines have forward_duration beyond 1e9 ms "

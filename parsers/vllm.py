@@ -23,6 +23,7 @@ from lltrace.errors import TraceFormatError
 from lltrace.parsers._lines import json_lines, read_text
 from lltrace.parsers.kineto import SourceInfo
 from lltrace.parsers.kineto_steps import STEP_SCHEMA
+from lltrace.parsers.schema import table_from_rows
 
 BENCH = "vllm-bench"
 CLIENT_LOG = "vllm-bench-client-log"
@@ -33,7 +34,7 @@ SERVER_LOG = "vllm-server-log"
 
 def _write(stage: Path, table: str, part: int, rows: list[dict[str, Any]], schema: pa.Schema) -> int:
     (stage / table).mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(rows, schema=schema), stage / table / f"part-{part:05d}.parquet")
+    pq.write_table(table_from_rows(rows, schema), stage / table / f"part-{part:05d}.parquet")
     return len(rows)
 
 

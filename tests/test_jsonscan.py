@@ -88,6 +88,19 @@ def test_locator_finds_the_array_despite_brackets_in_strings(tmp_path):
     assert loc.metadata["traceName"] == '/tmp/x]{"y'
 
 
+def test_locator_is_not_fooled_by_an_array_of_objects_after_the_events(tmp_path):
+    # Real H100 traces write deviceProperties (one object per GPU) after traceEvents: its objects parse on
+    # their own and what follows closes the document, but they are not events (no "ph").
+    gpus = [{"id": i, "name": "NVIDIA H100 80GB HBM3", "totalGlobalMem": 85018279936} for i in range(8)]
+    doc = {"traceEvents": TRICKY, "schemaVersion": 1, "deviceProperties": gpus, "baseTimeNanoseconds": 5}
+    data = json.dumps(doc, indent=2).encode()
+    path = tmp_path / "t.json"
+    path.write_bytes(data)
+    loc = locate_event_array(str(path), len(data))
+    assert json.loads(data[loc.open : loc.close + 1]) == TRICKY
+    assert loc.metadata["deviceProperties"] == gpus and loc.metadata["schemaVersion"] == 1
+
+
 def test_locator_gives_up_on_a_truncated_document(tmp_path):
     data = _doc(TRICKY)
     path = tmp_path / "t.json"

@@ -6,15 +6,15 @@ import hashlib
 import json
 import os
 import re
+import threading
 import time
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
-import polars as pl
 import pyarrow.parquet as pq
 
 from lltrace import __version__
@@ -31,6 +31,9 @@ from lltrace.parsers import FORMATS, Format, closest_formats, detect, read_head
 from lltrace.parsers.kineto import NAME as KINETO
 from lltrace.parsers.kineto_steps import detect_steps
 from lltrace.store import TABLES, Store, check_run_id
+
+if TYPE_CHECKING:  # polars is imported where a table is asked for (it costs 25 MB at import)
+    import polars as pl
 
 ProgressFn = Callable[[str, int, int], None]
 """Called as ``progress(path, bytes_done, bytes_total)`` while a file is read."""
@@ -63,6 +66,8 @@ class Run:
         if name not in TABLES:
             raise StoreError(f"unknown table {name!r}; tables: {', '.join(TABLES)}")
         if not self.store.table_files(name, [self.id]):
+            import polars as pl
+
             return pl.DataFrame()
         return self.sql(f"SELECT * FROM {name}")  # the store's view: canonical columns, NULL where not given
 
@@ -81,6 +86,41 @@ def _sha256(path: Path) -> str:
         while chunk := f.read(1 << 20):
             h.update(chunk)
     return h.hexdigest()
+
+
+def _digest(hashes: list[str], keep_python: bool) -> str:
+    return hashlib.sha256(json.dumps([hashes, {"keep_python": keep_python}], sort_keys=True).encode()).hexdigest()
+
+
+class _Hashing:
+    """The files' sha256, computed on a thread of its own (hashlib releases the GIL)."""
+
+    def __init__(self, files: list[Path]) -> None:
+        self._hashes: list[str] = []
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(files,), name="lltrace-sha256", daemon=True)
+        self._thread.start()
+
+    def _run(self, files: list[Path]) -> None:
+        try:
+            self._hashes = [_sha256(f) for f in files]
+        except BaseException as exc:  # raised in the caller by result()
+            self._error = exc
+
+    def result(self) -> list[str]:
+        """The hashes, in file order (waits for them)."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._hashes
+
+
+def _may_be_stored(st: Store, run: str | None, files: list[Path], folder: Path | None) -> bool:
+    """Whether the store holds a run these files could be a re-ingest of (by name; the hashes decide)."""
+    if run:
+        return st.has_run(run)
+    prefix = _default_run_id(files, "", folder)  # "<name>-"
+    return any(r.startswith(prefix) for r in st.run_ids())
 
 
 def expand_inputs(paths: Sequence[str | os.PathLike[str]]) -> tuple[list[tuple[Path, Format]], list[Skipped]]:
@@ -154,20 +194,31 @@ def ingest(
     """
     st = store if isinstance(store, Store) else Store(store)
     files, skipped = expand_inputs(paths)
-    hashes = [_sha256(f) for f, _ in files]
-    digest = hashlib.sha256(json.dumps([hashes, {"keep_python": keep_python}], sort_keys=True).encode()).hexdigest()
     folder = Path(paths[0]) if len(paths) == 1 and Path(paths[0]).is_dir() else None
-    run_id = check_run_id(run) if run else _default_run_id([f for f, _ in files], digest, folder)
-    if st.has_run(run_id) and not force:
-        meta = st.metadata(run_id)
-        if meta.get("input_digest") == digest:
+    if run:
+        check_run_id(run)
+    # The content hashes decide the run id and whether the stored run is reused. Where no stored run could
+    # be this one (a new name), they are computed beside the ingest instead of before it.
+    hashing = _Hashing([f for f, _ in files])
+    ident: dict[str, str] = {}
+
+    def identify() -> str:
+        if not ident:
+            digest = _digest(hashing.result(), keep_python)
+            ident["digest"] = digest
+            ident["run_id"] = run or _default_run_id([f for f, _ in files], digest, folder)
+        return ident["run_id"]
+
+    if not force and _may_be_stored(st, run, [f for f, _ in files], folder):
+        run_id = identify()
+        if st.has_run(run_id) and st.metadata(run_id).get("input_digest") == ident["digest"]:
             return Run(run_id, st, skipped, reused=True)
     started = time.time()
     sources: list[dict[str, Any]] = []
     detection: list[dict[str, Any]] = []
-    with st.write_run(run_id) as stage:
+    with st.write_run(identify) as stage:
         steps_tables = []
-        for part, ((path, fmt), sha) in enumerate(zip(files, hashes, strict=True)):
+        for part, (path, fmt) in enumerate(files):
             size = path.stat().st_size
             cb = (lambda done, _p=str(path), _s=size: progress(_p, done, _s)) if progress else None
             with warnings.catch_warnings():
@@ -183,7 +234,7 @@ def ingest(
                 raise TraceFormatError(str(path), "end of file", f"truncated trace ({info.truncated})")
             for w in info.warnings:
                 warnings.warn(w, TruncatedInput if info.truncated else InputWarning, stacklevel=2)
-            src = info.to_dict() | {"part": part, "sha256": sha, "size_bytes": size}
+            src = info.to_dict() | {"part": part, "sha256": None, "size_bytes": size}
             src.setdefault("rows", {})
             if fmt.name == KINETO:
                 steps, summary = detect_steps(stage, part)
@@ -207,13 +258,16 @@ def ingest(
             alignment.append(join["clock"])
         if log_clock:
             alignment.append(log_clock)
+        run_id = identify()
+        for src, sha in zip(sources, hashing.result(), strict=True):
+            src["sha256"] = sha
         meta = {
             "run_id": run_id,
             "name": run or run_id,
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
             "ingest_seconds": round(time.time() - started, 3),
             "lltrace_version": __version__,
-            "input_digest": digest,
+            "input_digest": ident["digest"],
             "options": {"keep_python": keep_python},
             "sources": sources,
             "skipped": [s.__dict__ for s in skipped],

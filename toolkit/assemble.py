@@ -20,7 +20,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lltrace.parsers.schema import REQUEST_SCHEMA
+from lltrace.parsers.schema import REQUEST_SCHEMA, table_from_rows
 
 PROVENANCE = {
     "requests.queue_s": "measured: span gen_ai.latency.time_in_queue",
@@ -271,12 +271,10 @@ def assemble_requests(stage: Path, sources: list[dict[str, Any]]) -> dict[str, A
     events = _request_events(spans_by_id, out)
     if events:
         (stage / "request_events").mkdir(exist_ok=True)
-        pq.write_table(
-            pa.Table.from_pylist(events, schema=EVENT_SCHEMA), stage / "request_events" / "part-joined.parquet"
-        )
+        pq.write_table(table_from_rows(events, EVENT_SCHEMA), stage / "request_events" / "part-joined.parquet")
     report["request_events"] = len(events)
     (stage / "requests").mkdir(exist_ok=True)
-    table = pa.Table.from_pylist(out, schema=REQUEST_SCHEMA).sort_by([("arrival_s", "ascending")])
+    table = table_from_rows(out, REQUEST_SCHEMA).sort_by([("arrival_s", "ascending")])
     pq.write_table(table, stage / "requests" / "part-joined.parquet", compression="zstd")
     report["requests"] = len(out)
     report["spans"] = len(spans)
@@ -361,7 +359,7 @@ def place_log_times(stage: Path) -> dict[str, Any] | None:
                 end = stamp if prev_end is None else max(stamp, prev_end + (r["wall_s"] or 0.0))
                 r["end_s"], r["start_s"] = end, end - (r["wall_s"] or 0.0)
                 prev_end = end
-        pq.write_table(pa.Table.from_pylist(rows, schema=schema), f)
+        pq.write_table(table_from_rows(rows, schema), f)
     return report
 
 
@@ -407,5 +405,5 @@ def estimate_ttft_split(stage: Path) -> dict[str, Any] | None:
             changed += 1
             touched = True
         if touched:
-            pq.write_table(pa.Table.from_pylist(rows, schema=REQUEST_SCHEMA), f)
+            pq.write_table(table_from_rows(rows, REQUEST_SCHEMA), f)
     return {"prefill_tokens_per_s": rate, "steps": n, "requests_split": changed, "basis": basis} if changed else None

@@ -22,7 +22,7 @@ import re
 import shutil
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -55,6 +55,10 @@ def check_run_id(run_id: str) -> str:
 
 def _is_uri(root: object) -> bool:
     return isinstance(root, str) and re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", root) is not None
+
+
+def _resolve(run_id: str | Callable[[], str]) -> str:
+    return check_run_id(run_id if isinstance(run_id, str) else run_id())
 
 
 class Store:
@@ -131,25 +135,27 @@ class Store:
 
     # -- writing ---------------------------------------------------------------------------------
     @contextmanager
-    def write_run(self, run_id: str) -> Iterator[Path]:
+    def write_run(self, run_id: str | Callable[[], str]) -> Iterator[Path]:
         """Stage a run's tables in a folder (``<stage>/<table>/*.parquet``) and commit them on success.
 
         The caller writes ``<stage>/<table>/...`` and ``<stage>/run.json``; on a clean exit the run is
         moved into place (replacing a run of the same id) and its metadata committed last. On an
-        exception the staging folder is removed and the store is left as it was.
+        exception the staging folder is removed and the store is left as it was. ``run_id`` may be a
+        function, asked at the commit (for an id that depends on what was staged, e.g. a content hash).
         """
-        check_run_id(run_id)
+        if isinstance(run_id, str):
+            check_run_id(run_id)
         staging = self.root / ".staging"
         try:
             staging.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StoreError(f"{self.root}: cannot create the store ({exc.strerror})") from None
         self._sweep(staging)
-        stage = staging / f"{run_id}-{uuid.uuid4().hex[:8]}"
+        stage = staging / f"{run_id if isinstance(run_id, str) else 'pending'}-{uuid.uuid4().hex[:8]}"
         stage.mkdir()
         try:
             yield stage
-            self._commit(run_id, stage)
+            self._commit(_resolve(run_id), stage)
         finally:
             shutil.rmtree(stage, ignore_errors=True)
 
@@ -334,14 +340,16 @@ class FilesystemStore(Store):
 
     # -- writing ---------------------------------------------------------------------------------
     @contextmanager
-    def write_run(self, run_id: str) -> Iterator[Path]:
+    def write_run(self, run_id: str | Callable[[], str]) -> Iterator[Path]:
         """Stage the run on local disk; on a clean exit upload its tables, then its metadata (the commit)."""
         import tempfile
 
-        check_run_id(run_id)
-        stage = Path(tempfile.mkdtemp(prefix=f"lltrace-{run_id}-"))
+        if isinstance(run_id, str):
+            check_run_id(run_id)
+        stage = Path(tempfile.mkdtemp(prefix=f"lltrace-{run_id if isinstance(run_id, str) else 'pending'}-"))
         try:
             yield stage
+            run_id = _resolve(run_id)
             meta = stage / "run.json"
             if not meta.is_file():
                 raise StoreError(f"internal: staged run {run_id} has no run.json")

@@ -1,0 +1,1175 @@
+/* A compiled reader for the event array of a PyTorch profiler (Kineto) trace.
+ *
+ * It turns a block of whole events into the staged columns that parsers/kineto.py's DuckDB reader
+ * (_BATCH_SELECT over read_json) produces, with the same values, as Arrow buffers: no Python object is
+ * made per event and the GIL is released while a block is read, so two threads read two halves of a
+ * file on two cores. It validates everything it passes over (strict JSON, UTF-8, no control characters).
+ *
+ * It reads the common case only. Whatever it cannot reproduce exactly -- a number with an exponent or
+ * more than three decimals where a time is read, a float where text is kept, escapes inside nested
+ * values, a duplicated key, invalid JSON -- raises Unsupported(offset, reason), and the caller reads the
+ * file with the DuckDB path instead, which gives the documented result or error. tests/test_kineto_fast.py
+ * checks that both readers stage identical rows for every real trace in shared/data.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { OK = 0, NEED_MORE = 1, BAD = 2 };
+enum { V_ABSENT = 0, V_NULL, V_STR, V_INT, V_FLOAT, V_TRUE, V_FALSE, V_NESTED };
+
+typedef struct {
+    int kind;
+    const char *p; /* V_STR: the content between the quotes; V_INT/V_FLOAT/V_NESTED: the raw text */
+    size_t len;
+    int escaped;   /* V_STR holds a backslash escape */
+    int plain;     /* V_NESTED: no float, no -0 and no escape inside (its minified text is DuckDB's) */
+    int negzero;   /* V_INT: the text is "-0" */
+} Val;
+
+typedef struct {
+    const char *bad_at;
+    const char *reason;
+} Err;
+
+/* ---------------------------------------------------------------- growable buffers and columns */
+
+typedef struct {
+    char *p;
+    size_t len, cap;
+} Buf;
+
+static int buf_reserve(Buf *b, size_t extra) {
+    if (b->len + extra <= b->cap) return 0;
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap < b->len + extra) cap *= 2;
+    char *q = realloc(b->p, cap);
+    if (!q) return -1;
+    b->p = q;
+    b->cap = cap;
+    return 0;
+}
+
+static int buf_put(Buf *b, const void *src, size_t n) {
+    if (buf_reserve(b, n)) return -1;
+    memcpy(b->p + b->len, src, n);
+    b->len += n;
+    return 0;
+}
+
+typedef struct {
+    Buf valid, values, data; /* data: string bytes; values: int32 offsets, int64 values or a bit map */
+    int64_t n, nulls;
+    int type; /* 's' string, 'i' int64, 'b' bool */
+} Col;
+
+static int bit_push(Buf *b, int64_t i, int on) {
+    if ((i & 7) == 0) {
+        if (buf_reserve(b, 1)) return -1;
+        b->p[b->len++] = 0;
+    }
+    if (on) b->p[i >> 3] |= (char)(1 << (i & 7));
+    return 0;
+}
+
+static int col_null(Col *c) {
+    if (bit_push(&c->valid, c->n, 0)) return -1;
+    c->nulls++;
+    if (c->type == 's') {
+        int32_t off = (int32_t)c->data.len;
+        if (buf_put(&c->values, &off, 4)) return -1;
+    } else if (c->type == 'i') {
+        int64_t z = 0;
+        if (buf_put(&c->values, &z, 8)) return -1;
+    } else if (bit_push(&c->values, c->n, 0)) {
+        return -1;
+    }
+    c->n++;
+    return 0;
+}
+
+static int col_int(Col *c, int64_t v) {
+    if (bit_push(&c->valid, c->n, 1) || buf_put(&c->values, &v, 8)) return -1;
+    c->n++;
+    return 0;
+}
+
+static int col_bool(Col *c, int v) {
+    if (bit_push(&c->valid, c->n, 1) || bit_push(&c->values, c->n, v)) return -1;
+    c->n++;
+    return 0;
+}
+
+/* A string value: the bytes already appended to c->data since the last row are the value. */
+static int col_str_done(Col *c) {
+    int32_t off = (int32_t)c->data.len;
+    if (bit_push(&c->valid, c->n, 1) || buf_put(&c->values, &off, 4)) return -1;
+    c->n++;
+    return 0;
+}
+
+static int col_str(Col *c, const char *p, size_t n) {
+    if (buf_put(&c->data, p, n)) return -1;
+    return col_str_done(c);
+}
+
+static void col_free(Col *c) {
+    free(c->valid.p);
+    free(c->values.p);
+    free(c->data.p);
+    memset(c, 0, sizeof *c);
+}
+
+/* ---------------------------------------------------------------- strict JSON scanning */
+
+static inline const char *skip_ws(const char *p, const char *end) {
+    while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) p++;
+    return p;
+}
+
+static int hexval(int c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+static int hex4(const unsigned char *p, const unsigned char *end, unsigned *out) {
+    if (end - p < 4) return NEED_MORE;
+    unsigned v = 0;
+    for (int i = 0; i < 4; i++) {
+        int h = hexval(p[i]);
+        if (h < 0) return BAD;
+        v = (v << 4) | (unsigned)h;
+    }
+    *out = v;
+    return OK;
+}
+
+/* One UTF-8 sequence starting with a byte >= 0x80: its length, or 0 if invalid, -1 if cut short. */
+static int utf8_seq(const unsigned char *p, const unsigned char *end) {
+    unsigned c = p[0];
+    int n;
+    unsigned lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) n = 2;
+    else if (c == 0xE0) n = 3, lo = 0xA0;
+    else if (c == 0xED) n = 3, hi = 0x9F;
+    else if (c >= 0xE1 && c <= 0xEF) n = 3;
+    else if (c == 0xF0) n = 4, lo = 0x90;
+    else if (c >= 0xF1 && c <= 0xF3) n = 4;
+    else if (c == 0xF4) n = 4, hi = 0x8F;
+    else return 0;
+    if (end - p < n) return -1;
+    if (p[1] < lo || p[1] > hi) return 0;
+    for (int i = 2; i < n; i++)
+        if (p[i] < 0x80 || p[i] > 0xBF) return 0;
+    return n;
+}
+
+/* Bytes that need no attention inside a string: ASCII, not a control character, quote or backslash. */
+static unsigned char PLAIN[256];
+
+static void init_tables(void) {
+    for (int c = 0; c < 256; c++) PLAIN[c] = c >= 0x20 && c < 0x80 && c != '"' && c != '\\';
+}
+
+/* *pp at the opening quote; leaves *pp after the closing quote. */
+static int scan_string(const char **pp, const char *end_, Val *v, Err *err) {
+    const unsigned char *p = (const unsigned char *)*pp + 1, *end = (const unsigned char *)end_;
+    const unsigned char *start = p;
+    int escaped = 0;
+    for (;;) {
+        while (p + 4 <= end && PLAIN[p[0]] && PLAIN[p[1]] && PLAIN[p[2]] && PLAIN[p[3]]) p += 4;
+        while (p < end && PLAIN[*p]) p++;
+        if (p >= end) return NEED_MORE;
+        unsigned c = *p;
+        if (c == '"') break;
+        if (c == '\\') {
+            escaped = 1;
+            if (p + 1 >= end) return NEED_MORE;
+            c = p[1];
+            if (c == 'u') {
+                unsigned u, u2;
+                int r = hex4(p + 2, end, &u);
+                if (r) return r == BAD ? (err->bad_at = (const char *)p, err->reason = "bad \\u escape", BAD) : r;
+                p += 6;
+                if (u >= 0xDC00 && u <= 0xDFFF) {
+                    err->bad_at = (const char *)p;
+                    err->reason = "lone low surrogate escape";
+                    return BAD;
+                }
+                if (u >= 0xD800 && u <= 0xDBFF) {
+                    if (end - p < 6) return NEED_MORE;
+                    if (p[0] != '\\' || p[1] != 'u' || hex4(p + 2, end, &u2) != OK || u2 < 0xDC00 || u2 > 0xDFFF) {
+                        err->bad_at = (const char *)p;
+                        err->reason = "lone high surrogate escape";
+                        return BAD;
+                    }
+                    p += 6;
+                }
+                continue;
+            }
+            if (c == '"' || c == '\\' || c == '/' || c == 'b' || c == 'f' || c == 'n' || c == 'r' || c == 't') {
+                p += 2;
+                continue;
+            }
+            err->bad_at = (const char *)p;
+            err->reason = "invalid escape";
+            return BAD;
+        }
+        if (c < 0x20) {
+            err->bad_at = (const char *)p;
+            err->reason = "control character in a string";
+            return BAD;
+        }
+        int n = utf8_seq(p, end);
+        if (n < 0) return NEED_MORE;
+        if (n == 0) {
+            err->bad_at = (const char *)p;
+            err->reason = "invalid UTF-8";
+            return BAD;
+        }
+        p += n;
+    }
+    v->kind = V_STR;
+    v->p = (const char *)start;
+    v->len = (size_t)(p - start);
+    v->escaped = escaped;
+    *pp = (const char *)p + 1;
+    return OK;
+}
+
+static int scan_number(const char **pp, const char *end, Val *v, Err *err) {
+    const char *p = *pp, *start = p;
+    int is_float = 0;
+    if (*p == '-') p++;
+    if (p >= end) return NEED_MORE;
+    if (*p == '0') {
+        p++;
+    } else if (*p >= '1' && *p <= '9') {
+        while (p < end && *p >= '0' && *p <= '9') p++;
+    } else {
+        err->bad_at = p;
+        err->reason = "invalid number";
+        return BAD;
+    }
+    if (p < end && *p == '.') {
+        is_float = 1;
+        p++;
+        const char *d = p;
+        while (p < end && *p >= '0' && *p <= '9') p++;
+        if (p >= end) return NEED_MORE;
+        if (p == d) {
+            err->bad_at = p;
+            err->reason = "invalid number";
+            return BAD;
+        }
+    }
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        is_float = 1;
+        p++;
+        if (p < end && (*p == '+' || *p == '-')) p++;
+        const char *d = p;
+        while (p < end && *p >= '0' && *p <= '9') p++;
+        if (p >= end) return NEED_MORE;
+        if (p == d) {
+            err->bad_at = p;
+            err->reason = "invalid number";
+            return BAD;
+        }
+    }
+    if (p >= end) return NEED_MORE; /* the number may go on in the next block */
+    v->kind = is_float ? V_FLOAT : V_INT;
+    v->p = start;
+    v->len = (size_t)(p - start);
+    v->negzero = !is_float && v->len == 2 && start[0] == '-' && start[1] == '0';
+    *pp = p;
+    return OK;
+}
+
+static int scan_literal(const char **pp, const char *end, const char *word, size_t n, Err *err) {
+    if ((size_t)(end - *pp) < n) return memcmp(*pp, word, (size_t)(end - *pp)) ? (err->bad_at = *pp, err->reason = "invalid literal", BAD) : NEED_MORE;
+    if (memcmp(*pp, word, n)) {
+        err->bad_at = *pp;
+        err->reason = "invalid JSON value";
+        return BAD;
+    }
+    *pp += n;
+    return OK;
+}
+
+#define MAX_DEPTH 512
+
+/* An array or object, validated without recursion; *pp at its opening bracket. Marks it plain when no
+ * float, -0 or escape is inside (then its minified text is the text DuckDB gives it). */
+static int scan_nested(const char **pp, const char *end, Val *v, Err *err) {
+    char stack[MAX_DEPTH]; /* the closing bracket of each open level */
+    int depth = 0, plain = 1, r;
+    const char *p = *pp, *start = p;
+    Val inner;
+open:
+    if (depth >= MAX_DEPTH) {
+        err->bad_at = p;
+        err->reason = "nesting too deep";
+        return BAD;
+    }
+    stack[depth++] = *p == '{' ? '}' : ']';
+    p = skip_ws(p + 1, end);
+    if (p >= end) return NEED_MORE;
+    if (*p == stack[depth - 1]) goto close;
+    for (;;) {
+        /* a member: a key first inside an object */
+        if (stack[depth - 1] == '}') {
+            if (*p != '"') {
+                err->bad_at = p;
+                err->reason = "expected a key";
+                return BAD;
+            }
+            if ((r = scan_string(&p, end, &inner, err))) return r;
+            plain &= !inner.escaped;
+            p = skip_ws(p, end);
+            if (p >= end) return NEED_MORE;
+            if (*p != ':') {
+                err->bad_at = p;
+                err->reason = "expected ':'";
+                return BAD;
+            }
+            p = skip_ws(p + 1, end);
+            if (p >= end) return NEED_MORE;
+        }
+        switch (*p) {
+        case '{':
+        case '[':
+            goto open;
+        case '"':
+            if ((r = scan_string(&p, end, &inner, err))) return r;
+            plain &= !inner.escaped;
+            break;
+        case 't':
+            if ((r = scan_literal(&p, end, "true", 4, err))) return r;
+            break;
+        case 'f':
+            if ((r = scan_literal(&p, end, "false", 5, err))) return r;
+            break;
+        case 'n':
+            if ((r = scan_literal(&p, end, "null", 4, err))) return r;
+            break;
+        default:
+            if (*p != '-' && (*p < '0' || *p > '9')) {
+                err->bad_at = p;
+                err->reason = "invalid JSON value";
+                return BAD;
+            }
+            if ((r = scan_number(&p, end, &inner, err))) return r;
+            plain &= inner.kind == V_INT && !inner.negzero;
+        }
+    after_value:
+        p = skip_ws(p, end);
+        if (p >= end) return NEED_MORE;
+        if (*p == ',') {
+            p = skip_ws(p + 1, end);
+            if (p >= end) return NEED_MORE;
+            continue;
+        }
+        if (*p != stack[depth - 1]) {
+            err->bad_at = p;
+            err->reason = stack[depth - 1] == '}' ? "expected ',' or '}'" : "expected ',' or ']'";
+            return BAD;
+        }
+    close:
+        p++;
+        if (--depth == 0) break;
+        goto after_value;
+    }
+    v->kind = V_NESTED;
+    v->p = start;
+    v->len = (size_t)(p - start);
+    v->plain = plain;
+    *pp = p;
+    return OK;
+}
+
+/* Any JSON value; classifies it into v. Nested values are validated and marked plain or not. */
+static int scan_value(const char **pp, const char *end, Val *v, Err *err) {
+    const char *p = *pp;
+    if (p >= end) return NEED_MORE;
+    int r;
+    switch (*p) {
+    case '"':
+        return scan_string(pp, end, v, err);
+    case '{':
+    case '[':
+        return scan_nested(pp, end, v, err);
+    case 't':
+        if ((r = scan_literal(pp, end, "true", 4, err))) return r;
+        v->kind = V_TRUE;
+        return OK;
+    case 'f':
+        if ((r = scan_literal(pp, end, "false", 5, err))) return r;
+        v->kind = V_FALSE;
+        return OK;
+    case 'n':
+        if ((r = scan_literal(pp, end, "null", 4, err))) return r;
+        v->kind = V_NULL;
+        return OK;
+    default:
+        if (*p == '-' || (*p >= '0' && *p <= '9')) return scan_number(pp, end, v, err);
+        err->bad_at = p;
+        err->reason = "invalid JSON value";
+        return BAD;
+    }
+}
+
+/* ---------------------------------------------------------------- values as DuckDB's VARCHAR text */
+
+static void put_utf8(Buf *b, unsigned u) {
+    char s[4];
+    size_t n;
+    if (u < 0x80) s[0] = (char)u, n = 1;
+    else if (u < 0x800) s[0] = (char)(0xC0 | (u >> 6)), s[1] = (char)(0x80 | (u & 0x3F)), n = 2;
+    else if (u < 0x10000)
+        s[0] = (char)(0xE0 | (u >> 12)), s[1] = (char)(0x80 | ((u >> 6) & 0x3F)), s[2] = (char)(0x80 | (u & 0x3F)), n = 3;
+    else
+        s[0] = (char)(0xF0 | (u >> 18)), s[1] = (char)(0x80 | ((u >> 12) & 0x3F)), s[2] = (char)(0x80 | ((u >> 6) & 0x3F)),
+        s[3] = (char)(0x80 | (u & 0x3F)), n = 4;
+    buf_put(b, s, n);
+}
+
+/* Appends a (validated) string's decoded content; the buffer has room (decoding never grows text). */
+static void put_decoded(Buf *b, const char *p, size_t len) {
+    const char *end = p + len;
+    while (p < end) {
+        const char *q = memchr(p, '\\', (size_t)(end - p));
+        if (!q) q = end;
+        memcpy(b->p + b->len, p, (size_t)(q - p));
+        b->len += (size_t)(q - p);
+        if (q == end) break;
+        char c = q[1];
+        if (c == 'u') {
+            unsigned u = 0, u2 = 0xDC00;
+            hex4((const unsigned char *)q + 2, (const unsigned char *)end, &u);
+            p = q + 6;
+            if (u >= 0xD800 && u <= 0xDBFF) {
+                hex4((const unsigned char *)p + 2, (const unsigned char *)end, &u2);
+                u = 0x10000 + ((u - 0xD800) << 10) + (u2 - 0xDC00);
+                p += 6;
+            }
+            put_utf8(b, u);
+            continue;
+        }
+        b->p[b->len++] = c == 'b' ? '\b' : c == 'f' ? '\f' : c == 'n' ? '\n' : c == 'r' ? '\r' : c == 't' ? '\t' : c;
+        p = q + 2;
+    }
+}
+
+/* Appends a plain nested value's text with the whitespace outside strings removed (room as above). */
+static void put_minified(Buf *b, const char *p, size_t len) {
+    const char *end = p + len;
+    while (p < end) {
+        char c = *p;
+        if (c == '"') {
+            const char *q = memchr(p + 1, '"', (size_t)(end - p - 1)); /* plain: no escapes inside */
+            memcpy(b->p + b->len, p, (size_t)(q - p + 1));
+            b->len += (size_t)(q - p + 1);
+            p = q + 1;
+        } else {
+            if (c != ' ' && c != '\n' && c != '\r' && c != '\t') b->p[b->len++] = c;
+            p++;
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- one event → one staged row */
+
+typedef struct {
+    int null;
+    const char *p;
+    size_t n;
+} Text;
+
+typedef struct {
+    int null;
+    int64_t v;
+} Int;
+
+/* The VARCHAR DuckDB reads for a JSON value; escaped and nested text is written to scratch (which has
+ * room for the whole event). BAD where DuckDB's text would differ from what is read here. */
+static int text_of(const Val *v, Buf *scratch, Text *t, Err *err) {
+    t->null = 0;
+    switch (v->kind) {
+    case V_ABSENT:
+    case V_NULL:
+        t->null = 1, t->p = NULL, t->n = 0;
+        return OK;
+    case V_STR:
+        if (v->escaped) {
+            size_t at = scratch->len;
+            put_decoded(scratch, v->p, v->len);
+            t->p = scratch->p + at, t->n = scratch->len - at;
+        } else {
+            t->p = v->p, t->n = v->len;
+        }
+        return OK;
+    case V_INT:
+        if (v->negzero) break;
+        t->p = v->p, t->n = v->len;
+        return OK;
+    case V_TRUE:
+        t->p = "true", t->n = 4;
+        return OK;
+    case V_FALSE:
+        t->p = "false", t->n = 5;
+        return OK;
+    case V_NESTED:
+        if (!v->plain) break;
+        size_t at = scratch->len;
+        put_minified(scratch, v->p, v->len);
+        t->p = scratch->p + at, t->n = scratch->len - at;
+        return OK;
+    default:
+        break;
+    }
+    err->bad_at = v->p;
+    err->reason = "a float, -0 or an escaped nested value where text is kept";
+    return BAD;
+}
+
+static int val_is_null(const Val *v) { return v->kind == V_ABSENT || v->kind == V_NULL; }
+
+/* A text equal to a string literal (the length is a constant, so the comparison is inlined). */
+#define TEXT_IS(t, lit) (!(t)->null && (t)->n == sizeof(lit) - 1 && memcmp((t)->p, lit, sizeof(lit) - 1) == 0)
+#define KEY_IS(p, n, lit) ((n) == sizeof(lit) - 1 && memcmp(p, lit, sizeof(lit) - 1) == 0)
+
+/* ph as one character; 0 for a longer or empty text, -1 for NULL. */
+static inline int ph_code(const Text *t) { return t->null ? -1 : t->n == 1 ? (unsigned char)t->p[0] : 0; }
+
+/* TRY_CAST(text AS BIGINT): NULL where DuckDB gives NULL, BAD where unsure (forms DuckDB rounds or trims). */
+static int try_bigint(const Text *t, Int *out, const char *at, Err *err) {
+    out->null = 1;
+    if (t->null) return OK;
+    const char *p = t->p;
+    size_t n = t->n, i = 0;
+    int neg = 0;
+    if (n && p[0] == '-') neg = 1, i = 1;
+    int digits_only = i < n;
+    for (size_t k = i; k < n; k++)
+        if (p[k] < '0' || p[k] > '9') digits_only = 0;
+    if (!digits_only) {
+        for (size_t k = 0; k < n; k++)
+            if (p[k] >= '0' && p[k] <= '9') {
+                err->bad_at = at;
+                err->reason = "an integer written in a form other than plain digits";
+                return BAD;
+            }
+        return OK; /* no digit at all: not a number */
+    }
+    uint64_t acc = 0, limit = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+    for (; i < n; i++) {
+        unsigned d = (unsigned)(p[i] - '0');
+        if (acc > (limit - d) / 10) return OK; /* beyond int64: NULL */
+        acc = acc * 10 + d;
+    }
+    out->null = 0;
+    out->v = neg ? (int64_t)(0 - acc) : (int64_t)acc;
+    return OK;
+}
+
+/* CAST(<DECIMAL(38,3) of the number> * 1000 AS BIGINT): exact integer nanoseconds from microseconds. */
+static int micros_to_ns(const Val *v, Int *out, Err *err) {
+    out->null = 1;
+    if (val_is_null(v)) return OK;
+    if (v->kind != V_INT && v->kind != V_FLOAT) goto bad;
+    const char *p = v->p, *end = v->p + v->len;
+    int neg = 0;
+    if (*p == '-') neg = 1, p++;
+    uint64_t acc = 0;
+    for (; p < end && *p >= '0' && *p <= '9'; p++) {
+        if (acc > (UINT64_MAX - 9) / 10) goto bad;
+        acc = acc * 10 + (uint64_t)(*p - '0');
+    }
+    int frac = 0;
+    if (p < end && *p == '.') {
+        for (p++; p < end && *p >= '0' && *p <= '9'; p++) {
+            if (++frac > 3) goto bad; /* DuckDB rounds to three decimals: left to it */
+            acc = acc * 10 + (uint64_t)(*p - '0');
+        }
+    }
+    if (p != end) goto bad; /* an exponent */
+    for (; frac < 3; frac++) {
+        if (acc > UINT64_MAX / 10) goto bad;
+        acc *= 10;
+    }
+    if (acc > (uint64_t)INT64_MAX) goto bad;
+    out->null = 0;
+    out->v = neg ? -(int64_t)acc : (int64_t)acc;
+    return OK;
+bad:
+    err->bad_at = v->p;
+    err->reason = "a time not written as microseconds with at most three decimals";
+    return BAD;
+}
+
+enum { K_PH, K_CAT, K_NAME, K_PID, K_TID, K_TS, K_DUR, K_ID, K_BP, K_ARGS, N_KEYS };
+/* top-level keys: ph cat name pid tid ts dur id bp args (top_key) */
+enum { A_EXT, A_CORR, A_EVIDX, A_PEI, A_DEVICE, A_STREAM, A_GRID, A_BLOCK, A_BYTES, A_CBID, A_CID, A_DIMS, A_NAME, A_LABELS, N_ARGS };
+/* args keys: "External id" (or "external id"), correlation, "Ev Idx", "Profiler Event Index", device, stream, grid,
+ * block, bytes, cbid, cid, "Input Dims", name, labels (arg_key) */
+
+/* The staged columns: kineto._STAGED's order, then old_cat, bad_link, dropped and flow_id as an integer. */
+enum {
+    C_PH, C_CAT, C_NAME, C_PID, C_TID, C_TS, C_DUR, C_EXT, C_CORR, C_EVIDX, C_DEVICE, C_STREAM, C_GRID, C_BLOCK, C_BYTES,
+    C_CBID, C_DIMS, C_META, C_FLOW_ID, C_FLOW_BP, C_OLD_CAT, C_BAD_LINK, C_DROPPED, C_FLOW_INT, N_COLS
+};
+static const char COL_TYPES[N_COLS + 1] = "sssssiiiiiiissiissssbbbi";
+#define N_TEXT_STAGED 20 /* the columns hashed for duplicate detection: C_PH .. C_FLOW_BP */
+
+typedef struct {
+    Text t[N_COLS]; /* text columns */
+    Int i[N_COLS];  /* integer columns */
+    int b[N_COLS];  /* bool columns: 0, 1, or -1 for NULL */
+} Row;
+
+/* Where a kept event goes (kineto._finalize's WHERE clauses over the kept rows). */
+enum { S_KERNELS, S_OPS, S_ANNOTATIONS, S_FLOWS, S_META, N_SINKS, S_NONE = -1 };
+
+/* The counts kineto._finalize reads off the staged rows (same names, same order). */
+enum {
+    N_READ, N_DROPPED_PY, N_X, N_ZERO_TS, N_PYTHON, N_NS_DECIMALS, N_INSTANTS, N_META, N_OTHER_PH, N_CAPITALISED, N_OLD_FLOWS,
+    N_MAX_X_TS, N_NEGATIVE_DUR, N_BAD_LINK, N_MIN_TS, N_MAX_TS, N_EVENTS, N_COUNTS
+};
+static const char *COUNT_NAMES = "read dropped_py x zero_ts python ns_decimals instants meta other_ph capitalised_cats old_flows "
+                                 "max_x_ts negative_dur bad_link min_ts max_ts events";
+
+typedef struct {
+    int64_t v[N_COUNTS];
+    int has[N_COUNTS]; /* for the min/max entries: whether any row gave one */
+} Counts;
+
+
+/* name LIKE '%execute_model%' ('_' is any one character). */
+static int like_execute_model(const Text *t) {
+    const unsigned char *p = (const unsigned char *)t->p, *end = p + t->n;
+    for (const unsigned char *s = p; s + 7 <= end; s++) {
+        if (memcmp(s, "execute", 7)) continue;
+        const unsigned char *q = s + 7;
+        if (q >= end) break;
+        q += *q < 0x80 ? 1 : *q >= 0xF0 ? 4 : *q >= 0xE0 ? 3 : 2;
+        if (q + 5 <= end && memcmp(q, "model", 5) == 0) return 1;
+    }
+    return 0;
+}
+
+typedef struct {
+    int keep_python;
+    const char *ext_key; /* "External id", or "external id" for PyTorch 1.8-1.10 files */
+    int64_t base_ns;     /* the clock base added to the rows' times (not to the counts, which are relative) */
+} Opts;
+
+/* The row _BATCH_SELECT makes of one event. */
+static int make_row(Row *row, const Val *top, const Val *args, Buf *scratch, const Opts *o, Err *err) {
+    int r;
+    Text raw_cat;
+    if ((r = text_of(&top[K_PH], scratch, &row->t[C_PH], err)) || (r = text_of(&top[K_CAT], scratch, &raw_cat, err)))
+        return r;
+    /* cat, with PyTorch 1.8-1.13 names mapped onto the modern ones; old_cat: one of the capitalised 2021
+     * names (NULL when cat is NULL) */
+    row->t[C_CAT] = raw_cat;
+    const char *to = NULL;
+    int old_cat = 0;
+    if (!raw_cat.null) {
+        if (TEXT_IS(&raw_cat, "Operator")) to = "cpu_op", old_cat = 1;
+        else if (TEXT_IS(&raw_cat, "Runtime")) to = "cuda_runtime", old_cat = 1;
+        else if (TEXT_IS(&raw_cat, "Kernel")) to = "kernel", old_cat = 1;
+        else if (TEXT_IS(&raw_cat, "Memcpy")) to = "gpu_memcpy", old_cat = 1;
+        else if (TEXT_IS(&raw_cat, "Memset")) to = "gpu_memset", old_cat = 1;
+        else if (TEXT_IS(&raw_cat, "async") || TEXT_IS(&raw_cat, "launch") || TEXT_IS(&raw_cat, "async_cpu_to_gpu") ||
+                 TEXT_IS(&raw_cat, "async_gpu"))
+            to = "ac2g";
+    }
+    if (to) row->t[C_CAT].p = to, row->t[C_CAT].n = strlen(to);
+    row->b[C_OLD_CAT] = raw_cat.null ? -1 : old_cat;
+    /* keep: cat IS DISTINCT FROM 'python_function' OR name LIKE '%execute_model%'; -1 is NULL */
+    Text name;
+    if ((r = text_of(&top[K_NAME], scratch, &name, err))) return r;
+    int keep = 1;
+    if (!o->keep_python && TEXT_IS(&raw_cat, "python_function")) keep = name.null ? -1 : like_execute_model(&name);
+    row->t[C_NAME] = name;
+    if (keep != 1) row->t[C_NAME].null = 1;
+    row->b[C_DROPPED] = keep == -1 ? -1 : !keep;
+    if ((r = text_of(&top[K_PID], scratch, &row->t[C_PID], err)) || (r = text_of(&top[K_TID], scratch, &row->t[C_TID], err)) ||
+        (r = micros_to_ns(&top[K_TS], &row->i[C_TS], err)) || (r = micros_to_ns(&top[K_DUR], &row->i[C_DUR], err)))
+        return r;
+    /* integer args: TRY_CAST of the text; the first non-NULL text of a pair */
+    static const int ints[][3] = {
+        {C_EXT, A_EXT, -1}, {C_CORR, A_CORR, -1}, {C_EVIDX, A_EVIDX, A_PEI}, {C_DEVICE, A_DEVICE, -1},
+        {C_STREAM, A_STREAM, -1}, {C_BYTES, A_BYTES, -1}, {C_CBID, A_CBID, A_CID},
+    };
+    int bad_link = 0;
+    for (size_t i = 0; i < sizeof ints / sizeof *ints; i++) {
+        const Val *v = &args[ints[i][1]];
+        if (val_is_null(v) && ints[i][2] >= 0) v = &args[ints[i][2]];
+        Text t;
+        if ((r = text_of(v, scratch, &t, err)) || (r = try_bigint(&t, &row->i[ints[i][0]], v->p, err))) return r;
+        if ((ints[i][0] == C_EXT || ints[i][0] == C_CORR) && !t.null && row->i[ints[i][0]].null) bad_link = 1;
+    }
+    row->b[C_BAD_LINK] = bad_link;
+    if ((r = text_of(&args[A_GRID], scratch, &row->t[C_GRID], err)) || (r = text_of(&args[A_BLOCK], scratch, &row->t[C_BLOCK], err)))
+        return r;
+    /* CASE WHEN ph = 'X' THEN Input Dims; CASE WHEN ph = 'M' THEN coalesce(name, labels) */
+    static const Val none = {0};
+    int ph = ph_code(&row->t[C_PH]), ph_x = ph == 'X', ph_m = ph == 'M';
+    if ((r = text_of(ph_x ? &args[A_DIMS] : &none, scratch, &row->t[C_DIMS], err))) return r;
+    const Val *meta = !ph_m ? &none : !val_is_null(&args[A_NAME]) ? &args[A_NAME] : &args[A_LABELS];
+    if ((r = text_of(meta, scratch, &row->t[C_META], err)) || (r = text_of(&top[K_ID], scratch, &row->t[C_FLOW_ID], err)) ||
+        (r = text_of(&top[K_BP], scratch, &row->t[C_FLOW_BP], err)))
+        return r;
+    /* flows: TRY_CAST(flow_id AS BIGINT) */
+    row->i[C_FLOW_INT].null = 1;
+    if ((ph == 's' || ph == 'f' || ph == 't') &&
+        (r = try_bigint(&row->t[C_FLOW_ID], &row->i[C_FLOW_INT], top[K_ID].p, err)))
+        return r;
+    return OK;
+}
+
+static int sink_of(const Row *row) {
+    if (row->b[C_DROPPED] != 0) return S_NONE; /* WHERE NOT dropped */
+    const Text *cat = &row->t[C_CAT];
+    switch (ph_code(&row->t[C_PH])) {
+    case 'X':
+        if (cat->null) return S_NONE;
+        if (TEXT_IS(cat, "kernel") || TEXT_IS(cat, "gpu_memcpy") || TEXT_IS(cat, "gpu_memset") || TEXT_IS(cat, "cuda_sync"))
+            return S_KERNELS;
+        if (TEXT_IS(cat, "user_annotation") || TEXT_IS(cat, "gpu_user_annotation")) return S_ANNOTATIONS;
+        return S_OPS;
+    case 's':
+    case 'f':
+    case 't':
+        return S_FLOWS;
+    case 'M':
+        return S_META;
+    default:
+        return S_NONE;
+    }
+}
+
+static void count_row(Counts *c, const Row *row) {
+    int kept = row->b[C_DROPPED] == 0;
+    int ph = ph_code(&row->t[C_PH]);
+    int x = ph == 'X', m = ph == 'M', inst = ph == 'i' || ph == 'I', flow_sf = ph == 's' || ph == 'f';
+    const Int *ts = &row->i[C_TS], *dur = &row->i[C_DUR];
+    c->v[N_READ]++;
+    c->v[N_DROPPED_PY] += row->b[C_DROPPED] == 1;
+    c->v[N_X] += kept && x;
+    c->v[N_ZERO_TS] += kept && x && !ts->null && ts->v == 0;
+    c->v[N_PYTHON] += kept && TEXT_IS(&row->t[C_CAT], "python_function");
+    c->v[N_NS_DECIMALS] += !ts->null && ts->v % 1000 != 0;
+    c->v[N_INSTANTS] += inst;
+    c->v[N_META] += m;
+    c->v[N_OTHER_PH] += ph != -1 && !x && !m && !inst && !flow_sf && ph != 't';
+    c->v[N_CAPITALISED] += row->b[C_OLD_CAT] == 1;
+    c->v[N_OLD_FLOWS] += flow_sf && (TEXT_IS(&row->t[C_NAME], "async_cpu_to_gpu") || TEXT_IS(&row->t[C_NAME], "async_gpu"));
+    if (x && !ts->null && (!c->has[N_MAX_X_TS] || ts->v > c->v[N_MAX_X_TS])) c->v[N_MAX_X_TS] = ts->v, c->has[N_MAX_X_TS] = 1;
+    c->v[N_NEGATIVE_DUR] += kept && !dur->null && dur->v < 0;
+    c->v[N_BAD_LINK] += row->b[C_BAD_LINK];
+    if (kept && !ts->null && ts->v != 0) {
+        if (!c->has[N_MIN_TS] || ts->v < c->v[N_MIN_TS]) c->v[N_MIN_TS] = ts->v, c->has[N_MIN_TS] = 1;
+        if (!c->has[N_MAX_TS] || ts->v > c->v[N_MAX_TS]) c->v[N_MAX_TS] = ts->v, c->has[N_MAX_TS] = 1;
+    }
+    c->v[N_EVENTS] += kept && ph != -1 && !m;
+}
+
+/* A 64-bit hash of a row's staged values for duplicate detection: equal rows have equal hashes, which is
+ * all that correctness needs (equal hashes of unequal rows only send the file to the DuckDB reader, which
+ * counts exactly). A text contributes its length and its first and last eight bytes. */
+static inline uint64_t mix(uint64_t h, uint64_t x) {
+    h = (h ^ x) * 0x9E3779B97F4A7C15ULL;
+    return h ^ (h >> 32);
+}
+
+static inline uint64_t load_upto8(const char *p, size_t n) {
+    uint64_t w = 0;
+    if (n >= 8) {
+        memcpy(&w, p, 8);
+        return w;
+    }
+    for (size_t i = 0; i < n; i++) w = (w << 8) | (unsigned char)p[i];
+    return w;
+}
+
+static uint64_t row_hash(const Row *row) {
+    uint64_t h = 0x243F6A8885A308D3ULL;
+    for (int c = 0; c < N_TEXT_STAGED; c++) {
+        if (COL_TYPES[c] == 'i') {
+            h = mix(h, row->i[c].null ? 0x5bd1e995 : (uint64_t)row->i[c].v ^ 0x7f4a7c15);
+            continue;
+        }
+        const Text *t = &row->t[c];
+        if (t->null) {
+            h = mix(h, 0x5bd1e995);
+            continue;
+        }
+        h = mix(h, t->n + 2);
+        h = mix(h, load_upto8(t->p, t->n));
+        if (t->n > 8) h = mix(h, load_upto8(t->p + t->n - 8, 8));
+    }
+    return h;
+}
+
+static int append_row(Col *cols, const Row *row) {
+    for (int c = 0; c < N_COLS; c++) {
+        Col *col = &cols[c];
+        int fail;
+        if (col->type == 's')
+            fail = row->t[c].null ? col_null(col) : col_str(col, row->t[c].p, row->t[c].n);
+        else if (col->type == 'i')
+            fail = row->i[c].null ? col_null(col) : col_int(col, row->i[c].v);
+        else
+            fail = row->b[c] < 0 ? col_null(col) : col_bool(col, row->b[c]);
+        if (fail) return -1;
+    }
+    return 0;
+}
+
+/* The top-level key we read, or -1. */
+static int top_key(const char *p, size_t n) {
+    switch (n) {
+    case 2:
+        return KEY_IS(p, n, "ph") ? K_PH : KEY_IS(p, n, "ts") ? K_TS : KEY_IS(p, n, "id") ? K_ID : KEY_IS(p, n, "bp") ? K_BP : -1;
+    case 3:
+        return KEY_IS(p, n, "cat") ? K_CAT : KEY_IS(p, n, "pid") ? K_PID : KEY_IS(p, n, "tid") ? K_TID : KEY_IS(p, n, "dur") ? K_DUR : -1;
+    case 4:
+        return KEY_IS(p, n, "name") ? K_NAME : KEY_IS(p, n, "args") ? K_ARGS : -1;
+    default:
+        return -1;
+    }
+}
+
+/* The args key we read, or -1. */
+static int arg_key(const char *p, size_t n, const Opts *o) {
+    switch (n) {
+    case 3:
+        return KEY_IS(p, n, "cid") ? A_CID : -1;
+    case 4:
+        return KEY_IS(p, n, "grid") ? A_GRID : KEY_IS(p, n, "cbid") ? A_CBID : KEY_IS(p, n, "name") ? A_NAME : -1;
+    case 5:
+        return KEY_IS(p, n, "block") ? A_BLOCK : KEY_IS(p, n, "bytes") ? A_BYTES : -1;
+    case 6:
+        return KEY_IS(p, n, "Ev Idx") ? A_EVIDX : KEY_IS(p, n, "device") ? A_DEVICE : KEY_IS(p, n, "stream") ? A_STREAM
+             : KEY_IS(p, n, "labels") ? A_LABELS : -1;
+    case 10:
+        return KEY_IS(p, n, "Input Dims") ? A_DIMS : -1;
+    case 11:
+        return memcmp(p, o->ext_key, 11) == 0 ? A_EXT : KEY_IS(p, n, "correlation") ? A_CORR : -1;
+    case 20:
+        return KEY_IS(p, n, "Profiler Event Index") ? A_PEI : -1;
+    default:
+        return -1;
+    }
+}
+
+/* *pp at '{'. Fills top[] and args[]; BAD on a duplicated key we read or a non-object args. */
+static int scan_event(const char **pp, const char *end, Val *top, Val *args, const Opts *o, Err *err) {
+    const char *p = *pp;
+    int r;
+    for (int i = 0; i < N_KEYS; i++) top[i].kind = V_ABSENT;
+    for (int i = 0; i < N_ARGS; i++) args[i].kind = V_ABSENT;
+    p = skip_ws(p + 1, end);
+    if (p >= end) return NEED_MORE;
+    if (*p == '}') {
+        *pp = p + 1;
+        return OK;
+    }
+    for (;;) {
+        Val key, v;
+        if (*p != '"') {
+            err->bad_at = p;
+            err->reason = "expected a key";
+            return BAD;
+        }
+        if ((r = scan_string(&p, end, &key, err))) return r;
+        p = skip_ws(p, end);
+        if (p >= end) return NEED_MORE;
+        if (*p != ':') {
+            err->bad_at = p;
+            err->reason = "expected ':'";
+            return BAD;
+        }
+        p = skip_ws(p + 1, end);
+        int k = key.escaped ? -2 : top_key(key.p, key.len);
+        if (k == -2) {
+            err->bad_at = key.p;
+            err->reason = "an escaped key";
+            return BAD;
+        }
+        if (k == K_ARGS && p < end && *p == '{') {
+            if (top[K_ARGS].kind) goto dup;
+            top[K_ARGS].kind = V_NESTED;
+            top[K_ARGS].p = p;
+            p = skip_ws(p + 1, end);
+            if (p >= end) return NEED_MORE;
+            if (*p != '}') {
+                for (;;) {
+                    Val akey, av;
+                    if (*p != '"') {
+                        err->bad_at = p;
+                        err->reason = "expected a key";
+                        return BAD;
+                    }
+                    if ((r = scan_string(&p, end, &akey, err))) return r;
+                    p = skip_ws(p, end);
+                    if (p >= end) return NEED_MORE;
+                    if (*p != ':') {
+                        err->bad_at = p;
+                        err->reason = "expected ':'";
+                        return BAD;
+                    }
+                    p = skip_ws(p + 1, end);
+                    int a = akey.escaped ? -1 : arg_key(akey.p, akey.len, o);
+                    if (a >= 0 && args[a].kind) goto dup;
+                    if ((r = scan_value(&p, end, a >= 0 ? &args[a] : &av, err))) return r;
+                    p = skip_ws(p, end);
+                    if (p >= end) return NEED_MORE;
+                    if (*p == ',') {
+                        p = skip_ws(p + 1, end);
+                        if (p >= end) return NEED_MORE;
+                        continue;
+                    }
+                    if (*p == '}') break;
+                    err->bad_at = p;
+                    err->reason = "expected ',' or '}'";
+                    return BAD;
+                }
+            }
+            p++;
+        } else {
+            if (k >= 0 && top[k].kind) goto dup;
+            if ((r = scan_value(&p, end, k >= 0 ? &top[k] : &v, err))) return r;
+            if (k == K_ARGS && top[k].kind != V_NULL) {
+                err->bad_at = top[k].p;
+                err->reason = "args is not an object";
+                return BAD;
+            }
+        }
+        p = skip_ws(p, end);
+        if (p >= end) return NEED_MORE;
+        if (*p == ',') {
+            p = skip_ws(p + 1, end);
+            if (p >= end) return NEED_MORE;
+            continue;
+        }
+        if (*p == '}') break;
+        err->bad_at = p;
+        err->reason = "expected ',' or '}'";
+        return BAD;
+    }
+    *pp = p + 1;
+    return OK;
+dup:
+    err->bad_at = p;
+    err->reason = "a duplicated key";
+    return BAD;
+}
+
+/* ---------------------------------------------------------------- the Python entry point */
+
+static PyObject *Unsupported;
+
+static PyObject *col_to_py(Col *c) {
+    PyObject *valid = c->nulls ? PyBytes_FromStringAndSize(c->valid.p, (Py_ssize_t)c->valid.len) : (Py_INCREF(Py_None), Py_None);
+    PyObject *values = PyBytes_FromStringAndSize(c->values.p ? c->values.p : "", (Py_ssize_t)c->values.len);
+    PyObject *data = c->type == 's' ? PyBytes_FromStringAndSize(c->data.p ? c->data.p : "", (Py_ssize_t)c->data.len)
+                                    : (Py_INCREF(Py_None), Py_None);
+    if (!valid || !values || !data) {
+        Py_XDECREF(valid);
+        Py_XDECREF(values);
+        Py_XDECREF(data);
+        return NULL;
+    }
+    return Py_BuildValue("(NNNL)", valid, values, data, (long long)c->nulls);
+}
+
+PyDoc_STRVAR(read_events_doc,
+             "read_events(buf, first, final, keep_python, ext_key, base_ns) -> (consumed, sinks, counts, hashes)\n\n"
+             "Read the whole events in buf, a piece of a trace's event array: a reader's first block starts at an\n"
+             "event, later ones at the separator after the last event read. Returns the bytes consumed (up to the\n"
+             "end of the last whole event); per sink (kernels, ops, annotations, flows, meta: the kept events\n"
+             "each table is made from) its row count and, per staged column, (validity bit map or None, values,\n"
+             "string data or None, null count); the counts named by COUNT_NAMES (None for a min or max of no\n"
+             "rows); and the uint64 hashes of the rows that duplicate detection compares. Raises\n"
+             "Unsupported(offset, reason) where the DuckDB reader must decide.");
+
+static PyObject *read_events(PyObject *self, PyObject *a) {
+    (void)self;
+    Py_buffer view;
+    int first, final, keep_python;
+    const char *ext_key;
+    long long base_ns;
+    if (!PyArg_ParseTuple(a, "y*pppsL", &view, &first, &final, &keep_python, &ext_key, &base_ns)) return NULL;
+    Opts o = {keep_python, ext_key, (int64_t)base_ns};
+    Col cols[N_SINKS][N_COLS];
+    memset(cols, 0, sizeof cols);
+    Counts counts;
+    memset(&counts, 0, sizeof counts);
+    Buf scratch = {0}, hashes = {0};
+    const char *base = view.buf, *end = base + view.len, *p = base, *done = base;
+    Err err = {NULL, NULL};
+    int status = OK, oom = 0;
+    Val top[N_KEYS], args[N_ARGS];
+    Row row;
+    Py_BEGIN_ALLOW_THREADS;
+    for (int s = 0; s < N_SINKS; s++)
+        for (int i = 0; i < N_COLS; i++) {
+            int32_t zero = 0;
+            cols[s][i].type = COL_TYPES[i];
+            if (cols[s][i].type == 's' && buf_put(&cols[s][i].values, &zero, 4)) oom = 1;
+        }
+    int expect_sep = !first;
+    while (!oom) {
+        p = skip_ws(done, end);
+        if (p >= end) break; /* after the last whole event, or an empty piece */
+        if (expect_sep) {
+            if (*p != ',') {
+                status = BAD;
+                err.bad_at = p;
+                err.reason = "expected ',' between events";
+                break;
+            }
+            p = skip_ws(p + 1, end);
+            if (p >= end) {
+                status = final ? BAD : OK;
+                err.bad_at = p;
+                err.reason = "the array ends after ','";
+                break;
+            }
+        }
+        if (*p != '{') {
+            status = BAD;
+            err.bad_at = p;
+            err.reason = "an event that is not an object";
+            break;
+        }
+        const char *q = p;
+        int r = scan_event(&q, end, top, args, &o, &err);
+        if (r == NEED_MORE) {
+            status = final ? BAD : OK;
+            if (final) err.bad_at = p, err.reason = "an event cut short";
+            break;
+        }
+        if (r == BAD) {
+            status = BAD;
+            break;
+        }
+        scratch.len = 0;
+        if (buf_reserve(&scratch, (size_t)(q - p))) {
+            oom = 1;
+            break;
+        }
+        if (make_row(&row, top, args, &scratch, &o, &err)) {
+            status = BAD;
+            break;
+        }
+        count_row(&counts, &row);
+        if (row.b[C_DROPPED] == 0 && !row.t[C_PH].null && !TEXT_IS(&row.t[C_PH], "M")) {
+            uint64_t h = row_hash(&row);
+            if (buf_put(&hashes, &h, 8)) {
+                oom = 1;
+                break;
+            }
+        }
+        int s = sink_of(&row);
+        if (s != S_NONE && !row.i[C_TS].null && __builtin_add_overflow(row.i[C_TS].v, o.base_ns, &row.i[C_TS].v)) {
+            status = BAD;
+            err.bad_at = p;
+            err.reason = "a time beyond 64-bit nanoseconds once the clock base is added";
+            break;
+        }
+        if (s != S_NONE && append_row(cols[s], &row)) {
+            oom = 1;
+            break;
+        }
+        done = q;
+        expect_sep = 1;
+    }
+    Py_END_ALLOW_THREADS;
+    PyObject *result = NULL;
+    if (oom) {
+        PyErr_NoMemory();
+    } else if (status == BAD) {
+        PyObject *exc_args = Py_BuildValue("(ns)", (Py_ssize_t)((err.bad_at ? err.bad_at : p) - base), err.reason ? err.reason : "invalid JSON");
+        if (exc_args) {
+            PyErr_SetObject(Unsupported, exc_args);
+            Py_DECREF(exc_args);
+        }
+    } else {
+        PyObject *sinks = PyTuple_New(N_SINKS), *cnt = PyTuple_New(N_COUNTS);
+        for (int s = 0; sinks && cnt && s < N_SINKS; s++) {
+            PyObject *cl = PyTuple_New(N_COLS);
+            for (int i = 0; cl && i < N_COLS; i++) {
+                PyObject *c = col_to_py(&cols[s][i]);
+                if (!c) {
+                    Py_CLEAR(cl);
+                    break;
+                }
+                PyTuple_SET_ITEM(cl, i, c);
+            }
+            PyObject *sink = cl ? Py_BuildValue("(LN)", (long long)cols[s][0].n, cl) : NULL;
+            if (!sink) {
+                Py_CLEAR(sinks);
+                break;
+            }
+            PyTuple_SET_ITEM(sinks, s, sink);
+        }
+        for (int i = 0; sinks && cnt && i < N_COUNTS; i++) {
+            int is_extreme = i == N_MAX_X_TS || i == N_MIN_TS || i == N_MAX_TS;
+            PyObject *v = is_extreme && !counts.has[i] ? (Py_INCREF(Py_None), Py_None) : PyLong_FromLongLong(counts.v[i]);
+            if (!v) {
+                Py_CLEAR(cnt);
+                break;
+            }
+            PyTuple_SET_ITEM(cnt, i, v);
+        }
+        PyObject *hb = PyBytes_FromStringAndSize(hashes.p ? hashes.p : "", (Py_ssize_t)hashes.len);
+        if (sinks && cnt && hb) {
+            result = Py_BuildValue("(nNNN)", (Py_ssize_t)(done - base), sinks, cnt, hb);
+        } else {
+            Py_XDECREF(sinks);
+            Py_XDECREF(cnt);
+            Py_XDECREF(hb);
+        }
+    }
+    for (int s = 0; s < N_SINKS; s++)
+        for (int i = 0; i < N_COLS; i++) col_free(&cols[s][i]);
+    free(scratch.p);
+    free(hashes.p);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"read_events", read_events, METH_VARARGS, read_events_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_kineto_fast", "Compiled Kineto event reader (see the C source).", -1, methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__kineto_fast(void) {
+    init_tables();
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    Unsupported = PyErr_NewException("_kineto_fast.Unsupported", PyExc_ValueError, NULL);
+    if (!Unsupported || PyModule_AddObject(m, "Unsupported", Unsupported)) {
+        Py_XDECREF(Unsupported);
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddStringConstant(m, "COLUMN_TYPES", COL_TYPES) || PyModule_AddStringConstant(m, "COUNT_NAMES", COUNT_NAMES) ||
+        PyModule_AddIntConstant(m, "N_SINKS", N_SINKS)) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

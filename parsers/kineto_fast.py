@@ -1,0 +1,324 @@
+"""The compiled reader's driver: a whole trace's event array → the profiler tables, on two cores.
+
+``_kineto_fast`` (C, built at install where a compiler is available) reads blocks of whole events into
+the rows ``kineto``'s DuckDB reader stages (same values), already split by the table each feeds, with the
+counts ``kineto._finalize`` needs and a hash per row for duplicate detection; it releases the GIL, so
+each core reads one piece of the array (``split_event_array``). ``ops`` and ``flows`` are written in their
+final form as they are read; kernels, annotations and metadata events go to small staging files that
+``kineto._finalize`` joins and sorts. It handles the common case only and says so (``Unsupported``) where
+the DuckDB reader must decide; then nothing is kept from it and the caller reads the file the other way.
+Set ``LLTRACE_PURE=1`` to always use the DuckDB reader.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+try:
+    from lltrace.parsers import _kineto_fast
+except ImportError:  # built without a C compiler
+    _kineto_fast = None
+
+# The staged columns of kineto._BATCH_SELECT, in its order, with its types, and the flow id as an integer.
+STAGED_SCHEMA = pa.schema(
+    [(n, pa.string()) for n in ("ph", "cat", "name", "pid", "tid")]
+    + [(n, pa.int64()) for n in ("ts_ns", "dur_ns", "external_id", "correlation", "ev_idx", "device", "stream")]
+    + [(n, pa.string()) for n in ("grid", "block")]
+    + [(n, pa.int64()) for n in ("bytes", "cbid")]
+    + [(n, pa.string()) for n in ("input_dims", "meta_value", "flow_id", "flow_bp")]
+    + [(n, pa.bool_()) for n in ("old_cat", "bad_link", "dropped")]
+    + [("flow_id_int", pa.int64())]
+)
+SINKS = ("kernels", "ops", "annotations", "flows", "meta")
+STAGED_SINKS = ("kernels", "annotations", "meta")  # the others are written in final form
+# The final tables written here: (column, source column) in kineto._finalize's column order.
+OPS_COLUMNS = [
+    ("cat", "cat"),
+    ("name", "name"),
+    ("pid", "pid"),
+    ("tid", "tid"),
+    ("ts_ns", "ts_ns"),
+    ("dur_ns", "dur_ns"),
+    ("external_id", "external_id"),
+    ("correlation", "correlation"),
+    ("ev_idx", "ev_idx"),
+    ("cbid", "cbid"),
+    ("input_dims", "input_dims"),
+]
+FLOWS_COLUMNS = [
+    ("cat", "cat"),
+    ("name", "name"),
+    ("ph", "ph"),
+    ("flow_id", "flow_id_int"),
+    ("pid", "pid"),
+    ("tid", "tid"),
+    ("ts_ns", "ts_ns"),
+    ("bp", "flow_bp"),
+]
+_BLOCK = 4 << 20  # bytes read per call of the compiled reader, per thread
+_ROW_GROUP = 65536  # rows per row group written
+_MAX_EVENT = 8 << 20  # as kineto._MAX_EVENT_BYTES: a larger event is left to the DuckDB reader's error
+
+
+def available() -> bool:
+    """Whether the compiled reader is built and not switched off (``LLTRACE_PURE=1``)."""
+    return _kineto_fast is not None and os.environ.get("LLTRACE_PURE", "") in ("", "0")
+
+
+def _final_schema(columns: list[tuple[str, str]]) -> pa.Schema:
+    return pa.schema([("part", pa.int32())] + [(name, STAGED_SCHEMA.field(src).type) for name, src in columns])
+
+
+@dataclass
+class FastResult:
+    """What the compiled reader found: the finalize counts, rows per table, and the distinct-row count."""
+
+    counts: dict[str, int | None]
+    rows: dict[str, int]
+    distinct_events: int
+    staged: dict[str, list[Path]] = field(default_factory=dict)
+
+
+class _Stop(Exception):
+    """Another reader gave up: stop this one too."""
+
+
+def _batch(rows: int, columns: tuple) -> pa.RecordBatch:
+    arrays = []
+    for fld, (valid, values, data, nulls) in zip(STAGED_SCHEMA, columns, strict=True):
+        vbuf = None if valid is None else pa.py_buffer(valid)
+        bufs = [vbuf, pa.py_buffer(values)] + ([pa.py_buffer(data)] if data is not None else [])
+        arrays.append(pa.Array.from_buffers(fld.type, rows, bufs, null_count=nulls))
+    return pa.RecordBatch.from_arrays(arrays, schema=STAGED_SCHEMA)
+
+
+def _final(batch: pa.RecordBatch, columns: list[tuple[str, str]], schema: pa.Schema, part: int) -> pa.RecordBatch:
+    # (from_buffers: pa.array on a NumPy array would import pandas, 0.2 s, where it is installed)
+    parts = pa.Array.from_buffers(
+        pa.int32(), batch.num_rows, [None, pa.py_buffer(np.full(batch.num_rows, part, np.int32))]
+    )
+    arrays = [parts, *(batch.column(src) for _, src in columns)]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+class _Piece:
+    """One reader thread's writers and tallies."""
+
+    def __init__(self, k: int, scratch: Path, stage: Path, part: int):
+        self.paths = {s: scratch / f"fast-{s}-{k}.parquet" for s in STAGED_SINKS}
+        name = f"part-{part:05d}.parquet" if k == 0 else f"part-{part:05d}.{k}.parquet"  # glob: part-N.*parquet
+        self.paths["ops"] = stage / "ops" / name
+        self.paths["flows"] = stage / "flows" / name
+        self.writers: dict[str, pq.ParquetWriter] = {}
+        self.pending: dict[str, list[pa.RecordBatch]] = {s: [] for s in SINKS}
+        self.counts: list[list[int | None]] = []
+        self.rows = dict.fromkeys(SINKS, 0)
+        self.hashes: list[np.ndarray] = []
+
+    def open(self) -> None:
+        # Dictionary encoding costs more time than it saves space here; zstd alone compresses these tables better.
+        for s in STAGED_SINKS:  # read once, soon: no compression; kernel names are long and few
+            self.writers[s] = pq.ParquetWriter(
+                self.paths[s], STAGED_SCHEMA, compression="none", use_dictionary=["name"], write_statistics=False
+            )
+        for t, cols in (("ops", OPS_COLUMNS), ("flows", FLOWS_COLUMNS)):
+            self.writers[t] = pq.ParquetWriter(
+                self.paths[t], _final_schema(cols), compression="zstd", use_dictionary=False
+            )
+
+    def write(self, sink: str, batch: pa.RecordBatch) -> None:
+        """Write a batch: staged rows at once, final tables in row groups of about ``_ROW_GROUP`` rows."""
+        self.rows[sink] += batch.num_rows
+        if sink in STAGED_SINKS:
+            self.writers[sink].write_batch(batch)
+            return
+        self.pending[sink].append(batch)
+        if sum(b.num_rows for b in self.pending[sink]) >= _ROW_GROUP:
+            self.flush(sink)
+
+    def flush(self, sink: str) -> None:
+        if self.pending[sink]:
+            self.writers[sink].write_table(pa.Table.from_batches(self.pending[sink]))
+            self.pending[sink] = []
+
+    def close(self) -> None:
+        for s, w in self.writers.items():
+            self.flush(s)
+            w.close()
+
+    def remove(self) -> None:
+        for p in self.paths.values():
+            p.unlink(missing_ok=True)
+
+
+def _merge_counts(names: list[str], parts: list[list[int | None]]) -> dict[str, int | None]:
+    out: dict[str, int | None] = {}
+    for i, name in enumerate(names):
+        vals = [p[i] for p in parts if p and p[i] is not None]
+        if name in ("min_ts",):
+            out[name] = min(vals) if vals else None
+        elif name in ("max_ts", "max_x_ts"):
+            out[name] = max(vals) if vals else None
+        else:
+            out[name] = sum(vals)
+    return out
+
+
+def _read_piece(
+    path: Path,
+    start: int,
+    end: int,
+    piece: _Piece,
+    part: int,
+    base_ns: int,
+    keep_python: bool,
+    ext_key: str,
+    stop: threading.Event,
+    advance: Callable[[int], None],
+) -> None:
+    """Read bytes [start, end) of the array (whole events) through the compiled reader."""
+    buf = bytearray(_BLOCK)
+    carry = 0  # bytes at the front of buf not consumed yet
+    pos = start
+    first = True
+    ops_schema, flows_schema = _final_schema(OPS_COLUMNS), _final_schema(FLOWS_COLUMNS)
+    with open(path, "rb") as f:
+        f.seek(start)
+        while True:
+            if stop.is_set():
+                raise _Stop
+            want = min(len(buf) - carry, end - pos)
+            n = f.readinto(memoryview(buf)[carry : carry + want]) if want else 0
+            if want and n <= 0:
+                raise _kineto_fast.Unsupported(pos, "the file shrank while being read")
+            pos += n
+            size = carry + n
+            final = pos >= end
+            try:
+                consumed, sinks, counts, hashes = _kineto_fast.read_events(
+                    memoryview(buf)[:size], first, final, keep_python, ext_key, base_ns
+                )
+            except _kineto_fast.Unsupported as exc:  # its offset is within buf, which starts at pos - size
+                raise _kineto_fast.Unsupported(pos - size + exc.args[0], exc.args[1]) from None
+            if consumed:
+                first = False
+            for name, (rows, columns) in zip(SINKS, sinks, strict=True):
+                if not rows:
+                    continue
+                batch = _batch(rows, columns)
+                if name == "ops":
+                    batch = _final(batch, OPS_COLUMNS, ops_schema, part)
+                elif name == "flows":
+                    batch = _final(batch, FLOWS_COLUMNS, flows_schema, part)
+                piece.write(name, batch)
+            piece.counts.append(list(counts))
+            if hashes:
+                piece.hashes.append(np.frombuffer(hashes, dtype=np.uint64))
+            advance(consumed)
+            if final:
+                return
+            carry = size - consumed
+            if consumed == 0 and carry == len(buf):  # one event longer than the buffer
+                if len(buf) >= _BLOCK + _MAX_EVENT:
+                    raise _kineto_fast.Unsupported(pos, "an event longer than the largest one read")
+                buf.extend(bytes(len(buf)))
+            elif consumed:
+                buf[:carry] = buf[consumed:size]
+
+
+def stage(
+    path: Path,
+    pieces: list[tuple[int, int]],
+    scratch: Path,
+    stage_dir: Path,
+    part: int,
+    base_ns: int,
+    keep_python: bool,
+    old_external_id: bool,
+    progress: Callable[[int], None] | None,
+) -> FastResult | str:
+    """Read the event array's pieces (byte ranges of whole events, one reader thread each).
+
+    Writes ``stage_dir/{ops,flows}/part-<part>[.<k>].parquet`` in final form and the kernels, annotations
+    and metadata rows to ``scratch/fast-<sink>-<k>.parquet``. Returns the ``FastResult``, or why the
+    DuckDB reader must decide instead (then no file is left)."""
+    assert _kineto_fast is not None
+    ext_key = "external id" if old_external_id else "External id"
+    stop = threading.Event()
+    failures: list[BaseException] = []
+    lock = threading.Lock()
+    done = [0]
+    for t in ("ops", "flows"):
+        (stage_dir / t).mkdir(parents=True, exist_ok=True)
+    states = [_Piece(k, scratch, stage_dir, part) for k in range(len(pieces))]
+
+    def advance(n: int) -> None:
+        if progress is not None:
+            with lock:
+                done[0] += n
+                progress(done[0])
+
+    def work(k: int) -> None:
+        try:
+            states[k].open()
+            try:
+                _read_piece(path, *pieces[k], states[k], part, base_ns, keep_python, ext_key, stop, advance)
+            finally:
+                states[k].close()
+        except _Stop:
+            pass
+        except BaseException as exc:  # handed to the caller below
+            failures.append(exc)
+            stop.set()
+
+    threads = [threading.Thread(target=work, args=(k,), name=f"lltrace-read-{k}") for k in range(1, len(pieces))]
+    collecting = gc.isenabled()
+    gc.disable()  # nothing here makes reference cycles; collections would scan every module's objects
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-4)  # a reader back from C waits for the GIL at most this long, not 5 ms
+    try:
+        for t in threads:
+            t.start()
+        work(0)
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+        if collecting:
+            gc.enable()
+    if failures:
+        for s in states:
+            s.remove()
+        exc = failures[0]
+        if isinstance(exc, _kineto_fast.Unsupported):
+            return f"byte {exc.args[0]}: {exc.args[1]}"
+        raise exc
+    names = _kineto_fast.COUNT_NAMES.split()
+    counts = _merge_counts(names, [c for s in states for c in s.counts])
+    hashes = [h for s in states for h in s.hashes]
+    distinct = 0
+    if hashes:
+        allh = np.sort(np.concatenate(hashes))
+        distinct = int(np.count_nonzero(np.diff(allh))) + 1
+    rows = {name: sum(s.rows[name] for s in states) for name in SINKS}
+    return FastResult(counts, rows, distinct, {s: [st.paths[s] for st in states] for s in STAGED_SINKS})
+
+
+def remove_outputs(result: FastResult, stage_dir: Path, part: int) -> None:
+    """Delete what ``stage`` wrote (when its rows must be read the other way after all)."""
+    for paths in result.staged.values():
+        for p in paths:
+            p.unlink(missing_ok=True)
+    for t in ("ops", "flows"):
+        for p in (stage_dir / t).glob(f"part-{part:05d}.*parquet"):
+            p.unlink()

@@ -1,0 +1,183 @@
+"""The compiled profiler reader against DuckDB's: the same tables, rows and metadata for every input.
+
+``parsers/_kineto_fast.c`` reads the common case of a trace's event array and declines the rest
+(``LLTRACE_PURE=1`` turns it off). Its correctness claim is equality with the DuckDB reader, checked here
+on every real trace, on hand-made edge cases (each written to be read or declined), and on the damaged
+inputs of tests/data/bad.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import warnings
+from pathlib import Path
+
+import duckdb
+import pytest
+from conftest import REPO, SAMPLES, torch_traces
+
+from lltrace.errors import LltraceError
+from lltrace.parsers import kineto, kineto_fast
+
+TABLES = ("kernels", "ops", "annotations", "flows")
+
+
+def _stage(path: Path, tmp: Path, pure: bool, monkeypatch: pytest.MonkeyPatch, **kw) -> tuple[Path, object]:
+    """Stage one file with one reader; returns the stage folder and the SourceInfo or the error text."""
+    stage = tmp / ("pure" if pure else "compiled")
+    shutil.rmtree(stage, ignore_errors=True)
+    stage.mkdir(parents=True)
+    with monkeypatch.context() as m:
+        m.setenv("LLTRACE_PURE", "1" if pure else "0")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                return stage, kineto.ingest(str(path), stage, 0, **kw)
+            except LltraceError as exc:
+                return stage, f"{type(exc).__name__}: {exc}"
+
+
+def _differences(a: Path, b: Path) -> list[str]:
+    con = duckdb.connect()
+    out = []
+    for t in TABLES:
+        if not list((a / t).glob("*.parquet")) and not list((b / t).glob("*.parquet")):
+            continue
+
+        def q(d: Path, t: str = t) -> str:
+            return f"SELECT * FROM read_parquet('{d}/{t}/*.parquet')"
+
+        types = [con.execute(f"DESCRIBE {q(d)}").fetchall() for d in (a, b)]
+        if [r[:2] for r in types[0]] != [r[:2] for r in types[1]]:
+            out.append(f"{t}: columns differ")
+            continue
+        extra = con.execute(f"SELECT count(*) FROM (({q(a)}) EXCEPT ALL ({q(b)}))").fetchone()[0]
+        missing = con.execute(f"SELECT count(*) FROM (({q(b)}) EXCEPT ALL ({q(a)}))").fetchone()[0]
+        if extra or missing:
+            out.append(f"{t}: {extra} rows only in the DuckDB reader's, {missing} only in the compiled reader's")
+    return out
+
+
+def _same(info_pure: object, info_fast: object) -> None:
+    if isinstance(info_pure, str) or isinstance(info_fast, str):
+        assert info_pure == info_fast
+        return
+    a, b = info_pure.to_dict(), info_fast.to_dict()
+    for d in (a, b):
+        d.pop("reader")
+        d.pop("reader_note", None)
+    assert a == b
+
+
+def _check(path: Path, tmp: Path, monkeypatch: pytest.MonkeyPatch, **kw) -> object:
+    pure_dir, pure = _stage(path, tmp, True, monkeypatch, **kw)
+    fast_dir, fast = _stage(path, tmp, False, monkeypatch, **kw)
+    _same(pure, fast)
+    if not isinstance(fast, str):
+        assert _differences(pure_dir, fast_dir) == []
+    return fast
+
+
+def test_the_compiled_reader_is_built():
+    # CI builds it (gcc is there); a machine without a C compiler installs without it and reads the same.
+    if shutil.which("cc") is None and shutil.which("gcc") is None:
+        pytest.skip("no C compiler here: lltrace installs without the compiled reader")
+    assert kineto_fast.available(), "parsers/_kineto_fast.c was not built at install"
+
+
+@pytest.mark.parametrize(
+    "path", torch_traces() + sorted(SAMPLES.glob("*.json.gz")), ids=lambda p: f"{p.parent.name}/{p.name}"
+)
+def test_real_traces_read_the_same_by_both_readers(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    fast = _check(path, tmp_path, monkeypatch)
+    # the real traces are the common case: the compiled reader reads them itself, declining none
+    assert fast.details["reader"] == "compiled", fast.details.get("reader_note")
+
+
+def test_keep_python_reads_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    path = SAMPLES / "hf_transformers_qwen1.5-0.5b_h100_prefill_forward_bs16x559.json.gz"  # with_stack=True
+    fast = _check(path, tmp_path, monkeypatch, keep_python=True)
+    assert fast.details["python_function_events_kept"] > 0
+
+
+def _doc(events: list, **meta) -> str:
+    return json.dumps({"schemaVersion": 1, **meta, "traceEvents": events}, ensure_ascii=False)
+
+
+_X = {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1000.5, "dur": 2.25}
+_K = {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 1001, "dur": 1, "args": {"correlation": 5}}
+_L = {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1000.7, "dur": 0.2}
+
+# (case, events as JSON text or a list, whether the compiled reader reads it itself)
+CASES = [
+    ("plain", [_X, _K, {**_L, "args": {"correlation": 5}}], True),
+    ("pretty_and_compact_mixed", None, True),
+    ("escaped_name", r'[{"ph": "X", "cat": "cpu_op", "name": "a\"b\u00e9\ud83d\ude00\n\/", "ts": 1, "dur": 1}]', True),
+    ("raw_utf8_name", [{**_X, "name": "é€😀"}], True),
+    ("negative_pid_tid", [{**_X, "pid": -1, "tid": -7}], True),
+    ("string_pid_tid", [{**_X, "pid": "Spans", "tid": "PyTorch Profiler"}], True),
+    ("nested_input_dims", [{**_X, "args": {"Input Dims": [[1, 2], [], [3]], "Concrete Inputs": ["", "1.5"]}}], True),
+    ("grid_block", [{**_K, "args": {"correlation": 5, "grid": [1, 2, 3], "block": [128, 1, 1]}}], True),
+    ("link_id_beyond_int64", [{**_X, "args": {"External id": 99999999999999999999}}], True),
+    ("link_id_as_text", [{**_X, "args": {"External id": "12", "correlation": "x"}}], True),
+    ("bytes_as_text_rocm", [{**_K, "cat": "gpu_memcpy", "args": {"correlation": 5, "bytes": "256"}}], True),
+    ("ev_idx_fallback", [{**_X, "args": {"Profiler Event Index": 4}}], True),
+    ("metadata_events", [{"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "main"}}, _X], True),
+    ("flows", [{"ph": "s", "id": 9, "pid": 1, "tid": 1, "ts": 1000.7, "cat": "ac2g", "name": "ac2g"}, _X], True),
+    ("flow_id_text", [{"ph": "f", "id": "0x1a", "pid": 1, "ts": 1000.7, "cat": "ac2g", "bp": "e"}, _X], False),
+    ("old_categories", [{**_X, "cat": "Operator"}, {**_K, "cat": "Kernel"}, {**_L, "cat": "Runtime"}], True),
+    ("old_external_id", [{**_X, "args": {"external id": 3}}], True),
+    ("python_function_dropped", [{**_X, "cat": "python_function", "name": "torch/nn.py(1): f"}, _X], True),
+    ("execute_model_kept", [{**_X, "cat": "python_function", "name": "worker.py: execute-model"}, _X], True),
+    ("python_function_no_name", [{**_X, "cat": "python_function", "name": None}, _X], True),
+    ("instants_and_other_phases", [{"ph": "i", "name": "i", "pid": 1, "ts": 1000}, {"ph": "C", "ts": 1}, _X], True),
+    ("null_and_missing_fields", [{"ph": "X", "name": None, "ts": 1000, "dur": None}, _X], True),
+    ("base_time", [_X, _K], True),
+    ("ns_decimals", [{**_X, "ts": 1712195495519695.812}], True),
+    ("exponent_ts", '[{"ph": "X", "cat": "cpu_op", "name": "a", "ts": 1.0005e3, "dur": 1}]', False),
+    ("four_decimals", [{**_X, "ts": 1000.1234}], False),
+    ("float_pid", [{**_X, "pid": 1.5}], False),
+    ("negative_zero_pid", '[{"ph": "X", "cat": "cpu_op", "name": "a", "pid": -0, "ts": 1, "dur": 1}]', False),
+    ("escape_in_nested", r'[{"ph": "X", "cat": "cpu_op", "ts": 1, "dur": 1, "args": {"Input Dims": ["a\"b"]}}]', False),
+    ("duplicate_key", '[{"ph": "X", "ph": "X", "cat": "cpu_op", "name": "a", "ts": 1, "dur": 1}]', False),
+    ("args_not_object", [{**_X, "args": "text"}], False),
+    ("negative_duration", [{**_X, "dur": -5}, _X], False),
+    ("duplicates", [_X, _X, {**_X, "ts": 1002}], False),
+    ("zeroed_timestamps", [{**_X, "ts": 0}, _X], False),
+    ("another_clock", [{**_X, "ts": 1000}, {**_X, "ts": 1000 + 3 * 86400e6}, {**_X, "ts": 1001}], False),
+    ("bare_array", None, True),
+]
+
+
+@pytest.mark.parametrize("case, events, compiled", CASES, ids=[c[0] for c in CASES])
+def test_edge_cases_read_the_same(case, events, compiled, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    path = tmp_path / f"{case}.json"
+    meta = {"baseTimeNanoseconds": 1_700_000_000_000_000_000} if case == "base_time" else {}
+    if case == "pretty_and_compact_mixed":
+        pretty, compact = json.dumps(_X, indent=4), json.dumps(_K)
+        text = '{"traceEvents": [\n' + pretty + "," + compact + ",\n\n " + json.dumps(_L) + "]}"
+    elif case == "bare_array":
+        text = json.dumps([_X, _K])
+    elif isinstance(events, str):
+        text = '{"traceEvents": ' + events + "}"
+    else:
+        text = _doc(events, **meta)
+    path.write_text(text, encoding="utf-8")
+    fast = _check(path, tmp_path / "stages", monkeypatch)
+    if isinstance(fast, str):
+        assert not compiled, fast
+        return
+    assert (fast.details["reader"] == "compiled") == compiled, fast.details.get("reader_note")
+
+
+def _bad_cases() -> list[Path]:
+    return sorted(p for p in (REPO / "tests" / "data" / "bad").iterdir() if p.suffix in (".json", ".gz"))
+
+
+@pytest.mark.parametrize("path", _bad_cases(), ids=lambda p: p.name)
+def test_damaged_inputs_read_the_same(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    head = path.read_bytes()[:4096]
+    if not head.startswith(b"\x1f\x8b") and not kineto.sniff(head):
+        pytest.skip("not a profiler trace")
+    _check(path, tmp_path, monkeypatch)
