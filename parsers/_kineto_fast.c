@@ -16,6 +16,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 enum { OK = 0, NEED_MORE = 1, BAD = 2 };
 enum { V_ABSENT = 0, V_NULL, V_STR, V_INT, V_FLOAT, V_TRUE, V_FALSE, V_NESTED };
@@ -125,6 +128,11 @@ static void col_free(Col *c) {
 /* ---------------------------------------------------------------- strict JSON scanning */
 
 static inline const char *skip_ws(const char *p, const char *end) {
+    if (p < end && *p == '\n') { /* pretty-printed: a newline, then indentation, eight spaces at a time */
+        p++;
+        uint64_t w;
+        while (end - p >= 8 && (memcpy(&w, p, 8), w == 0x2020202020202020ULL)) p += 8;
+    }
     while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) p++;
     return p;
 }
@@ -175,14 +183,31 @@ static void init_tables(void) {
     for (int c = 0; c < 256; c++) PLAIN[c] = c >= 0x20 && c < 0x80 && c != '"' && c != '\\';
 }
 
+/* The first byte at or after p that is not PLAIN, or end. */
+static inline const unsigned char *skip_plain(const unsigned char *p, const unsigned char *end) {
+#ifdef __SSE2__
+    const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'), space = _mm_set1_epi8(0x20);
+    while (end - p >= 16) {
+        __m128i x = _mm_loadu_si128((const __m128i *)p);
+        /* quote, backslash, or (signed) below 0x20: a control character or a byte >= 0x80 */
+        __m128i stop = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, backslash)),
+                                    _mm_cmplt_epi8(x, space));
+        int mask = _mm_movemask_epi8(stop);
+        if (mask) return p + __builtin_ctz((unsigned)mask);
+        p += 16;
+    }
+#endif
+    while (p < end && PLAIN[*p]) p++;
+    return p;
+}
+
 /* *pp at the opening quote; leaves *pp after the closing quote. */
 static int scan_string(const char **pp, const char *end_, Val *v, Err *err) {
     const unsigned char *p = (const unsigned char *)*pp + 1, *end = (const unsigned char *)end_;
     const unsigned char *start = p;
     int escaped = 0;
     for (;;) {
-        while (p + 4 <= end && PLAIN[p[0]] && PLAIN[p[1]] && PLAIN[p[2]] && PLAIN[p[3]]) p += 4;
-        while (p < end && PLAIN[*p]) p++;
+        p = skip_plain(p, end);
         if (p >= end) return NEED_MORE;
         unsigned c = *p;
         if (c == '"') break;
@@ -817,8 +842,21 @@ static uint64_t row_hash(const Row *row) {
     return h;
 }
 
-static int append_row(Col *cols, const Row *row) {
+/* The columns each sink's table is made from (kineto._finalize reads no others). */
+static const unsigned char SINK_COLS[N_SINKS][N_COLS] = {
+    [S_KERNELS] = {[C_CAT] = 1, [C_NAME] = 1, [C_PID] = 1, [C_TID] = 1, [C_TS] = 1, [C_DUR] = 1, [C_EXT] = 1, [C_CORR] = 1,
+                   [C_EVIDX] = 1, [C_DEVICE] = 1, [C_STREAM] = 1, [C_GRID] = 1, [C_BLOCK] = 1, [C_BYTES] = 1},
+    [S_OPS] = {[C_CAT] = 1, [C_NAME] = 1, [C_PID] = 1, [C_TID] = 1, [C_TS] = 1, [C_DUR] = 1, [C_EXT] = 1, [C_CORR] = 1,
+               [C_EVIDX] = 1, [C_CBID] = 1, [C_DIMS] = 1},
+    [S_ANNOTATIONS] = {[C_CAT] = 1, [C_NAME] = 1, [C_PID] = 1, [C_TID] = 1, [C_TS] = 1, [C_DUR] = 1, [C_EXT] = 1,
+                       [C_EVIDX] = 1, [C_DIMS] = 1},
+    [S_FLOWS] = {[C_PH] = 1, [C_CAT] = 1, [C_NAME] = 1, [C_PID] = 1, [C_TID] = 1, [C_TS] = 1, [C_FLOW_BP] = 1, [C_FLOW_INT] = 1},
+    [S_META] = {[C_NAME] = 1, [C_PID] = 1, [C_TID] = 1, [C_META] = 1},
+};
+
+static int append_row(Col *cols, const unsigned char *mask, const Row *row) {
     for (int c = 0; c < N_COLS; c++) {
+        if (!mask[c]) continue;
         Col *col = &cols[c];
         int fail;
         if (col->type == 's')
@@ -1012,6 +1050,7 @@ static PyObject *read_events(PyObject *self, PyObject *a) {
     memset(cols, 0, sizeof cols);
     Counts counts;
     memset(&counts, 0, sizeof counts);
+    int64_t sink_rows[N_SINKS] = {0};
     Buf scratch = {0}, hashes = {0};
     const char *base = view.buf, *end = base + view.len, *p = base, *done = base;
     Err err = {NULL, NULL};
@@ -1085,10 +1124,11 @@ static PyObject *read_events(PyObject *self, PyObject *a) {
             err.reason = "a time beyond 64-bit nanoseconds once the clock base is added";
             break;
         }
-        if (s != S_NONE && append_row(cols[s], &row)) {
+        if (s != S_NONE && append_row(cols[s], SINK_COLS[s], &row)) {
             oom = 1;
             break;
         }
+        if (s != S_NONE) sink_rows[s]++;
         done = q;
         expect_sep = 1;
     }
@@ -1107,14 +1147,14 @@ static PyObject *read_events(PyObject *self, PyObject *a) {
         for (int s = 0; sinks && cnt && s < N_SINKS; s++) {
             PyObject *cl = PyTuple_New(N_COLS);
             for (int i = 0; cl && i < N_COLS; i++) {
-                PyObject *c = col_to_py(&cols[s][i]);
+                PyObject *c = SINK_COLS[s][i] ? col_to_py(&cols[s][i]) : (Py_INCREF(Py_None), Py_None);
                 if (!c) {
                     Py_CLEAR(cl);
                     break;
                 }
                 PyTuple_SET_ITEM(cl, i, c);
             }
-            PyObject *sink = cl ? Py_BuildValue("(LN)", (long long)cols[s][0].n, cl) : NULL;
+            PyObject *sink = cl ? Py_BuildValue("(LN)", (long long)sink_rows[s], cl) : NULL;
             if (!sink) {
                 Py_CLEAR(sinks);
                 break;
@@ -1166,7 +1206,27 @@ PyMODINIT_FUNC PyInit__kineto_fast(void) {
         Py_DECREF(m);
         return NULL;
     }
-    if (PyModule_AddStringConstant(m, "COLUMN_TYPES", COL_TYPES) || PyModule_AddStringConstant(m, "COUNT_NAMES", COUNT_NAMES) ||
+    PyObject *sink_cols = PyTuple_New(N_SINKS);
+    for (int s = 0; sink_cols && s < N_SINKS; s++) {
+        PyObject *cs = PyTuple_New(0);
+        for (int c = 0; cs && c < N_COLS; c++)
+            if (SINK_COLS[s][c]) {
+                PyObject *i = PyLong_FromLong(c);
+                if (!i || _PyTuple_Resize(&cs, PyTuple_GET_SIZE(cs) + 1)) {
+                    Py_XDECREF(i);
+                    Py_CLEAR(cs);
+                    break;
+                }
+                PyTuple_SET_ITEM(cs, PyTuple_GET_SIZE(cs) - 1, i);
+            }
+        if (!cs) {
+            Py_CLEAR(sink_cols);
+            break;
+        }
+        PyTuple_SET_ITEM(sink_cols, s, cs);
+    }
+    if (!sink_cols || PyModule_AddObject(m, "SINK_COLUMNS", sink_cols) ||
+        PyModule_AddStringConstant(m, "COLUMN_TYPES", COL_TYPES) || PyModule_AddStringConstant(m, "COUNT_NAMES", COUNT_NAMES) ||
         PyModule_AddIntConstant(m, "N_SINKS", N_SINKS)) {
         Py_DECREF(m);
         return NULL;

@@ -239,6 +239,7 @@ def ingest(
 DUCK_MEMORY = "128MB"  # bounds the reader whatever the file size; joins and sorts spill to disk
 _MAX_EVENT_BYTES = 8 << 20  # one event larger than this is not a real trace event
 _READERS = 2  # array files decoded in parallel (one per core)
+_PIECES = 8  # pieces of the array for the compiled reader's threads
 
 
 def _copy_select(source_format: str, keep_python: bool, max_object: int, old_external_id: bool) -> str:
@@ -309,12 +310,19 @@ def _ingest_whole(
             return False
         # Whole events in one piece per core: each piece is read on its own thread (compiled reader) or as
         # its own array file (DuckDB reads an array file on one thread, files in parallel).
-        cuts = split_event_array(str(doc), loc, _READERS)
+        # The compiled reader takes more pieces than cores, a free reader taking the next (balanced load);
+        # it checks each cut itself (a piece must end in a whole event exactly where the next begins).
+        compiled = kineto_fast.available()
+        if compiled:
+            parts = min(_PIECES, max(_READERS, doc_size // (16 << 20)))
+            cuts = split_event_array(str(doc), loc, parts, window=64 << 10)
+        else:
+            cuts = split_event_array(str(doc), loc, _READERS)
         bounds = [loc.open, *(x for cut in cuts for x in cut), loc.close + 1]
         old_ext = _old_external_id(path)
         done: kineto_fast.FastResult | bool = False
         base = loc.metadata.get("baseTimeNanoseconds", 0)
-        if kineto_fast.available() and type(base) is int and -(2**62) < base < 2**62:
+        if compiled and type(base) is int and -(2**62) < base < 2**62:
             pieces = [
                 (bounds[2 * k] + (k == 0), bounds[2 * k + 1] - (k == len(bounds) // 2 - 1))
                 for k in range(len(bounds) // 2)
@@ -323,7 +331,7 @@ def _ingest_whole(
             scaled = None
             if progress is not None:
                 scaled = (lambda n: progress(size // 2 + n * size // (2 * doc_size))) if gz else progress
-            res = kineto_fast.stage(doc, pieces, scratch, stage, part, base, keep_python, old_ext, scaled)
+            res = kineto_fast.stage(doc, pieces, scratch, stage, part, base, keep_python, old_ext, scaled, _READERS)
             why = res if isinstance(res, str) else _needs_cleaning(res)
             if why is None:
                 done = res
@@ -332,6 +340,9 @@ def _ingest_whole(
                     kineto_fast.remove_outputs(res, stage, part)
                 info.details["reader_note"] = f"compiled reader declined ({why}); read with DuckDB"
         if not done:
+            if compiled:
+                cuts = split_event_array(str(doc), loc, _READERS)
+                bounds = [loc.open, *(x for cut in cuts for x in cut), loc.close + 1]
             if not _duckdb_pieces(con, doc, bounds, scratch, keep_python, old_ext, progress, size):
                 return False
             done = True

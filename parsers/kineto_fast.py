@@ -40,6 +40,9 @@ STAGED_SCHEMA = pa.schema(
     + [("flow_id_int", pa.int64())]
 )
 SINKS = ("kernels", "ops", "annotations", "flows", "meta")
+# The staged columns each sink carries (the compiled reader's SINK_COLUMNS: what _finalize reads of it).
+SINK_COLUMNS = dict(zip(SINKS, _kineto_fast.SINK_COLUMNS, strict=True)) if _kineto_fast else {}
+SINK_SCHEMAS = {s: pa.schema([STAGED_SCHEMA.field(i) for i in cols]) for s, cols in SINK_COLUMNS.items()}
 STAGED_SINKS = ("kernels", "annotations", "meta")  # the others are written in final form
 # The final tables written here: (column, source column) in kineto._finalize's column order.
 OPS_COLUMNS = [
@@ -93,13 +96,14 @@ class _Stop(Exception):
     """Another reader gave up: stop this one too."""
 
 
-def _batch(rows: int, columns: tuple) -> pa.RecordBatch:
+def _batch(sink: str, rows: int, columns: tuple) -> pa.RecordBatch:
     arrays = []
-    for fld, (valid, values, data, nulls) in zip(STAGED_SCHEMA, columns, strict=True):
+    for i in SINK_COLUMNS[sink]:
+        valid, values, data, nulls = columns[i]
         vbuf = None if valid is None else pa.py_buffer(valid)
         bufs = [vbuf, pa.py_buffer(values)] + ([pa.py_buffer(data)] if data is not None else [])
-        arrays.append(pa.Array.from_buffers(fld.type, rows, bufs, null_count=nulls))
-    return pa.RecordBatch.from_arrays(arrays, schema=STAGED_SCHEMA)
+        arrays.append(pa.Array.from_buffers(STAGED_SCHEMA.field(i).type, rows, bufs, null_count=nulls))
+    return pa.RecordBatch.from_arrays(arrays, schema=SINK_SCHEMAS[sink])
 
 
 def _final(batch: pa.RecordBatch, columns: list[tuple[str, str]], schema: pa.Schema, part: int) -> pa.RecordBatch:
@@ -115,6 +119,7 @@ class _Piece:
     """One reader thread's writers and tallies."""
 
     def __init__(self, k: int, scratch: Path, stage: Path, part: int):
+        self.part = part
         self.paths = {s: scratch / f"fast-{s}-{k}.parquet" for s in STAGED_SINKS}
         name = f"part-{part:05d}.parquet" if k == 0 else f"part-{part:05d}.{k}.parquet"  # glob: part-N.*parquet
         self.paths["ops"] = stage / "ops" / name
@@ -129,7 +134,7 @@ class _Piece:
         # Dictionary encoding costs more time than it saves space here; zstd alone compresses these tables better.
         for s in STAGED_SINKS:  # read once, soon: no compression; kernel names are long and few
             self.writers[s] = pq.ParquetWriter(
-                self.paths[s], STAGED_SCHEMA, compression="none", use_dictionary=["name"], write_statistics=False
+                self.paths[s], SINK_SCHEMAS[s], compression="none", use_dictionary=["name"], write_statistics=False
             )
         for t, cols in (("ops", OPS_COLUMNS), ("flows", FLOWS_COLUMNS)):
             self.writers[t] = pq.ParquetWriter(
@@ -179,7 +184,6 @@ def _read_piece(
     start: int,
     end: int,
     piece: _Piece,
-    part: int,
     base_ns: int,
     keep_python: bool,
     ext_key: str,
@@ -215,11 +219,11 @@ def _read_piece(
             for name, (rows, columns) in zip(SINKS, sinks, strict=True):
                 if not rows:
                     continue
-                batch = _batch(rows, columns)
+                batch = _batch(name, rows, columns)
                 if name == "ops":
-                    batch = _final(batch, OPS_COLUMNS, ops_schema, part)
+                    batch = _final(batch, OPS_COLUMNS, ops_schema, piece.part)
                 elif name == "flows":
-                    batch = _final(batch, FLOWS_COLUMNS, flows_schema, part)
+                    batch = _final(batch, FLOWS_COLUMNS, flows_schema, piece.part)
                 piece.write(name, batch)
             piece.counts.append(list(counts))
             if hashes:
@@ -246,11 +250,12 @@ def stage(
     keep_python: bool,
     old_external_id: bool,
     progress: Callable[[int], None] | None,
+    readers: int = 2,
 ) -> FastResult | str:
-    """Read the event array's pieces (byte ranges of whole events, one reader thread each).
+    """Read the event array's pieces (byte ranges of whole events) on ``readers`` threads.
 
-    Writes ``stage_dir/{ops,flows}/part-<part>[.<k>].parquet`` in final form and the kernels, annotations
-    and metadata rows to ``scratch/fast-<sink>-<k>.parquet``. Returns the ``FastResult``, or why the
+    Each reader writes ``stage_dir/{ops,flows}/part-<part>[.<k>].parquet`` in final form and its kernels,
+    annotations and metadata rows to ``scratch/fast-<sink>-<k>.parquet``. Returns the ``FastResult``, or why the
     DuckDB reader must decide instead (then no file is left)."""
     assert _kineto_fast is not None
     ext_key = "external id" if old_external_id else "External id"
@@ -260,7 +265,7 @@ def stage(
     done = [0]
     for t in ("ops", "flows"):
         (stage_dir / t).mkdir(parents=True, exist_ok=True)
-    states = [_Piece(k, scratch, stage_dir, part) for k in range(len(pieces))]
+    states = [_Piece(k, scratch, stage_dir, part) for k in range(min(readers, len(pieces)))]
 
     def advance(n: int) -> None:
         if progress is not None:
@@ -268,11 +273,18 @@ def stage(
                 done[0] += n
                 progress(done[0])
 
+    todo = list(range(len(pieces)))  # taken in order by whichever reader is free: load stays balanced
+
     def work(k: int) -> None:
         try:
             states[k].open()
             try:
-                _read_piece(path, *pieces[k], states[k], part, base_ns, keep_python, ext_key, stop, advance)
+                while not stop.is_set():
+                    with lock:
+                        if not todo:
+                            return
+                        i = todo.pop(0)
+                    _read_piece(path, *pieces[i], states[k], base_ns, keep_python, ext_key, stop, advance)
             finally:
                 states[k].close()
         except _Stop:
@@ -281,7 +293,7 @@ def stage(
             failures.append(exc)
             stop.set()
 
-    threads = [threading.Thread(target=work, args=(k,), name=f"lltrace-read-{k}") for k in range(1, len(pieces))]
+    threads = [threading.Thread(target=work, args=(k,), name=f"lltrace-read-{k}") for k in range(1, len(states))]
     collecting = gc.isenabled()
     gc.disable()  # nothing here makes reference cycles; collections would scan every module's objects
     interval = sys.getswitchinterval()

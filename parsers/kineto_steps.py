@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 
 from lltrace.parsers.kineto import DUCK_MEMORY
@@ -169,7 +170,8 @@ def _candidate_markers(con: duckdb.DuckDBPyConnection) -> list[tuple]:
         SELECT name, pid, tid, ts_ns, dur_ns, external_id FROM annotations WHERE NOT on_gpu
         UNION ALL
         SELECT name, pid, tid, ts_ns, dur_ns, external_id FROM ops
-        WHERE cat = 'cpu_op' AND regexp_matches(name, '^(execute_|step\\[|ProfilerStep#|prefill|decode)')
+        WHERE cat = 'cpu_op' AND (starts_with(name, 'execute_') OR starts_with(name, 'step[')
+              OR starts_with(name, 'ProfilerStep#') OR starts_with(name, 'prefill') OR starts_with(name, 'decode'))
         ORDER BY ts_ns
         """
     ).fetchall()
@@ -284,6 +286,47 @@ _STEPS_IN = pa.schema(
 )
 
 
+def _busy_intervals(con: duckdb.DuckDBPyConnection) -> dict[int, tuple[int, int, int]]:
+    """Per step: the union of its attributed GPU intervals (synchronisation excluded) as (busy ns, first
+    start, last end). Intervals sorted by start; an interval starting after every earlier one has ended
+    opens a new busy island. Computed over arrays, each step's times lifted above the previous step's."""
+    cols = con.execute(
+        "SELECT step_id, ts_ns, ts_ns + dur_ns FROM attributed WHERE kernel_class <> 'sync' AND dur_ns >= 0 "
+        "ORDER BY step_id, ts_ns, ts_ns + dur_ns"
+    ).fetchnumpy()
+    step, s, e = (np.asarray(cols[k], dtype=np.int64) for k in cols)
+    if len(step) == 0:
+        return {}
+    first = np.flatnonzero(np.r_[True, step[1:] != step[:-1]])  # each step's first interval
+    group = np.cumsum(np.r_[True, step[1:] != step[:-1]]) - 1
+    t0, span = int(s.min()), int(e.max()) - int(s.min()) + 1
+    if span * len(first) >= 2**62:  # lifting would overflow: step by step instead
+        parts = np.split(np.arange(len(step)), first[1:])
+    else:
+        parts = None
+    if parts is None:
+        lift = group * span
+        ls, le = s - t0 + lift, e - t0 + lift
+        run_end = np.maximum.accumulate(le)
+        opens = np.r_[True, ls[1:] > run_end[:-1]]
+        opens[first] = True
+        island = np.flatnonzero(opens)
+        island_end = run_end[np.r_[island[1:] - 1, len(step) - 1]]
+        lengths = island_end - ls[island]
+        busy = np.add.reduceat(lengths, np.searchsorted(island, first))
+        last = run_end[np.r_[first[1:] - 1, len(step) - 1]] - lift[first] + t0
+        return {int(step[f]): (int(b), int(s[f]), int(x)) for f, b, x in zip(first, busy, last, strict=True)}
+    out = {}
+    for idx in parts:
+        ss, ee = s[idx], e[idx]
+        run_end = np.maximum.accumulate(ee)
+        opens = np.r_[True, ss[1:] > run_end[:-1]]
+        island = np.flatnonzero(opens)
+        island_end = run_end[np.r_[island[1:] - 1, len(ss) - 1]]
+        out[int(step[idx[0]])] = (int((island_end - ss[island]).sum()), int(ss[0]), int(run_end[-1]))
+    return out
+
+
 def detect_steps(stage: Path, part: int) -> tuple[pa.Table, dict]:
     """Compute the ``engine_steps`` rows of one staged trace; returns the table and a detection summary."""
     con = duckdb.connect()
@@ -333,32 +376,17 @@ def detect_steps(stage: Path, part: int) -> tuple[pa.Table, dict]:
     class_cols = ", ".join(
         f"sum(dur_ns) FILTER (WHERE kernel_class = '{c}') / 1e9 AS t_{c}_s" for c in KERNEL_TIME_CLASSES
     )
+    busy = _busy_intervals(con)
     gpu = {
-        r[0]: r[1:]
+        r[0]: busy.get(r[0], (None, None, None)) + r[1:]
         for r in con.execute(
             f"""
-            WITH k AS (
-                SELECT step_id, ts_ns AS s, ts_ns + dur_ns AS e FROM attributed WHERE kernel_class <> 'sync'
-            ), o AS (
-                SELECT *, max(e) OVER (PARTITION BY step_id ORDER BY s, e
-                                       ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end FROM k
-            ), g AS (
-                SELECT *, sum(CASE WHEN prev_end IS NULL OR s > prev_end THEN 1 ELSE 0 END)
-                          OVER (PARTITION BY step_id ORDER BY s, e) AS island FROM o
-            ), busy AS (
-                SELECT step_id, sum(ie - is_) AS busy_ns, min(is_) AS first_ns, max(ie) AS last_ns
-                FROM (SELECT step_id, island, min(s) AS is_, max(e) AS ie FROM g GROUP BY step_id, island)
-                GROUP BY step_id
-            ), per AS (
-                SELECT step_id, count(*) FILTER (WHERE kernel_class <> 'sync') AS n_kernels,
-                       count(*) FILTER (WHERE cuda_graph) AS graph_kernels,
-                       count(DISTINCT correlation) FILTER (WHERE cuda_graph) AS graph_launches,
-                       count(*) FILTER (WHERE orphan) AS orphan_kernels,
-                       {class_cols}
-                FROM attributed GROUP BY step_id
-            )
-            SELECT per.step_id, busy.busy_ns, busy.first_ns, busy.last_ns, per.* EXCLUDE (step_id)
-            FROM per LEFT JOIN busy USING (step_id)
+            SELECT step_id, count(*) FILTER (WHERE kernel_class <> 'sync') AS n_kernels,
+                   count(*) FILTER (WHERE cuda_graph) AS graph_kernels,
+                   count(DISTINCT correlation) FILTER (WHERE cuda_graph) AS graph_launches,
+                   count(*) FILTER (WHERE orphan) AS orphan_kernels,
+                   {class_cols}
+            FROM attributed GROUP BY step_id
             """
         ).fetchall()
     }

@@ -164,3 +164,38 @@ def test_trace_without_llm_phases_gets_no_prefill_decode_verdict(tmp_path: Path)
     share = doc["steps"]["phase_share"]
     assert share["prefill_share"] == share["decode_share"] == share["mixed_share"] == 0
     assert doc["classification"] is None
+
+
+@pytest.mark.parametrize("spread", [10**6, 2**61])  # the second forces the step-by-step path (no lifting)
+def test_busy_intervals_are_the_union_of_each_steps_kernels(spread):
+    import random
+
+    import duckdb
+
+    from lltrace.parsers.kineto_steps import _busy_intervals
+
+    rng = random.Random(spread)
+    rows = []
+    for step in range(40):
+        base = rng.randrange(spread)  # steps may overlap in time: each is its own union
+        for _ in range(rng.randrange(1, 30)):
+            start = base + rng.randrange(10_000)
+            rows.append((step, start, rng.choice([0, 1, 5, 500, 3000]), rng.choice(["gemm", "sync", "attention"])))
+    con = duckdb.connect()
+    con.execute("CREATE TABLE attributed (step_id BIGINT, ts_ns BIGINT, dur_ns BIGINT, kernel_class VARCHAR)")
+    con.executemany("INSERT INTO attributed VALUES (?, ?, ?, ?)", rows)
+    expected = {}
+    for step in {r[0] for r in rows}:
+        iv = sorted((s, s + d) for st, s, d, c in rows if st == step and c != "sync")
+        if not iv:
+            continue
+        busy, cur_s, cur_e = 0, *iv[0]
+        for s, e in iv[1:]:
+            if s > cur_e:
+                busy += cur_e - cur_s
+                cur_s, cur_e = s, e
+            else:
+                cur_e = max(cur_e, e)
+        busy += cur_e - cur_s
+        expected[step] = (busy, iv[0][0], max(e for _, e in iv))
+    assert _busy_intervals(con) == expected
