@@ -14,6 +14,7 @@ the ratios, not the seconds.
 
     python benchmarks/ingest.py                       # 300 MB pretty-printed + 100 MB, from the H100 trace
     python benchmarks/ingest.py --size-mb 500 --compact --skip-hta
+    python benchmarks/ingest.py --pure --skip-hta    # lltrace without its compiled reader
 """
 
 from __future__ import annotations
@@ -107,14 +108,20 @@ def main() -> None:
     ap.add_argument("--compact", action="store_true", help="one-line JSON instead of pretty-printed")
     ap.add_argument("--skip-hta", action="store_true", help="do not run Holistic Trace Analysis")
     ap.add_argument("--workdir", type=Path, default=None, help="where to write the generated traces")
+    ap.add_argument("--pure", action="store_true", help="lltrace with DuckDB's JSON reader only (LLTRACE_PURE=1)")
     args = ap.parse_args()
+    if args.pure:
+        os.environ["LLTRACE_PURE"] = "1"  # the children inherit it
+    from lltrace.parsers import kineto_fast
+
+    reader = "compiled reader" if kineto_fast.available() else "DuckDB's JSON reader (compiled one off or not built)"
 
     work = Path(args.workdir or tempfile.mkdtemp(prefix="lltrace-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     style = "compact" if args.compact else "pretty"
     big = work / f"bench-{int(args.size_mb)}mb-{style}.json"
     small = work / f"bench-{int(args.small_mb)}mb-{style}.json"
-    print(f"source: {args.source.name} ({style} JSON), work dir {work}")
+    print(f"source: {args.source.name} ({style} JSON), work dir {work}; lltrace reads with its {reader}")
     for p, mb in ((big, args.size_mb), (small, args.small_mb)):
         if not p.exists():
             t = time.perf_counter()
