@@ -1029,7 +1029,7 @@ static PyObject *col_to_py(Col *c) {
 }
 
 PyDoc_STRVAR(read_events_doc,
-             "read_events(buf, first, final, keep_python, ext_key, base_ns) -> (consumed, sinks, counts, hashes)\n\n"
+             "read_events(buf, first, final, keep_python, ext_key, base_ns, max_event) -> (consumed, sinks, counts, hashes)\n\n"
              "Read the whole events in buf, a piece of a trace's event array: a reader's first block starts at an\n"
              "event, later ones at the separator after the last event read. Returns the bytes consumed (up to the\n"
              "end of the last whole event); per sink (kernels, ops, annotations, flows, meta: the kept events\n"
@@ -1044,7 +1044,8 @@ static PyObject *read_events(PyObject *self, PyObject *a) {
     int first, final, keep_python;
     const char *ext_key;
     long long base_ns;
-    if (!PyArg_ParseTuple(a, "y*pppsL", &view, &first, &final, &keep_python, &ext_key, &base_ns)) return NULL;
+    Py_ssize_t max_event;
+    if (!PyArg_ParseTuple(a, "y*pppsLn", &view, &first, &final, &keep_python, &ext_key, &base_ns, &max_event)) return NULL;
     Opts o = {keep_python, ext_key, (int64_t)base_ns};
     Col cols[N_SINKS][N_COLS];
     memset(cols, 0, sizeof cols);
@@ -1098,6 +1099,12 @@ static PyObject *read_events(PyObject *self, PyObject *a) {
         }
         if (r == BAD) {
             status = BAD;
+            break;
+        }
+        if (q - p > max_event) { /* the DuckDB reader's maximum_object_size: its error to give */
+            status = BAD;
+            err.bad_at = p;
+            err.reason = "an event larger than the largest one read";
             break;
         }
         scratch.len = 0;

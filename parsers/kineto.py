@@ -237,7 +237,7 @@ def ingest(
 
 
 DUCK_MEMORY = "128MB"  # bounds the reader whatever the file size; joins and sorts spill to disk
-_MAX_EVENT_BYTES = 8 << 20  # one event larger than this is not a real trace event
+_MAX_EVENT_BYTES = kineto_fast.MAX_EVENT_BYTES
 _READERS = 2  # array files decoded in parallel (one per core)
 _PIECES = 8  # pieces of the array for the compiled reader's threads
 

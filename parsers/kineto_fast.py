@@ -70,7 +70,7 @@ FLOWS_COLUMNS = [
 ]
 _BLOCK = 4 << 20  # bytes read per call of the compiled reader, per thread
 _ROW_GROUP = 65536  # rows per row group written
-_MAX_EVENT = 8 << 20  # as kineto._MAX_EVENT_BYTES: a larger event is left to the DuckDB reader's error
+MAX_EVENT_BYTES = 8 << 20  # one event larger than this is not a real trace event (DuckDB's maximum_object_size)
 
 
 def available() -> bool:
@@ -210,7 +210,7 @@ def _read_piece(
             final = pos >= end
             try:
                 consumed, sinks, counts, hashes = _kineto_fast.read_events(
-                    memoryview(buf)[:size], first, final, keep_python, ext_key, base_ns
+                    memoryview(buf)[:size], first, final, keep_python, ext_key, base_ns, MAX_EVENT_BYTES
                 )
             except _kineto_fast.Unsupported as exc:  # its offset is within buf, which starts at pos - size
                 raise _kineto_fast.Unsupported(pos - size + exc.args[0], exc.args[1]) from None
@@ -233,7 +233,7 @@ def _read_piece(
                 return
             carry = size - consumed
             if consumed == 0 and carry == len(buf):  # one event longer than the buffer
-                if len(buf) >= _BLOCK + _MAX_EVENT:
+                if len(buf) >= _BLOCK + MAX_EVENT_BYTES:
                     raise _kineto_fast.Unsupported(pos, "an event longer than the largest one read")
                 buf.extend(bytes(len(buf)))
             elif consumed:

@@ -147,6 +147,7 @@ CASES = [
     ("zeroed_timestamps", [{**_X, "ts": 0}, _X], False),
     ("another_clock", [{**_X, "ts": 1000}, {**_X, "ts": 1000 + 3 * 86400e6}, {**_X, "ts": 1001}], False),
     ("bare_array", None, True),
+    ("event_over_8_mb", [{**_X, "name": "n" * (9 << 20)}, _X], False),
 ]
 
 
