@@ -266,6 +266,20 @@ static int scan_string(const char **pp, const char *end_, Val *v, Err *err) {
     return OK;
 }
 
+/* One or more digits (a fraction or an exponent); NEED_MORE where the block ends inside them. */
+static int scan_digits(const char **pp, const char *end, Err *err) {
+    const char *p = *pp, *d = p;
+    while (p < end && *p >= '0' && *p <= '9') p++;
+    if (p >= end) return NEED_MORE;
+    if (p == d) {
+        err->bad_at = p;
+        err->reason = "invalid number";
+        return BAD;
+    }
+    *pp = p;
+    return OK;
+}
+
 static int scan_number(const char **pp, const char *end, Val *v, Err *err) {
     const char *p = *pp, *start = p;
     int is_float = 0;
@@ -280,30 +294,17 @@ static int scan_number(const char **pp, const char *end, Val *v, Err *err) {
         err->reason = "invalid number";
         return BAD;
     }
+    int r;
     if (p < end && *p == '.') {
         is_float = 1;
         p++;
-        const char *d = p;
-        while (p < end && *p >= '0' && *p <= '9') p++;
-        if (p >= end) return NEED_MORE;
-        if (p == d) {
-            err->bad_at = p;
-            err->reason = "invalid number";
-            return BAD;
-        }
+        if ((r = scan_digits(&p, end, err))) return r;
     }
     if (p < end && (*p == 'e' || *p == 'E')) {
         is_float = 1;
         p++;
         if (p < end && (*p == '+' || *p == '-')) p++;
-        const char *d = p;
-        while (p < end && *p >= '0' && *p <= '9') p++;
-        if (p >= end) return NEED_MORE;
-        if (p == d) {
-            err->bad_at = p;
-            err->reason = "invalid number";
-            return BAD;
-        }
+        if ((r = scan_digits(&p, end, err))) return r;
     }
     if (p >= end) return NEED_MORE; /* the number may go on in the next block */
     v->kind = is_float ? V_FLOAT : V_INT;
@@ -315,23 +316,68 @@ static int scan_number(const char **pp, const char *end, Val *v, Err *err) {
 }
 
 static int scan_literal(const char **pp, const char *end, const char *word, size_t n, Err *err) {
-    if ((size_t)(end - *pp) < n) return memcmp(*pp, word, (size_t)(end - *pp)) ? (err->bad_at = *pp, err->reason = "invalid literal", BAD) : NEED_MORE;
-    if (memcmp(*pp, word, n)) {
+    size_t have = (size_t)(end - *pp) < n ? (size_t)(end - *pp) : n;
+    if (memcmp(*pp, word, have)) {
         err->bad_at = *pp;
         err->reason = "invalid JSON value";
         return BAD;
     }
+    if (have < n) return NEED_MORE;
     *pp += n;
     return OK;
 }
 
 #define MAX_DEPTH 512
 
+/* An object member's key and colon: *pp at the key's quote, left at the value. */
+static int scan_key(const char **pp, const char *end, Val *key, Err *err) {
+    const char *p = *pp;
+    int r;
+    if (*p != '"') {
+        err->bad_at = p;
+        err->reason = "expected a key";
+        return BAD;
+    }
+    if ((r = scan_string(&p, end, key, err))) return r;
+    p = skip_ws(p, end);
+    if (p >= end) return NEED_MORE;
+    if (*p != ':') {
+        err->bad_at = p;
+        err->reason = "expected ':'";
+        return BAD;
+    }
+    p = skip_ws(p + 1, end);
+    if (p >= end) return NEED_MORE;
+    *pp = p;
+    return OK;
+}
+
+/* After a member or element: a ',' (then *more = 1, *pp at the next one) or the closing bracket (then
+ * *more = 0, *pp after it). */
+static int scan_separator(const char **pp, const char *end, char close, int *more, Err *err) {
+    const char *p = skip_ws(*pp, end);
+    if (p >= end) return NEED_MORE;
+    if (*p == ',') {
+        p = skip_ws(p + 1, end);
+        if (p >= end) return NEED_MORE;
+        *more = 1;
+    } else if (*p == close) {
+        p++;
+        *more = 0;
+    } else {
+        err->bad_at = p;
+        err->reason = close == '}' ? "expected ',' or '}'" : "expected ',' or ']'";
+        return BAD;
+    }
+    *pp = p;
+    return OK;
+}
+
 /* An array or object, validated without recursion; *pp at its opening bracket. Marks it plain when no
  * float, -0 or escape is inside (then its minified text is the text DuckDB gives it). */
 static int scan_nested(const char **pp, const char *end, Val *v, Err *err) {
     char stack[MAX_DEPTH]; /* the closing bracket of each open level */
-    int depth = 0, plain = 1, r;
+    int depth = 0, plain = 1, more, r;
     const char *p = *pp, *start = p;
     Val inner;
 open:
@@ -343,26 +389,14 @@ open:
     stack[depth++] = *p == '{' ? '}' : ']';
     p = skip_ws(p + 1, end);
     if (p >= end) return NEED_MORE;
-    if (*p == stack[depth - 1]) goto close;
+    if (*p == stack[depth - 1]) {
+        p++;
+        goto closed;
+    }
     for (;;) {
-        /* a member: a key first inside an object */
-        if (stack[depth - 1] == '}') {
-            if (*p != '"') {
-                err->bad_at = p;
-                err->reason = "expected a key";
-                return BAD;
-            }
-            if ((r = scan_string(&p, end, &inner, err))) return r;
+        if (stack[depth - 1] == '}') { /* a member: its key first */
+            if ((r = scan_key(&p, end, &inner, err))) return r;
             plain &= !inner.escaped;
-            p = skip_ws(p, end);
-            if (p >= end) return NEED_MORE;
-            if (*p != ':') {
-                err->bad_at = p;
-                err->reason = "expected ':'";
-                return BAD;
-            }
-            p = skip_ws(p + 1, end);
-            if (p >= end) return NEED_MORE;
         }
         switch (*p) {
         case '{':
@@ -390,23 +424,12 @@ open:
             if ((r = scan_number(&p, end, &inner, err))) return r;
             plain &= inner.kind == V_INT && !inner.negzero;
         }
-    after_value:
-        p = skip_ws(p, end);
-        if (p >= end) return NEED_MORE;
-        if (*p == ',') {
-            p = skip_ws(p + 1, end);
-            if (p >= end) return NEED_MORE;
-            continue;
-        }
-        if (*p != stack[depth - 1]) {
-            err->bad_at = p;
-            err->reason = stack[depth - 1] == '}' ? "expected ',' or '}'" : "expected ',' or ']'";
-            return BAD;
-        }
-    close:
-        p++;
+    next:
+        if ((r = scan_separator(&p, end, stack[depth - 1], &more, err))) return r;
+        if (more) continue;
+    closed:
         if (--depth == 0) break;
-        goto after_value;
+        goto next;
     }
     v->kind = V_NESTED;
     v->p = start;
@@ -638,7 +661,10 @@ bad:
 
 enum { K_PH, K_CAT, K_NAME, K_PID, K_TID, K_TS, K_DUR, K_ID, K_BP, K_ARGS, N_KEYS };
 /* top-level keys: ph cat name pid tid ts dur id bp args (top_key) */
-enum { A_EXT, A_CORR, A_EVIDX, A_PEI, A_DEVICE, A_STREAM, A_GRID, A_BLOCK, A_BYTES, A_CBID, A_CID, A_DIMS, A_NAME, A_LABELS, N_ARGS };
+enum {
+    A_EXT, A_CORR, A_EVIDX, A_PEI, A_DEVICE, A_STREAM, A_GRID, A_BLOCK, A_BYTES, A_CBID, A_CID, A_DIMS, A_NAME, A_LABELS,
+    N_ARGS
+};
 /* args keys: "External id" (or "external id"), correlation, "Ev Idx", "Profiler Event Index", device, stream, grid,
  * block, bytes, cbid, cid, "Input Dims", name, labels (arg_key) */
 
@@ -740,7 +766,8 @@ static int make_row(Row *row, const Val *top, const Val *args, Buf *scratch, con
         if ((ints[i][0] == C_EXT || ints[i][0] == C_CORR) && !t.null && row->i[ints[i][0]].null) bad_link = 1;
     }
     row->b[C_BAD_LINK] = bad_link;
-    if ((r = text_of(&args[A_GRID], scratch, &row->t[C_GRID], err)) || (r = text_of(&args[A_BLOCK], scratch, &row->t[C_BLOCK], err)))
+    if ((r = text_of(&args[A_GRID], scratch, &row->t[C_GRID], err)) ||
+        (r = text_of(&args[A_BLOCK], scratch, &row->t[C_BLOCK], err)))
         return r;
     /* CASE WHEN ph = 'X' THEN Input Dims; CASE WHEN ph = 'M' THEN coalesce(name, labels) */
     static const Val none = {0};
@@ -876,7 +903,11 @@ static int top_key(const char *p, size_t n) {
     case 2:
         return KEY_IS(p, n, "ph") ? K_PH : KEY_IS(p, n, "ts") ? K_TS : KEY_IS(p, n, "id") ? K_ID : KEY_IS(p, n, "bp") ? K_BP : -1;
     case 3:
-        return KEY_IS(p, n, "cat") ? K_CAT : KEY_IS(p, n, "pid") ? K_PID : KEY_IS(p, n, "tid") ? K_TID : KEY_IS(p, n, "dur") ? K_DUR : -1;
+        return KEY_IS(p, n, "cat")   ? K_CAT
+               : KEY_IS(p, n, "pid") ? K_PID
+               : KEY_IS(p, n, "tid") ? K_TID
+               : KEY_IS(p, n, "dur") ? K_DUR
+                                     : -1;
     case 4:
         return KEY_IS(p, n, "name") ? K_NAME : KEY_IS(p, n, "args") ? K_ARGS : -1;
     default:
@@ -907,102 +938,53 @@ static int arg_key(const char *p, size_t n, const Opts *o) {
     }
 }
 
-/* *pp at '{'. Fills top[] and args[]; BAD on a duplicated key we read or a non-object args. */
+/* *pp at '{'. Fills top[] and args[] with the keys read; BAD on a duplicated key read or a non-object
+ * args. */
 static int scan_event(const char **pp, const char *end, Val *top, Val *args, const Opts *o, Err *err) {
     const char *p = *pp;
-    int r;
+    int r, more = 1;
     for (int i = 0; i < N_KEYS; i++) top[i].kind = V_ABSENT;
     for (int i = 0; i < N_ARGS; i++) args[i].kind = V_ABSENT;
     p = skip_ws(p + 1, end);
     if (p >= end) return NEED_MORE;
-    if (*p == '}') {
-        *pp = p + 1;
-        return OK;
-    }
-    for (;;) {
-        Val key, v;
-        if (*p != '"') {
-            err->bad_at = p;
-            err->reason = "expected a key";
-            return BAD;
-        }
-        if ((r = scan_string(&p, end, &key, err))) return r;
-        p = skip_ws(p, end);
-        if (p >= end) return NEED_MORE;
-        if (*p != ':') {
-            err->bad_at = p;
-            err->reason = "expected ':'";
-            return BAD;
-        }
-        p = skip_ws(p + 1, end);
-        int k = key.escaped ? -2 : top_key(key.p, key.len);
-        if (k == -2) {
+    if (*p == '}') more = 0, p++;
+    while (more) {
+        Val key, skipped;
+        if ((r = scan_key(&p, end, &key, err))) return r;
+        if (key.escaped) {
             err->bad_at = key.p;
             err->reason = "an escaped key";
             return BAD;
         }
-        if (k == K_ARGS && p < end && *p == '{') {
-            if (top[K_ARGS].kind) goto dup;
+        int k = top_key(key.p, key.len);
+        if (k >= 0 && top[k].kind) goto dup;
+        if (k == K_ARGS && *p == '{') {
             top[K_ARGS].kind = V_NESTED;
             top[K_ARGS].p = p;
             p = skip_ws(p + 1, end);
             if (p >= end) return NEED_MORE;
-            if (*p != '}') {
-                for (;;) {
-                    Val akey, av;
-                    if (*p != '"') {
-                        err->bad_at = p;
-                        err->reason = "expected a key";
-                        return BAD;
-                    }
-                    if ((r = scan_string(&p, end, &akey, err))) return r;
-                    p = skip_ws(p, end);
-                    if (p >= end) return NEED_MORE;
-                    if (*p != ':') {
-                        err->bad_at = p;
-                        err->reason = "expected ':'";
-                        return BAD;
-                    }
-                    p = skip_ws(p + 1, end);
-                    int a = akey.escaped ? -1 : arg_key(akey.p, akey.len, o);
-                    if (a >= 0 && args[a].kind) goto dup;
-                    if ((r = scan_value(&p, end, a >= 0 ? &args[a] : &av, err))) return r;
-                    p = skip_ws(p, end);
-                    if (p >= end) return NEED_MORE;
-                    if (*p == ',') {
-                        p = skip_ws(p + 1, end);
-                        if (p >= end) return NEED_MORE;
-                        continue;
-                    }
-                    if (*p == '}') break;
-                    err->bad_at = p;
-                    err->reason = "expected ',' or '}'";
-                    return BAD;
-                }
+            int arg_more = 1;
+            if (*p == '}') arg_more = 0, p++;
+            while (arg_more) {
+                Val akey;
+                if ((r = scan_key(&p, end, &akey, err))) return r;
+                int a = akey.escaped ? -1 : arg_key(akey.p, akey.len, o);
+                if (a >= 0 && args[a].kind) goto dup;
+                if ((r = scan_value(&p, end, a >= 0 ? &args[a] : &skipped, err)) ||
+                    (r = scan_separator(&p, end, '}', &arg_more, err)))
+                    return r;
             }
-            p++;
         } else {
-            if (k >= 0 && top[k].kind) goto dup;
-            if ((r = scan_value(&p, end, k >= 0 ? &top[k] : &v, err))) return r;
+            if ((r = scan_value(&p, end, k >= 0 ? &top[k] : &skipped, err))) return r;
             if (k == K_ARGS && top[k].kind != V_NULL) {
                 err->bad_at = top[k].p;
                 err->reason = "args is not an object";
                 return BAD;
             }
         }
-        p = skip_ws(p, end);
-        if (p >= end) return NEED_MORE;
-        if (*p == ',') {
-            p = skip_ws(p + 1, end);
-            if (p >= end) return NEED_MORE;
-            continue;
-        }
-        if (*p == '}') break;
-        err->bad_at = p;
-        err->reason = "expected ',' or '}'";
-        return BAD;
+        if ((r = scan_separator(&p, end, '}', &more, err))) return r;
     }
-    *pp = p + 1;
+    *pp = p;
     return OK;
 dup:
     err->bad_at = p;
@@ -1144,7 +1126,8 @@ static PyObject *read_events(PyObject *self, PyObject *a) {
     if (oom) {
         PyErr_NoMemory();
     } else if (status == BAD) {
-        PyObject *exc_args = Py_BuildValue("(ns)", (Py_ssize_t)((err.bad_at ? err.bad_at : p) - base), err.reason ? err.reason : "invalid JSON");
+        Py_ssize_t at = (err.bad_at ? err.bad_at : p) - base;
+        PyObject *exc_args = Py_BuildValue("(ns)", at, err.reason ? err.reason : "invalid JSON");
         if (exc_args) {
             PyErr_SetObject(Unsupported, exc_args);
             Py_DECREF(exc_args);
@@ -1200,7 +1183,8 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_kineto_fast", "Compiled Kineto event reader (see the C source).", -1, methods, NULL, NULL, NULL, NULL,
+    PyModuleDef_HEAD_INIT, "_kineto_fast", "Compiled Kineto event reader (see the C source).", -1, methods,
+    NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC PyInit__kineto_fast(void) {
