@@ -4,9 +4,11 @@
 Formats read: every era in docs/TORCH_TRACE_FORMAT.md — 2021 capitalised categories with string tids,
 2022 ``async_cpu_to_gpu`` flows, integer-µs absolute ``ts``, absolute µs with ns decimals, relative ``ts``
 with ``baseTimeNanoseconds``, post-processed traces without ``M`` events, ROCm, and the bare-array Chrome
-trace form. ``.json`` or gzip, any size: the event array is streamed in fixed-size batches
-(``_jsonscan``) and decoded by DuckDB's JSON reader straight into Parquet, so no Python object is built
-per event. ``ts`` is read as DECIMAL text and kept as exact integer nanoseconds.
+trace form. ``.json`` or gzip, any size, no Python object per event. A whole document's event array is
+read by the compiled reader (``kineto_fast``, C, on both cores) where it is built and the input is its
+common case; otherwise by DuckDB's JSON reader, in two pieces in parallel, or, for a truncated or odd
+document, in fixed-size batches streamed by ``_jsonscan`` (which names the byte offset of any damage). Both
+readers stage the same rows. ``ts`` is read as decimal text and kept as exact integer nanoseconds.
 """
 
 from __future__ import annotations
@@ -308,10 +310,10 @@ def _ingest_whole(
         loc = locate_event_array(str(doc), doc_size)
         if loc is None:
             return False
-        # Whole events in one piece per core: each piece is read on its own thread (compiled reader) or as
-        # its own array file (DuckDB reads an array file on one thread, files in parallel).
-        # The compiled reader takes more pieces than cores, a free reader taking the next (balanced load);
-        # it checks each cut itself (a piece must end in a whole event exactly where the next begins).
+        # The array is cut into pieces of whole events. DuckDB reads one array file per core (one thread
+        # each, files in parallel); the compiled reader takes more pieces than cores, a free thread taking
+        # the next (balanced load), and checks each cut itself (a piece must end in a whole event exactly
+        # where the next begins), so its cuts need only a short look.
         compiled = kineto_fast.available()
         if compiled:
             parts = min(_PIECES, max(_READERS, doc_size // (16 << 20)))
