@@ -7,12 +7,6 @@ named exceptions below.
 
 __version__ = "0.1.0"
 
-import os as _os
-
-# NumPy's OpenBLAS starts a thread per core that busy-waits, taking cores from the trace readers; lltrace
-# does no linear algebra. A value the user set is kept.
-_os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-
 from lltrace.analysis import Analysis, analyze  # noqa: E402
 from lltrace.api import Run, ingest  # noqa: E402
 from lltrace.batch import BatchResult, ingest_each  # noqa: E402
