@@ -8,14 +8,20 @@ net around the parsers rather than a check of their own: worth a precise error),
 exception: a bug). Hypothesis shrinks a crash to a small input,
 which is saved under ``benchmarks/fuzz_findings/`` so it can join the corpus in tests/data/bad/.
 
+With ``--readers``, each profiler trace is read twice, by the compiled reader and by DuckDB's
+(``LLTRACE_PURE=1``), and any difference in outcome (tables, or the error) counts as a finding too.
+
     python benchmarks/fuzz_parsers.py                  # 20 s per seed
     python benchmarks/fuzz_parsers.py --seconds 120 --only kineto
+    python benchmarks/fuzz_parsers.py --readers --only kineto-gz
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import os
+import shutil
 import sys
 import tempfile
 import time
@@ -24,6 +30,7 @@ import warnings
 from collections import Counter
 from pathlib import Path
 
+import duckdb
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -62,7 +69,47 @@ def _kind(exc: BaseException) -> str:
     return f"{type(exc).__name__} at {where}"
 
 
-def fuzz(name: str, seed_path: Path, seconds: float, found: dict[str, str]) -> Counter:
+_PROFILER_TABLES = ("kernels", "ops", "annotations", "flows", "engine_steps")
+
+
+def _read(path: Path, store: Path, pure: bool) -> str:
+    """Ingest with one profiler reader; the outcome as text (the error) or "ok"."""
+    os.environ["LLTRACE_PURE"] = "1" if pure else "0"
+    try:
+        lltrace.ingest([path], store=store)
+        return "ok"
+    except lltrace.LltraceError as exc:
+        return f"{type(exc).__name__}: {exc}"
+    finally:
+        os.environ.pop("LLTRACE_PURE", None)
+
+
+def _readers_differ(path: Path, work: Path) -> str | None:
+    """Read one input with both profiler readers; what differs, or None."""
+    a, b = work / "pure", work / "compiled"
+    outcome = (_read(path, a, True), _read(path, b, False))
+    try:
+        if outcome[0] != outcome[1]:
+            return f"outcomes differ: {outcome[0][:100]!r} vs {outcome[1][:100]!r}"
+        if outcome[0] != "ok":
+            return None
+        con = duckdb.connect()
+        for t in _PROFILER_TABLES:
+            files = [sorted((d / t).glob("*/*.parquet")) for d in (a, b)]
+            if not files[0] and not files[1]:
+                continue
+            q = [f"SELECT * FROM read_parquet({[str(f) for f in fs]})" for fs in files]
+            n = con.execute(f"SELECT count(*) FROM (({q[0]}) EXCEPT ALL ({q[1]}))").fetchone()[0]
+            m = con.execute(f"SELECT count(*) FROM (({q[1]}) EXCEPT ALL ({q[0]}))").fetchone()[0]
+            if n or m:
+                return f"{t}: {n} rows only in DuckDB's reading, {m} only in the compiled reader's"
+        return None
+    finally:
+        shutil.rmtree(a, ignore_errors=True)
+        shutil.rmtree(b, ignore_errors=True)
+
+
+def fuzz(name: str, seed_path: Path, seconds: float, found: dict[str, str], readers: bool = False) -> Counter:
     """Run one seed for about ``seconds``; returns the outcome counts. Each new kind of crash is saved under
     FINDINGS with the input that showed it and recorded in ``found`` (kind -> message)."""
     outcomes: Counter = Counter()
@@ -76,6 +123,24 @@ def fuzz(name: str, seed_path: Path, seconds: float, found: dict[str, str]) -> C
     def one(data: bytes) -> None:
         path = work / f"input{suffix}"
         path.write_bytes(data)
+        if readers and name.startswith("kineto"):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    diff = _readers_differ(path, work)
+                except Exception as exc:  # a crash in either reader: recorded below by the normal run
+                    diff = None
+                    outcomes["crash while comparing"] += 1
+                    print(f"  crash while comparing: {type(exc).__name__}: {str(exc)[:120]}")
+            if diff is not None:
+                outcomes["readers differ"] += 1
+                kind = f"{name}: readers differ ({diff.split(':')[0]})"
+                if kind not in found:
+                    FINDINGS.mkdir(exist_ok=True)
+                    out = FINDINGS / f"{name}-readers-{hashlib.sha256(data).hexdigest()[:12]}{suffix}"
+                    out.write_bytes(data)
+                    found[kind] = f"{diff[:160]} -> {out.relative_to(REPO)}"
+                    print(f"  DIFFER {kind}: {found[kind]}")
         store = work / f"store-{outcomes.total()}"
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -106,6 +171,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=20.0, help="time per seed")
     ap.add_argument("--only", help="one format of: " + ", ".join(SEEDS))
+    ap.add_argument("--readers", action="store_true", help="also compare the two profiler readers")
     args = ap.parse_args()
     total: Counter = Counter()
     found: dict[str, str] = {}
@@ -115,11 +181,12 @@ def main() -> None:
         if not path.exists():
             print(f"{name:<12} seed missing: {path}")
             continue
-        c = fuzz(name, path, args.seconds, found)
+        c = fuzz(name, path, args.seconds, found, args.readers)
         total += c
         print(
             f"{name:<12} {c.total():>6} inputs: {c['ingested']:>5} ingested, {c['rejected']:>5} rejected, "
             f"{c['gave up']:>4} unexpected content, {c['crash']} crashes"
+            + (f", readers differ on {c['readers differ']}" if args.readers else "")
         )
     print(f"{'all':<12} {total.total():>6} inputs, {total['crash']} crashes of {len(found)} kinds")
 

@@ -56,6 +56,7 @@ static int buf_reserve(Buf *b, size_t extra) {
 }
 
 static int buf_put(Buf *b, const void *src, size_t n) {
+    if (n == 0) return 0;
     if (buf_reserve(b, n)) return -1;
     memcpy(b->p + b->len, src, n);
     b->len += n;
@@ -688,10 +689,10 @@ enum { S_KERNELS, S_OPS, S_ANNOTATIONS, S_FLOWS, S_META, N_SINKS, S_NONE = -1 };
 /* The counts kineto._finalize reads off the staged rows (same names, same order). */
 enum {
     N_READ, N_DROPPED_PY, N_X, N_ZERO_TS, N_PYTHON, N_NS_DECIMALS, N_INSTANTS, N_META, N_OTHER_PH, N_CAPITALISED, N_OLD_FLOWS,
-    N_MAX_X_TS, N_NEGATIVE_DUR, N_BAD_LINK, N_MIN_TS, N_MAX_TS, N_EVENTS, N_COUNTS
+    N_MAX_X_TS, N_NEGATIVE_DUR, N_BAD_LINK, N_MIN_TS, N_MAX_TS, N_EVENTS, N_NULL_TS, N_COUNTS
 };
 static const char *COUNT_NAMES = "read dropped_py x zero_ts python ns_decimals instants meta other_ph capitalised_cats old_flows "
-                                 "max_x_ts negative_dur bad_link min_ts max_ts events";
+                                 "max_x_ts negative_dur bad_link min_ts max_ts events null_ts";
 
 typedef struct {
     int64_t v[N_COUNTS];
@@ -830,6 +831,7 @@ static void count_row(Counts *c, const Row *row) {
         if (!c->has[N_MAX_TS] || ts->v > c->v[N_MAX_TS]) c->v[N_MAX_TS] = ts->v, c->has[N_MAX_TS] = 1;
     }
     c->v[N_EVENTS] += kept && ph != -1 && !m;
+    c->v[N_NULL_TS] += kept && x && ts->null;
 }
 
 /* A 64-bit hash of a row's staged values for duplicate detection: equal rows have equal hashes, which is

@@ -369,8 +369,8 @@ def _needs_cleaning(res: kineto_fast.FastResult) -> str | None:
         return "times more than a day apart"
     if res.distinct_events < c["events"]:
         return "duplicate events"
-    if (c["max_x_ts"] or 0) > 0 and c["zero_ts"]:
-        return "zeroed timestamps"
+    if (c["max_x_ts"] or 0) > 0 and (c["zero_ts"] or c["null_ts"]):
+        return "zeroed or missing timestamps"
     return None
 
 
@@ -559,8 +559,10 @@ def _damage(con: duckdb.DuckDBPyConnection, path: str, staged: str, counts: dict
         info.warnings.append(f"{path}: {counts['negative_dur']} events with a negative duration: dropped")
     spread = (counts["max_ts"] or 0) - (counts["min_ts"] or 0)
     if spread > _OTHER_CLOCK_NS:  # the median is only needed when the times span more than a day
+        # the median of the complete events' times, else of all times (a trace of instants and metadata)
         (median,) = con.execute(
-            f"SELECT quantile_disc(ts_ns, 0.5) FROM {staged} WHERE NOT dropped AND ph = 'X' AND ts_ns <> 0"
+            f"SELECT coalesce(quantile_disc(ts_ns, 0.5) FILTER (WHERE ph = 'X'), quantile_disc(ts_ns, 0.5)) "
+            f"FROM {staged} WHERE NOT dropped AND ts_ns <> 0"
         ).fetchone()
         (far,) = con.execute(
             f"SELECT count(*) FROM {staged} WHERE NOT dropped AND ts_ns <> 0 AND abs(ts_ns - {median}) > "
@@ -613,6 +615,7 @@ def _staged_counts(con: duckdb.DuckDBPyConnection, staged: str) -> dict[str, Any
         "min_ts",
         "max_ts",
         "events",
+        "null_ts",
         "distinct_events",
     ]
     return dict(
@@ -637,6 +640,7 @@ def _staged_counts(con: duckdb.DuckDBPyConnection, staged: str) -> dict[str, Any
                        min(ts_ns) FILTER (WHERE NOT dropped AND ts_ns <> 0),
                        max(ts_ns) FILTER (WHERE NOT dropped AND ts_ns <> 0),
                        count(*) FILTER (WHERE NOT dropped AND ph <> 'M'),
+                       count(*) FILTER (WHERE NOT dropped AND ph = 'X' AND ts_ns IS NULL),
                        count(DISTINCT hash({", ".join(_STAGED)})) FILTER (WHERE NOT dropped AND ph <> 'M')
                 FROM {staged}
                 """
@@ -679,6 +683,8 @@ def _finalize(
     drop_zero = "AND ts_ns <> 0" if has_real else ""
     if has_real and counts["zero_ts"]:
         info.dropped["zero_timestamp"] = counts["zero_ts"]
+    if has_real and counts["null_ts"]:  # (the same condition, ts_ns <> 0, leaves them out)
+        info.dropped["no_timestamp"] = counts["null_ts"]
     if counts["instants"]:
         info.dropped["instant_events"] = counts["instants"]
     if counts["other_ph"]:

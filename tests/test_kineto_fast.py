@@ -16,6 +16,8 @@ from pathlib import Path
 import duckdb
 import pytest
 from conftest import REPO, SAMPLES, torch_traces
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from lltrace.errors import LltraceError
 from lltrace.parsers import kineto, kineto_fast
@@ -77,6 +79,13 @@ def _check(path: Path, tmp: Path, monkeypatch: pytest.MonkeyPatch, **kw) -> obje
     if not isinstance(fast, str):
         assert _differences(pure_dir, fast_dir) == []
     return fast
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_session():
+    """A monkeypatch that hypothesis' repeated examples may share (each use is its own context)."""
+    with pytest.MonkeyPatch.context() as m:
+        yield m
 
 
 def test_the_compiled_reader_is_built():
@@ -148,6 +157,8 @@ CASES = [
     ("another_clock", [{**_X, "ts": 1000}, {**_X, "ts": 1000 + 3 * 86400e6}, {**_X, "ts": 1001}], False),
     ("bare_array", None, True),
     ("event_over_8_mb", [{**_X, "name": "n" * (9 << 20)}, _X], False),
+    ("missing_timestamp", [{**_X, "ts": None}, _X], False),
+    ("another_clock_without_complete_events", [{"ph": "M", "ts": 86_400_000_002}, {"ph": None, "ts": 1}], False),
 ]
 
 
@@ -182,3 +193,58 @@ def test_damaged_inputs_read_the_same(path: Path, tmp_path: Path, monkeypatch: p
     if not head.startswith(b"\x1f\x8b") and not kineto.sniff(head):
         pytest.skip("not a profiler trace")
     _check(path, tmp_path, monkeypatch)
+
+
+# Values of every JSON kind, including those the compiled reader declines (floats where text is kept,
+# exponents, escapes, -0), for the fields both readers read.
+_text = st.text(alphabet=st.sampled_from(list('aZ_:é€😀 "\\/\n\t')), max_size=12) | st.sampled_from(
+    ["execute_model", "execute-model", "python_function", "X", "M"]
+)
+_json_scalar = st.one_of(
+    st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=False, allow_infinity=False), _text
+)
+_json_value = st.recursive(
+    _json_scalar, lambda c: st.lists(c, max_size=3) | st.dictionaries(_text, c, max_size=3), max_leaves=6
+)
+_time = st.one_of(
+    st.integers(0, 2**50),
+    st.decimals(min_value=0, max_value=10**15, places=3, allow_nan=False).map(lambda d: float(d)),
+    st.floats(0, 1e15, allow_nan=False),
+    st.none(),
+)
+_event = st.fixed_dictionaries(
+    {
+        "ph": st.sampled_from(["X", "X", "X", "M", "s", "f", "i", "C", "x"]) | _json_scalar,
+        "cat": st.sampled_from(
+            ["cpu_op", "kernel", "cuda_runtime", "python_function", "user_annotation", "Kernel", "ac2g"]
+        )
+        | _json_scalar,
+        "ts": _time,
+    },
+    optional={
+        "name": st.sampled_from(["aten::mm", "execute_model", "ampere_sgemm", "ac2g"]) | _text | _json_value,
+        "pid": st.integers(-5, 2**40) | _text,
+        "tid": st.integers(-5, 2**40) | _text,
+        "dur": _time,
+        "id": st.integers(0, 2**64) | _text,
+        "bp": st.just("e") | _json_scalar,
+        "args": st.none()
+        | st.fixed_dictionaries(
+            {},
+            optional={
+                k: (st.integers(-(2**65), 2**65) | _json_value)
+                for k in ("External id", "correlation", "Ev Idx", "device", "stream", "bytes", "cbid")
+            }
+            | {k: _json_value for k in ("grid", "block", "Input Dims", "name", "labels", "other")},
+        ),
+    },
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(events=st.lists(_event, min_size=1, max_size=8), indent=st.sampled_from([None, 2]), ascii_=st.booleans())
+def test_generated_traces_read_the_same(events, indent, ascii_, tmp_path_factory, monkeypatch_session):
+    tmp = tmp_path_factory.mktemp("gen")
+    path = tmp / "t.json"
+    path.write_text(json.dumps({"traceEvents": events}, indent=indent, ensure_ascii=ascii_), encoding="utf-8")
+    _check(path, tmp, monkeypatch_session)
