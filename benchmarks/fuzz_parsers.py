@@ -109,6 +109,17 @@ def _readers_differ(path: Path, work: Path) -> str | None:
         shutil.rmtree(b, ignore_errors=True)
 
 
+def _record(found: dict[str, str], kind: str, message: str, data: bytes, prefix: str, suffix: str) -> None:
+    """Save the first input of each kind of finding under FINDINGS and note it in ``found``."""
+    if kind in found:
+        return
+    FINDINGS.mkdir(exist_ok=True)
+    out = FINDINGS / f"{prefix}-{hashlib.sha256(data).hexdigest()[:12]}{suffix}"
+    out.write_bytes(data)
+    found[kind] = f"{message[:160]} -> {out.relative_to(REPO)}"
+    print(f"  {kind}: {found[kind]}")
+
+
 def fuzz(name: str, seed_path: Path, seconds: float, found: dict[str, str], readers: bool = False) -> Counter:
     """Run one seed for about ``seconds``; returns the outcome counts. Each new kind of crash is saved under
     FINDINGS with the input that showed it and recorded in ``found`` (kind -> message)."""
@@ -134,13 +145,7 @@ def fuzz(name: str, seed_path: Path, seconds: float, found: dict[str, str], read
                     print(f"  crash while comparing: {type(exc).__name__}: {str(exc)[:120]}")
             if diff is not None:
                 outcomes["readers differ"] += 1
-                kind = f"{name}: readers differ ({diff.split(':')[0]})"
-                if kind not in found:
-                    FINDINGS.mkdir(exist_ok=True)
-                    out = FINDINGS / f"{name}-readers-{hashlib.sha256(data).hexdigest()[:12]}{suffix}"
-                    out.write_bytes(data)
-                    found[kind] = f"{diff[:160]} -> {out.relative_to(REPO)}"
-                    print(f"  DIFFER {kind}: {found[kind]}")
+                _record(found, f"{name}: readers differ ({diff.split(':')[0]})", diff, data, f"{name}-readers", suffix)
         store = work / f"store-{outcomes.total()}"
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -153,13 +158,8 @@ def fuzz(name: str, seed_path: Path, seconds: float, found: dict[str, str], read
                 outcomes["rejected"] += 1
             except Exception as exc:
                 outcomes["crash"] += 1
-                kind = f"{name}: {_kind(exc)}"
-                if kind not in found:
-                    FINDINGS.mkdir(exist_ok=True)
-                    out = FINDINGS / f"{name}-{hashlib.sha256(data).hexdigest()[:12]}{suffix}"
-                    out.write_bytes(data)
-                    found[kind] = f"{str(exc).splitlines()[0][:160] if str(exc) else ''} -> {out.relative_to(REPO)}"
-                    print(f"  CRASH {kind}: {found[kind]}")
+                message = str(exc).splitlines()[0] if str(exc) else ""
+                _record(found, f"{name}: {_kind(exc)}", message, data, name, suffix)
 
     while time.monotonic() < deadline:
         one()
