@@ -1219,8 +1219,7 @@ PyMODINIT_FUNC PyInit__kineto_fast(void) {
         PyTuple_SET_ITEM(sink_cols, s, cs);
     }
     if (!sink_cols || PyModule_AddObject(m, "SINK_COLUMNS", sink_cols) ||
-        PyModule_AddStringConstant(m, "COLUMN_TYPES", COL_TYPES) || PyModule_AddStringConstant(m, "COUNT_NAMES", COUNT_NAMES) ||
-        PyModule_AddIntConstant(m, "N_SINKS", N_SINKS)) {
+        PyModule_AddStringConstant(m, "COUNT_NAMES", COUNT_NAMES)) {
         Py_DECREF(m);
         return NULL;
     }
