@@ -301,6 +301,22 @@ def test_interference_fit_and_charges():
     assert rows["late"] == (0.0, 0.0, 0)
 
 
+def test_interference_needs_decode_steps_of_two_sizes():
+    """Decode-only steps all of one size give no slope: no prediction for a mixed step of another size, so no
+    row (run D's profiler: 38 decode steps of 7 tokens, mixed steps of 2 and 6)."""
+    c = duckdb.connect()
+    c.execute("""
+        CREATE TABLE engine_steps (run_id VARCHAR, source VARCHAR, step_id BIGINT, kind VARCHAR, start_s DOUBLE,
+                                   end_s DOUBLE, prefill_reqs BIGINT, prefill_tokens BIGINT, decode_reqs BIGINT,
+                                   decode_tokens BIGINT, wall_s DOUBLE);
+        INSERT INTO engine_steps SELECT 'r', 'profiler', i, 'decode', i, i + 0.01, 0, 0, 7, 7, 0.002
+            FROM range(12) r(i);
+        INSERT INTO engine_steps VALUES ('r', 'profiler', 100, 'mixed', 100.0, 100.01, 1, 50, 2, 2, 0.01);
+    """)
+    install_views(c, ["engine_steps"])
+    assert c.execute("SELECT count(*) FROM interference_steps").fetchone() == (0,)
+
+
 def test_report_views_on_tiny_inputs():
     c = duckdb.connect()
     c.execute(ATTRIB)
