@@ -38,7 +38,7 @@ RUNS = ("A_baseline", "B_kvpressure", "B2_kv2x")
 def build(store: Path, n_requests: int) -> str:
     """Write a run of ``n_requests`` resampled from the real runs into ``store``; returns its id."""
     import lltrace
-    from lltrace.parsers.schema import REQUEST_SCHEMA
+    from lltrace.tables import REQUESTS
 
     src = Path(tempfile.mkdtemp(prefix="lltrace-attr-src-"))
     reqs, stats = [], []
@@ -60,7 +60,7 @@ def build(store: Path, n_requests: int) -> str:
     req_tables, stat_tables = [], []
     for k in range(copies):
         shift = k * period
-        cols = {c: base_r[c] for c in REQUEST_SCHEMA.names if c in base_r.column_names}
+        cols = {c: base_r[c] for c in REQUESTS.names if c in base_r.column_names}
         for c in t_cols:
             cols[c] = pa.compute.add(base_r[c], shift)
         cols["request_id"] = pa.compute.binary_join_element_wise(base_r["request_id"], pa.scalar(f"#{k}"), "")
@@ -90,7 +90,7 @@ def build(store: Path, n_requests: int) -> str:
 
 _CHILD = {
     "lltrace": (
-        "import lltrace\nfrom lltrace.api import Run\n",
+        "import lltrace\nfrom lltrace.store import Run\n",
         "doc = lltrace.analyze(Run(RUN, lltrace.Store(STORE))).to_dict()\nassert doc['attribution']['requests'] > 0\n",
     ),
     "pandas naive": (

@@ -29,8 +29,9 @@ import time
 from pathlib import Path
 
 import lltrace
-from lltrace.batch import ingest_each
-from lltrace.weekly import weekly, write_weekly
+from lltrace.analysis.weekly import weekly
+from lltrace.ingest.many import ingest_each
+from lltrace.reports.weekly_html import write_weekly_html as write_weekly
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "vllm_cpu"
 WEEK_S = 7 * 86400

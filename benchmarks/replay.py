@@ -2,7 +2,7 @@
 
 Traces: the real Azure 2023 conversation trace (19,366 requests, as recorded) and a trace of N requests
 (default 1,000,000) made by resampling its prompt/output lengths with Poisson arrivals at a rate that keeps
-the batch full. Step cost: the Llama-2-7B-on-A100 reference (``lltrace.replay.reference_step_cost``: weights
+the batch full. Step cost: the Llama-2-7B-on-A100 reference (``lltrace.replay.cost.reference_step_cost``: weights
 read once per step, KV read per decode token, prefill FLOPs): an estimate, fine for timing the simulator.
 Engine: 16-token blocks, KV from 0.9 of the A100's 80 GB less the weights, max 256 sequences, 8,192 budget.
 
@@ -23,7 +23,8 @@ from pathlib import Path
 import numpy as np
 
 import lltrace
-from lltrace.replay import EngineConfig, StepCost, reference_step_cost, simulate
+from lltrace.replay.cost import StepCost, reference_step_cost
+from lltrace.replay.scheduler import EngineConfig, simulate
 
 AZURE = (
     Path(__file__).resolve().parents[2]

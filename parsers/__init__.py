@@ -1,7 +1,8 @@
-"""Parsers: sniff a file's first bytes, then stream it into the canonical tables.
+"""Parsers: sniff a file's first bytes, then stream it into the canonical tables (``lltrace.tables``).
 
-Each source family has one module and one ``Format`` entry here (name, what it can attribute, sniff,
-ingest). Detection never trusts the file name alone.
+One module per source family; each format it reads has one ``Format`` entry here: its name, what it can
+attribute, the sniff and ingest functions, the marker words that say a file was meant to be it, and any
+post-ingest step (the profiler's step detection). Detection never trusts the file name alone.
 """
 
 from __future__ import annotations
@@ -12,7 +13,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lltrace.errors import TraceFormatError, UnknownFormat
-from lltrace.parsers import clients, kineto, sglang, vllm, workloads
+from lltrace.parsers import (
+    bench_clients,
+    kineto,
+    kineto_steps,
+    otlp,
+    prometheus,
+    sglang,
+    tgi,
+    trtllm,
+    vllm,
+    vllm_log,
+    workloads,
+)
+from lltrace.tables import SourceInfo
 
 SNIFF_BYTES = 64 << 10
 
@@ -27,7 +41,9 @@ class Format:
     tables: tuple[str, ...]
     attributes: str
     sniff: Callable[[bytes], bool]
-    ingest: Callable[..., kineto.SourceInfo]
+    ingest: Callable[..., SourceInfo]  # (path, stage, part, *, keep_python, progress) -> SourceInfo
+    markers: tuple[bytes, ...] = ()  # words that say a file was meant to be this format ("closest formats")
+    post_ingest: Callable[[Path, int], dict] | None = None  # (stage, part) -> what the metadata records
 
 
 FORMATS: tuple[Format, ...] = (
@@ -41,27 +57,31 @@ FORMATS: tuple[Format, ...] = (
         "class, CPU launch gaps, CUDA-graph use; no per-request latency",
         sniff=kineto.sniff,
         ingest=kineto.ingest,
+        post_ingest=kineto_steps.post_ingest,
+        markers=(b'"traceEvents"', b'"ph"', b'"ts"', b'"dur"', b'"cat"', b'"schemaVersion"'),
     ),
     Format(
-        name=vllm.OTLP,
-        family="vLLM",
+        name=otlp.OTLP,
+        family="OpenTelemetry",
         description="OpenTelemetry llm_request spans: collector JSON lines of ExportTraceServiceRequest, a single "
         "OTLP/JSON document, or a Jaeger UI export",
         tables=("requests",),
         attributes="per request: queue, prefill, decode (measured by the engine), server TTFT and e2e, token "
         "counts; preemptions where journey events are present",
-        sniff=vllm.sniff_otlp,
-        ingest=vllm.ingest_otlp,
+        sniff=otlp.sniff_otlp,
+        ingest=otlp.ingest_otlp,
+        markers=(b'"resourceSpans"', b'"scopeSpans"', b'"spans"', b'"traceId"', b'"llm_request"'),
     ),
     Format(
-        name=clients.SGLANG_BENCH,
+        name=sglang.SGLANG_BENCH,
         family="SGLang",
         description="`python -m sglang.bench_serving` output JSON lines (compact and --output-details; bare "
         "Infinity/NaN)",
         tables=("requests",),
         attributes="per request with --output-details: client TTFT, e2e, ITLs, sizes; otherwise the summary",
-        sniff=clients.sniff_sglang_bench,
-        ingest=clients.ingest_sglang_bench,
+        sniff=sglang.sniff_sglang_bench,
+        ingest=sglang.ingest_sglang_bench,
+        markers=(b'"backend"', b'"total_output_tokens_retokenized"', b'"sharegpt_output_len"'),
     ),
     Format(
         name=vllm.BENCH,
@@ -73,6 +93,7 @@ FORMATS: tuple[Format, ...] = (
         "stay one bucket without engine-side data",
         sniff=vllm.sniff_bench,
         ingest=vllm.ingest_bench,
+        markers=(b'"backend"', b'"request_throughput"', b'"input_lens"', b'"ttfts"', b'"completed"'),
     ),
     Format(
         name=vllm.CLIENT_LOG,
@@ -82,28 +103,31 @@ FORMATS: tuple[Format, ...] = (
         attributes="the join key between a bench file and the engine's spans",
         sniff=vllm.sniff_client_log,
         ingest=vllm.ingest_client_log,
+        markers=(b"Namespace(", b"request_id_prefix"),
     ),
     Format(
-        name=vllm.PROMETHEUS,
-        family="vLLM",
+        name=prometheus.PROMETHEUS,
+        family="Prometheus",
         description="Prometheus /metrics text scrapes (a file per scrape; time from `# scrape_unix_ts` or "
         "sample timestamps)",
         tables=("engine_stats",),
         attributes="running / waiting (by reason: capacity) requests, KV-cache usage, cumulative preemptions, "
         "token and prefix-cache counters over time",
-        sniff=vllm.sniff_prometheus,
-        ingest=vllm.ingest_prometheus,
+        sniff=prometheus.sniff_prometheus,
+        ingest=prometheus.ingest_prometheus,
+        markers=(b"# TYPE", b"# HELP", b"vllm:"),
     ),
     Format(
-        name=vllm.SERVER_LOG,
+        name=vllm_log.SERVER_LOG,
         family="vLLM",
         description="vLLM server log: V1 `Engine NNN:` stats and `Iteration(k)` lines, V0 metrics.py stats "
         "and preemption warnings (ANSI colours, process prefixes and glued lines tolerated)",
         tables=("engine_stats", "engine_steps"),
         attributes="running / waiting / KV usage over time; per-iteration prefill and decode tokens and "
         "elapsed time (a step source without a profiler)",
-        sniff=vllm.sniff_server_log,
-        ingest=vllm.ingest_server_log,
+        sniff=vllm_log.sniff_server_log,
+        ingest=vllm_log.ingest_server_log,
+        markers=(b"INFO", b"Avg prompt throughput", b"Iteration(", b"Engine 000"),
     ),
     Format(
         name=workloads.AZURE,
@@ -113,6 +137,7 @@ FORMATS: tuple[Format, ...] = (
         attributes="arrivals and prompt/output sizes: workload mix, load over time (no latencies)",
         sniff=workloads.sniff_azure,
         ingest=workloads.ingest_azure,
+        markers=(b"TIMESTAMP", b"ContextTokens", b"GeneratedTokens"),
     ),
     Format(
         name=workloads.BURSTGPT,
@@ -122,6 +147,7 @@ FORMATS: tuple[Format, ...] = (
         attributes="arrivals, sizes, failures; end-to-end latency where Elapsed time is given",
         sniff=workloads.sniff_burstgpt,
         ingest=workloads.ingest_burstgpt,
+        markers=(b"Timestamp", b"Request tokens", b"Response tokens"),
     ),
     Format(
         name=workloads.MOONCAKE,
@@ -131,6 +157,7 @@ FORMATS: tuple[Format, ...] = (
         attributes="arrivals, sizes and prefix-block ids (prefix-cache reuse can be measured)",
         sniff=workloads.sniff_mooncake,
         ingest=workloads.ingest_mooncake,
+        markers=(b'"timestamp"', b'"input_length"', b'"output_length"', b'"hash_ids"'),
     ),
     Format(
         name=workloads.OWN,
@@ -140,24 +167,27 @@ FORMATS: tuple[Format, ...] = (
         attributes="whatever the columns give: arrivals and sizes at least; timestamps, preemptions when present",
         sniff=workloads.sniff_own,
         ingest=workloads.ingest_own,
+        markers=(b"request_id", b"arrival_s", b"arrival_time", b"input_tokens", b"output_tokens"),
     ),
     Format(
-        name=clients.LLMPERF,
+        name=bench_clients.LLMPERF,
         family="benchmark clients",
         description="Ray LLMPerf *_individual_responses.json (no ids, no timestamps; errored rows kept)",
         tables=("requests",),
         attributes="per request: client TTFT, e2e, sizes, errors (no arrival times)",
-        sniff=clients.sniff_llmperf,
-        ingest=clients.ingest_llmperf,
+        sniff=bench_clients.sniff_llmperf,
+        ingest=bench_clients.ingest_llmperf,
+        markers=(b'"ttft_s"', b'"end_to_end_latency_s"', b'"error_code"'),
     ),
     Format(
-        name=clients.LLMPERF_SUMMARY,
+        name=bench_clients.LLMPERF_SUMMARY,
         family="benchmark clients",
         description="Ray LLMPerf *_summary.json",
         tables=(),
         attributes="the run's latency quantiles and error rate, as the client computed them",
-        sniff=clients.sniff_llmperf_summary,
-        ingest=clients.ingest_llmperf_summary,
+        sniff=bench_clients.sniff_llmperf_summary,
+        ingest=bench_clients.ingest_llmperf_summary,
+        markers=(b'"results_', b'"num_concurrent_requests"'),
     ),
     Format(
         name=sglang.SCHEDULER_LOG,
@@ -169,88 +199,98 @@ FORMATS: tuple[Format, ...] = (
         "time, retractions (preemptions); per-request queue time where Req Time Stats are logged",
         sniff=sglang.sniff_scheduler_log,
         ingest=sglang.ingest_scheduler_log,
+        markers=(b"Prefill batch", b"Decode batch", b"#running-req", b"#queue-req"),
     ),
     Format(
-        name=clients.TRTLLM_REQUESTS,
+        name=trtllm.TRTLLM_REQUESTS,
         family="TensorRT-LLM",
         description="`trtllm-bench --request_json` request records (ns timestamps)",
         tables=("requests",),
         attributes="per request: client TTFT and e2e, sizes, errors",
-        sniff=clients.sniff_trtllm_requests,
-        ingest=clients.ingest_trtllm_requests,
+        sniff=trtllm.sniff_trtllm_requests,
+        ingest=trtllm.ingest_trtllm_requests,
+        markers=(b'"start_timestamp"', b'"first_token_timestamp"', b'"num_input_tokens"'),
     ),
     Format(
-        name=clients.TRTLLM_ITERATIONS,
+        name=trtllm.TRTLLM_ITERATIONS,
         family="TensorRT-LLM",
         description="per-iteration stats (`--iteration_log`, iteration perf stats): JSON lines or array",
         tables=("engine_steps", "engine_stats"),
         attributes="per iteration: context/generation requests and tokens, latency; queued and active requests, "
         "KV blocks in use, paused (preempted) requests",
-        sniff=clients.sniff_trtllm_iterations,
-        ingest=clients.ingest_trtllm_iterations,
+        sniff=trtllm.sniff_trtllm_iterations,
+        ingest=trtllm.ingest_trtllm_iterations,
+        markers=(b'"iterLatencyMS"', b'"numActiveRequests"', b'"kvCacheStats"'),
     ),
     Format(
-        name=clients.TGI_LOG,
+        name=tgi.TGI_LOG,
         family="TGI",
         description="Hugging Face TGI router log lines (Rust duration strings: s, ms, µs, ns)",
         tables=("requests",),
         attributes="per request: queue time and server total; inference (prefill + decode) not split",
-        sniff=clients.sniff_tgi_log,
-        ingest=clients.ingest_tgi_log,
+        sniff=tgi.sniff_tgi_log,
+        ingest=tgi.ingest_tgi_log,
+        markers=(b"queue_time=", b"inference_time=", b"total_time="),
     ),
     Format(
-        name=clients.GENAI_PERF,
+        name=bench_clients.GENAI_PERF,
         family="benchmark clients",
         description="GenAI-Perf / Perf Analyzer profile_export.json",
         tables=("requests",),
         attributes="per request: send time, client TTFT and e2e (token counts need re-tokenizing: NULL)",
-        sniff=clients.sniff_genai_perf,
-        ingest=clients.ingest_genai_perf,
+        sniff=bench_clients.sniff_genai_perf,
+        ingest=bench_clients.ingest_genai_perf,
+        markers=(b'"experiments"', b'"response_timestamps"', b'"service_kind"'),
     ),
     Format(
-        name=clients.AIPERF,
+        name=bench_clients.AIPERF,
         family="benchmark clients",
         description="AIPerf profile_export.jsonl",
         tables=("requests",),
         attributes="per request: ids, send time, sizes, client TTFT and e2e, errors",
-        sniff=clients.sniff_aiperf,
-        ingest=clients.ingest_aiperf,
+        sniff=bench_clients.sniff_aiperf,
+        ingest=bench_clients.ingest_aiperf,
+        markers=(b'"metadata"', b'"metrics"', b'"request_start_ns"'),
     ),
     Format(
-        name=clients.GUIDELLM,
+        name=bench_clients.GUIDELLM,
         family="benchmark clients",
         description="guidellm benchmarks.json (current and <= 0.3 schemas)",
         tables=("requests",),
         attributes="per request: send time, sizes, cached tokens, client TTFT and e2e, errors",
-        sniff=clients.sniff_guidellm,
-        ingest=clients.ingest_guidellm,
+        sniff=bench_clients.sniff_guidellm,
+        ingest=bench_clients.ingest_guidellm,
+        markers=(b'"benchmarks"', b'"requests"', b'"successful"'),
     ),
     Format(
-        name=vllm.STATS_CSV,
+        name=vllm_log.STATS_CSV,
         family="vLLM",
         description="vLLM V0 engine stats sampled into CSV by a client (BurstGPT replay tooling; KV usage in %)",
         tables=("engine_stats",),
         attributes="running / pending / swapped requests and KV usage over time (monotonic clock)",
-        sniff=vllm.sniff_stats_csv,
-        ingest=vllm.ingest_stats_csv,
+        sniff=vllm_log.sniff_stats_csv,
+        ingest=vllm_log.ingest_stats_csv,
+        markers=(b"timestamp", b"prompt_throughput", b"num_running", b"gpu_kvcache_usage"),
     ),
     Format(
-        name=vllm.REPLAY_CONFIG,
+        name=vllm_log.REPLAY_CONFIG,
         family="vLLM",
         description="BurstGPT replay run configuration (JSON objects appended back to back)",
         tables=(),
         attributes="the run's model, QPS and trace scale (metadata)",
-        sniff=vllm.sniff_replay_config,
-        ingest=vllm.ingest_replay_config,
+        sniff=vllm_log.sniff_replay_config,
+        ingest=vllm_log.ingest_replay_config,
+        markers=(b'"server_config"', b'"prompt_config"', b'"model path"'),
     ),
     Format(
-        name=clients.TGI_HEADERS,
+        name=tgi.TGI_HEADERS,
         family="TGI",
         description="TGI response headers saved per response (JSON lines or CSV; x-* times in integer ms)",
         tables=("requests",),
         attributes="per request: queue time and server total, token counts (inference not split)",
-        sniff=clients.sniff_tgi_headers,
-        ingest=clients.ingest_tgi_headers,
+        sniff=tgi.sniff_tgi_headers,
+        ingest=tgi.ingest_tgi_headers,
+        markers=(b"x-queue-time", b"x-inference-time", b"x-total-time", b"x-generated-tokens"),
     ),
 )
 
@@ -272,41 +312,13 @@ def read_head(path: str | Path, size: int = SNIFF_BYTES) -> bytes:
         return out
 
 
-# Words that say which format a file was meant to be, for the "closest formats" hint of an unknown file.
-_MARKERS: dict[str, tuple[bytes, ...]] = {
-    kineto.NAME: (b'"traceEvents"', b'"ph"', b'"ts"', b'"dur"', b'"cat"', b'"schemaVersion"'),
-    vllm.OTLP: (b'"resourceSpans"', b'"scopeSpans"', b'"spans"', b'"traceId"', b'"llm_request"'),
-    vllm.BENCH: (b'"backend"', b'"request_throughput"', b'"input_lens"', b'"ttfts"', b'"completed"'),
-    clients.SGLANG_BENCH: (b'"backend"', b'"total_output_tokens_retokenized"', b'"sharegpt_output_len"'),
-    vllm.PROMETHEUS: (b"# TYPE", b"# HELP", b"vllm:"),
-    vllm.SERVER_LOG: (b"INFO", b"Avg prompt throughput", b"Iteration(", b"Engine 000"),
-    vllm.CLIENT_LOG: (b"Namespace(", b"request_id_prefix"),
-    workloads.AZURE: (b"TIMESTAMP", b"ContextTokens", b"GeneratedTokens"),
-    workloads.BURSTGPT: (b"Timestamp", b"Request tokens", b"Response tokens"),
-    workloads.MOONCAKE: (b'"timestamp"', b'"input_length"', b'"output_length"', b'"hash_ids"'),
-    workloads.OWN: (b"request_id", b"arrival_s", b"arrival_time", b"input_tokens", b"output_tokens"),
-    clients.LLMPERF: (b'"ttft_s"', b'"end_to_end_latency_s"', b'"error_code"'),
-    clients.LLMPERF_SUMMARY: (b'"results_', b'"num_concurrent_requests"'),
-    sglang.SCHEDULER_LOG: (b"Prefill batch", b"Decode batch", b"#running-req", b"#queue-req"),
-    clients.TRTLLM_REQUESTS: (b'"start_timestamp"', b'"first_token_timestamp"', b'"num_input_tokens"'),
-    clients.TRTLLM_ITERATIONS: (b'"iterLatencyMS"', b'"numActiveRequests"', b'"kvCacheStats"'),
-    clients.TGI_LOG: (b"queue_time=", b"inference_time=", b"total_time="),
-    clients.TGI_HEADERS: (b"x-queue-time", b"x-inference-time", b"x-total-time", b"x-generated-tokens"),
-    clients.GENAI_PERF: (b'"experiments"', b'"response_timestamps"', b'"service_kind"'),
-    clients.AIPERF: (b'"metadata"', b'"metrics"', b'"request_start_ns"'),
-    clients.GUIDELLM: (b'"benchmarks"', b'"requests"', b'"successful"'),
-    vllm.STATS_CSV: (b"timestamp", b"prompt_throughput", b"num_running", b"gpu_kvcache_usage"),
-    vllm.REPLAY_CONFIG: (b'"server_config"', b'"prompt_config"', b'"model path"'),
-}
-
-
 def closest_formats(head: bytes, n: int = 3) -> list[str]:
     """Formats whose marker words the head shares most, for an error message (best first)."""
     scores = []
-    for name, markers in _MARKERS.items():
-        hits = sum(m in head for m in markers)
+    for fmt in FORMATS:
+        hits = sum(m in head for m in fmt.markers)
         if hits:
-            scores.append((hits / len(markers), name))
+            scores.append((hits / len(fmt.markers), fmt.name))
     return [name for _, name in sorted(scores, reverse=True)[:n]]
 
 

@@ -20,9 +20,7 @@ import threading
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import closing
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import duckdb
 
@@ -36,7 +34,8 @@ from lltrace.parsers._jsonscan import (
     read_blocks,
     split_event_array,
 )
-from lltrace.parsers.kernel_classes import classify_pairs
+from lltrace.parsers.kineto_tables import OTHER_CLOCK_NS, finalize
+from lltrace.tables import SourceInfo
 
 NAME = "pytorch-kineto"
 
@@ -85,9 +84,6 @@ _CAT_ALIASES = {
     "async_cpu_to_gpu": "ac2g",
     "async_gpu": "ac2g",
 }
-GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset", "cuda_sync")
-LAUNCH_CATS = ("cuda_runtime", "cuda_driver")
-ANNOTATION_CATS = ("user_annotation", "gpu_user_annotation")
 
 
 def _cat_expr() -> str:
@@ -135,32 +131,6 @@ FROM read_json(?, format = 'newline_delimited', columns = @COLUMNS@,
 
 _KEEP_DEFAULT = "cat IS DISTINCT FROM 'python_function' OR name LIKE '%execute_model%'"
 _KEEP_ALL = "true"
-
-
-@dataclass
-class SourceInfo:
-    """What the run metadata records about one ingested source file."""
-
-    path: str
-    format: str = NAME
-    version: str | None = None
-    records: int = 0
-    dropped: dict[str, int] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-    truncated: str | None = None
-    details: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain-JSON form for the run metadata."""
-        return {
-            "path": self.path,
-            "format": self.format,
-            "version": self.version,
-            "records": self.records,
-            "dropped": self.dropped,
-            "warnings": self.warnings,
-            **self.details,
-        }
 
 
 def sniff(head: bytes) -> bool:
@@ -217,7 +187,7 @@ def ingest(
     as the file is valid and names the byte offset of any damage. Raises ``TraceFormatError`` for broken
     input; truncation is reported in ``SourceInfo.warnings`` and as a ``TruncatedInput`` warning.
     """
-    info = SourceInfo(path=path)
+    info = SourceInfo(path=path, format=NAME)
     scratch = stage / f"_events_{part}"
     scratch.mkdir(parents=True, exist_ok=True)
     con = duckdb.connect()
@@ -229,7 +199,7 @@ def ingest(
         done = _ingest_whole(con, path, scratch, stage, part, keep_python, progress, info)
         if not done:
             _ingest_streaming(con, path, scratch, keep_python, progress, info)
-        _finalize(con, path, scratch, stage, part, info, done if isinstance(done, kineto_fast.FastResult) else None)
+        finalize(con, path, scratch, stage, part, info, done if isinstance(done, kineto_fast.FastResult) else None)
     finally:
         con.close()
         for f in scratch.glob("*"):
@@ -365,7 +335,7 @@ def _needs_cleaning(res: kineto_fast.FastResult) -> str | None:
     c = res.counts
     if c["negative_dur"]:
         return "negative durations"
-    if (c["max_ts"] or 0) - (c["min_ts"] or 0) > _OTHER_CLOCK_NS:
+    if (c["max_ts"] or 0) - (c["min_ts"] or 0) > OTHER_CLOCK_NS:
         return "times more than a day apart"
     if res.distinct_events < c["events"]:
         return "duplicate events"
@@ -520,297 +490,3 @@ def _prefetch(batches: Iterator[Batch], depth: int = 2) -> Iterator[Batch]:
             except queue.Empty:
                 pass
         worker.join()
-
-
-def _version(meta: dict, counts: dict[str, int], array_form: bool) -> str:
-    rocm = "roctracer_version" in meta or "hip_runtime_version" in meta
-    if array_form:
-        era = "Chrome trace event array (no Kineto metadata)"
-    elif counts.get("capitalised_cats"):
-        era = "2021 (PyTorch 1.8-1.10: capitalised categories)"
-    elif counts.get("old_flows"):
-        era = "2022 (PyTorch ~1.11-1.13: async_cpu_to_gpu flows)"
-    elif "baseTimeNanoseconds" in meta:
-        era = "2024+ (PyTorch >= 2.4: relative ts with baseTimeNanoseconds)"
-    elif counts.get("ns_decimals"):
-        era = "2024-04 (absolute us with ns decimals)"
-    else:
-        era = "2023 (PyTorch 2.0-2.3: integer us, absolute)"
-    return era + (", ROCm" if rocm else "")
-
-
-# The staged event columns (_BATCH_SELECT): equal in all of them, two events are duplicates.
-_STAGED = (
-    "ph, cat, name, pid, tid, ts_ns, dur_ns, external_id, correlation, ev_idx, device, stream, grid, block, "
-    "bytes, cbid, input_dims, meta_value, flow_id, flow_bp"
-).split(", ")
-_OTHER_CLOCK_NS = 24 * 3600 * 10**9  # an event this far from the trace's median time is on another clock
-
-
-def _damage(con: duckdb.DuckDBPyConnection, path: str, staged: str, counts: dict[str, Any], info: SourceInfo) -> str:
-    """The SELECT of the events kept, leaving out damaged ones, each kind counted in ``info.dropped`` and
-    warned about: negative durations, events on another clock, exact duplicates (of events other than
-    metadata, which Kineto itself repeats). Link ids that are not 64-bit integers are read as NULL and
-    counted."""
-    where = ["NOT dropped"]
-    if counts["negative_dur"]:
-        where.append("(dur_ns IS NULL OR dur_ns >= 0)")
-        info.dropped["negative_duration"] = int(counts["negative_dur"])
-        info.warnings.append(f"{path}: {counts['negative_dur']} events with a negative duration: dropped")
-    spread = (counts["max_ts"] or 0) - (counts["min_ts"] or 0)
-    if spread > _OTHER_CLOCK_NS:  # the median is only needed when the times span more than a day
-        # the median of the complete events' times, else of all times (a trace of instants and metadata)
-        (median,) = con.execute(
-            f"SELECT coalesce(quantile_disc(ts_ns, 0.5) FILTER (WHERE ph = 'X'), quantile_disc(ts_ns, 0.5)) "
-            f"FROM {staged} WHERE NOT dropped AND ts_ns <> 0"
-        ).fetchone()
-        (far,) = con.execute(
-            f"SELECT count(*) FROM {staged} WHERE NOT dropped AND ts_ns <> 0 AND abs(ts_ns - {median}) > "
-            f"{_OTHER_CLOCK_NS}"
-        ).fetchone()
-        if far:
-            where.append(f"(ts_ns = 0 OR abs(ts_ns - {median}) <= {_OTHER_CLOCK_NS})")
-            info.dropped["another_clock"] = int(far)
-            info.warnings.append(
-                f"{path}: {far} events more than 24 h from the trace's median time (another clock): dropped"
-            )
-    if counts["bad_link"]:
-        info.dropped["link_id_not_int64"] = int(counts["bad_link"])
-        info.warnings.append(
-            f"{path}: {counts['bad_link']} events carry an External id or correlation that is not a 64-bit "
-            "integer: read as NULL, so those events are not linked"
-        )
-    select = f"SELECT * EXCLUDE (dropped, bad_link) FROM {staged} WHERE {' AND '.join(where)}"
-    # Kineto repeats some metadata (M) events as written; duplicates of real events are damage
-    events = f"SELECT * FROM ({select}) WHERE ph IS DISTINCT FROM 'M'"
-    dups = 0
-    if counts["distinct_events"] < counts["events"]:  # the row hashes say so: count exactly
-        (dups,) = con.execute(
-            f"SELECT count(*) - (SELECT count(*) FROM (SELECT DISTINCT * FROM ({events}))) FROM ({events})"
-        ).fetchone()
-    if dups:
-        info.dropped["duplicate_events"] = int(dups)
-        info.warnings.append(f"{path}: {dups} exact duplicate events: dropped (each kept once)")
-        select = f"SELECT DISTINCT * FROM ({events}) UNION ALL SELECT * FROM ({select}) WHERE ph = 'M'"
-    return select
-
-
-def _staged_counts(con: duckdb.DuckDBPyConnection, staged: str) -> dict[str, Any]:
-    """The counts ``_finalize`` reads off DuckDB's staged events (the compiled reader makes the same)."""
-    names = [
-        "read",
-        "dropped_py",
-        "x",
-        "zero_ts",
-        "python",
-        "ns_decimals",
-        "instants",
-        "meta",
-        "other_ph",
-        "capitalised_cats",
-        "old_flows",
-        "max_x_ts",
-        "negative_dur",
-        "bad_link",
-        "min_ts",
-        "max_ts",
-        "events",
-        "null_ts",
-        "distinct_events",
-    ]
-    return dict(
-        zip(
-            names,
-            con.execute(
-                f"""
-                SELECT count(*),
-                       count(*) FILTER (WHERE dropped),
-                       count(*) FILTER (WHERE NOT dropped AND ph = 'X'),
-                       count(*) FILTER (WHERE NOT dropped AND ph = 'X' AND ts_ns = 0),
-                       count(*) FILTER (WHERE NOT dropped AND cat = 'python_function'),
-                       count(*) FILTER (WHERE ts_ns % 1000 <> 0),
-                       count(*) FILTER (WHERE ph IN ('i', 'I')),
-                       count(*) FILTER (WHERE ph = 'M'),
-                       count(*) FILTER (WHERE ph NOT IN ('X', 'i', 'I', 'M', 's', 'f', 't')),
-                       count(*) FILTER (WHERE old_cat),
-                       count(*) FILTER (WHERE ph IN ('s', 'f') AND name IN ('async_cpu_to_gpu', 'async_gpu')),
-                       max(ts_ns) FILTER (WHERE ph = 'X'),
-                       count(*) FILTER (WHERE NOT dropped AND dur_ns < 0),
-                       count(*) FILTER (WHERE bad_link),
-                       min(ts_ns) FILTER (WHERE NOT dropped AND ts_ns <> 0),
-                       max(ts_ns) FILTER (WHERE NOT dropped AND ts_ns <> 0),
-                       count(*) FILTER (WHERE NOT dropped AND ph <> 'M'),
-                       count(*) FILTER (WHERE NOT dropped AND ph = 'X' AND ts_ns IS NULL),
-                       count(DISTINCT hash({", ".join(_STAGED)})) FILTER (WHERE NOT dropped AND ph <> 'M')
-                FROM {staged}
-                """
-            ).fetchone(),
-            strict=True,
-        )
-    )
-
-
-def _finalize(
-    con: duckdb.DuckDBPyConnection,
-    path: str,
-    scratch: Path,
-    stage: Path,
-    part: int,
-    info: SourceInfo,
-    fast: kineto_fast.FastResult | None,
-) -> None:
-    """Write the tables from the staged events: DuckDB's staging of every event, or the compiled reader's
-    (``ops`` and ``flows`` already written; kernels, annotations and metadata events staged)."""
-    meta = info.details.pop("metadata")
-    array_form = info.details.pop("array_form")
-    base = meta.get("baseTimeNanoseconds")
-    if base is not None and not isinstance(base, int):
-        raise TraceFormatError(path, "baseTimeNanoseconds", f"expected an integer, found {base!r}")
-    base_ns = int(base or 0)
-    staged = f"read_parquet('{scratch}/ev-*.parquet')"
-    if fast is not None:
-        counts: dict[str, Any] = dict(fast.counts) | {"distinct_events": fast.distinct_events}
-    else:
-        counts = _staged_counts(con, staged)
-    if counts["dropped_py"]:
-        info.dropped["python_function (not asked for)"] = int(counts["dropped_py"])
-    if counts["read"] == counts["meta"]:
-        what = f"only {counts['meta']} metadata events" if counts["meta"] else "the array is empty"
-        raise TraceFormatError(path, "traceEvents", f"no trace events ({what})")
-    keep = _damage(con, path, staged, counts, info)
-    has_real = (counts["max_x_ts"] or 0) > 0
-    # Zeroed timestamps (pytorch/pytorch#188481) are dropped when the rest of the trace has real times.
-    drop_zero = "AND ts_ns <> 0" if has_real else ""
-    if has_real and counts["zero_ts"]:
-        info.dropped["zero_timestamp"] = counts["zero_ts"]
-    if has_real and counts["null_ts"]:  # (the same condition, ts_ns <> 0, leaves them out)
-        info.dropped["no_timestamp"] = counts["null_ts"]
-    if counts["instants"]:
-        info.dropped["instant_events"] = counts["instants"]
-    if counts["other_ph"]:
-        info.dropped["other_phases"] = counts["other_ph"]
-    # The kept events each table is made from (DuckDB's staging: times relative to the clock base).
-    if fast is None:
-        con.execute(f"CREATE OR REPLACE VIEW raw AS {keep}")
-        sources = {
-            "k_src": f"SELECT * FROM raw WHERE ph = 'X' AND cat IN {GPU_CATS} {drop_zero}",
-            "a_src": f"SELECT * FROM raw WHERE ph = 'X' AND cat IN {ANNOTATION_CATS} {drop_zero}",
-            "m_src": "SELECT * FROM raw WHERE ph = 'M'",
-            "l_src": "SELECT * FROM raw WHERE ph = 'X'",
-        }
-    else:  # the compiled reader left no damage to drop (else the DuckDB path was taken)
-
-        def files(paths: list[Path]) -> str:
-            return "read_parquet([" + ", ".join(f"'{p}'" for p in paths) + "])"
-
-        ops_files = f"read_parquet('{stage}/ops/part-{part:05d}.*parquet')"
-        sources = {  # the compiled reader's rows carry the clock base already
-            "k_src": f"SELECT * FROM {files(fast.staged['kernels'])}",
-            "a_src": f"SELECT * FROM {files(fast.staged['annotations'])}",
-            "m_src": f"SELECT * FROM {files(fast.staged['meta'])}",
-            "l_src": f"SELECT cat, name, pid, tid, ts_ns, correlation FROM {ops_files}",
-        }
-    shift = base_ns if fast is None else 0  # added to the times below
-    for view, select in sources.items():
-        con.execute(f"CREATE OR REPLACE VIEW {view} AS {select}")
-    lanes = con.execute(
-        "SELECT name, pid, tid, meta_value FROM m_src WHERE meta_value IS NOT NULL ORDER BY ALL"
-    ).fetchall()
-
-    names = con.execute("SELECT DISTINCT name, cat FROM k_src").fetchall()
-    classes, variants = classify_pairs([r[0] for r in names], [r[1] for r in names])
-    # lists in, not an Arrow table: pyarrow builds one from Python lists only after importing pandas (0.2 s)
-    con.execute(
-        "CREATE OR REPLACE TEMP TABLE kernel_classes AS "
-        "SELECT unnest(?::VARCHAR[]) AS name, unnest(?::VARCHAR[]) AS cat, unnest(?::VARCHAR[]) AS kernel_class, "
-        "unnest(?::VARCHAR[]) AS attention_variant",
-        [[r[0] for r in names], [r[1] for r in names], classes, variants],
-    )
-
-    for table in ("kernels", "ops", "annotations", "flows"):
-        (stage / table).mkdir(parents=True, exist_ok=True)
-    common = f"CAST({part} AS INTEGER) AS part"
-    out = {t: stage / t / f"part-{part:05d}.parquet" for t in ("kernels", "ops", "annotations", "flows")}
-    table_rows: dict[str, int] = {}
-    table_rows["kernels"] = con.execute(
-        f"""
-        COPY (
-          WITH launches AS (
-            SELECT correlation, min(ts_ns) AS launch_ts_ns, arg_min(name, ts_ns) AS launch_name,
-                   arg_min(tid, ts_ns) AS launch_tid, arg_min(pid, ts_ns) AS launch_pid
-            FROM l_src WHERE cat IN {LAUNCH_CATS} AND correlation IS NOT NULL
-            GROUP BY correlation
-          )
-          SELECT {common}, k.cat, k.name, k.pid, k.tid,
-                 coalesce(k.device, TRY_CAST(k.pid AS BIGINT)) AS device,
-                 coalesce(k.stream, TRY_CAST(regexp_extract(k.tid, '(\\d+)', 1) AS BIGINT)) AS stream,
-                 k.ts_ns + {shift} AS ts_ns, k.dur_ns, k.correlation, k.external_id, k.ev_idx,
-                 k.grid, k.block, k.bytes,
-                 c.kernel_class, c.attention_variant,
-                 l.launch_name, l.launch_ts_ns + {shift} AS launch_ts_ns, l.launch_pid, l.launch_tid,
-                 coalesce(l.launch_name ILIKE '%GraphLaunch%', false) AS cuda_graph,
-                 l.correlation IS NULL AS orphan
-          FROM k_src k
-          LEFT JOIN kernel_classes c ON c.name = k.name AND c.cat = k.cat
-          LEFT JOIN launches l ON l.correlation = k.correlation
-        ) TO '{out["kernels"]}' (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 16384)
-        """
-    ).fetchone()[0]
-    table_rows["annotations"] = con.execute(
-        f"""
-        COPY (
-          SELECT {common}, cat, name, pid, tid, ts_ns + {shift} AS ts_ns, dur_ns, external_id, ev_idx,
-                 cat = 'gpu_user_annotation' AS on_gpu, input_dims
-          FROM a_src
-          ORDER BY ts_ns, dur_ns DESC
-        ) TO '{out["annotations"]}' (FORMAT parquet, COMPRESSION zstd)
-        """
-    ).fetchone()[0]
-    if fast is not None:
-        table_rows["ops"], table_rows["flows"] = fast.rows["ops"], fast.rows["flows"]
-    else:
-        table_rows["ops"] = con.execute(
-            f"""
-            COPY (
-              SELECT {common}, cat, name, pid, tid, ts_ns + {shift} AS ts_ns, dur_ns, external_id,
-                     correlation, ev_idx, cbid, input_dims
-              FROM raw
-              WHERE ph = 'X' AND cat NOT IN {GPU_CATS} AND cat NOT IN {ANNOTATION_CATS} {drop_zero}
-            ) TO '{out["ops"]}' (FORMAT parquet, COMPRESSION zstd)
-            """
-        ).fetchone()[0]
-        table_rows["flows"] = con.execute(
-            f"""
-            COPY (
-              SELECT {common}, cat, name, ph, TRY_CAST(flow_id AS BIGINT) AS flow_id, pid, tid,
-                     ts_ns + {shift} AS ts_ns, flow_bp AS bp
-              FROM raw WHERE ph IN ('s', 'f', 't')
-            ) TO '{out["flows"]}' (FORMAT parquet, COMPRESSION zstd)
-            """
-        ).fetchone()[0]
-    table_rows = {t: table_rows[t] for t in ("kernels", "ops", "annotations", "flows")}
-    info.records = int(counts["read"])
-    info.version = _version(meta, counts, array_form)
-    info.details |= {
-        "size_bytes": os.path.getsize(path),
-        "rows": table_rows,
-        "clock": {
-            "unit": "ns",
-            "base_ns": base_ns,
-            "origin": "baseTimeNanoseconds + ts" if base is not None else "absolute ts as written",
-        },
-        "rank": (meta.get("distributedInfo") or {}).get("rank"),
-        "devices": [
-            {k: d.get(k) for k in ("id", "name", "totalGlobalMem", "computeMajor", "computeMinor", "numSms")}
-            for d in meta.get("deviceProperties") or []
-            if isinstance(d, dict)
-        ],
-        "trace_metadata": {
-            k: v
-            for k, v in meta.items()
-            if k not in ("deviceProperties", "distributedInfo", "traceEvents") and not isinstance(v, (dict, list))
-        }
-        | {k: meta[k] for k in ("vllm_version", "vllm_version_tuple") if k in meta},
-        "lanes": [{"kind": r[0], "pid": r[1], "tid": r[2], "value": r[3]} for r in lanes],
-        "python_function_events_kept": int(counts["python"]),
-    }

@@ -24,6 +24,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from lltrace.tables import FLOWS, OPS
+
 try:
     from lltrace.parsers import _kineto_fast
 except ImportError:  # built without a C compiler
@@ -44,30 +46,10 @@ SINKS = ("kernels", "ops", "annotations", "flows", "meta")
 SINK_COLUMNS = dict(zip(SINKS, _kineto_fast.SINK_COLUMNS, strict=True)) if _kineto_fast else {}
 SINK_SCHEMAS = {s: pa.schema([STAGED_SCHEMA.field(i) for i in cols]) for s, cols in SINK_COLUMNS.items()}
 STAGED_SINKS = ("kernels", "annotations", "meta")  # the others are written in final form
-# The final tables written here: (column, source column) in kineto._finalize's column order.
-OPS_COLUMNS = [
-    ("cat", "cat"),
-    ("name", "name"),
-    ("pid", "pid"),
-    ("tid", "tid"),
-    ("ts_ns", "ts_ns"),
-    ("dur_ns", "dur_ns"),
-    ("external_id", "external_id"),
-    ("correlation", "correlation"),
-    ("ev_idx", "ev_idx"),
-    ("cbid", "cbid"),
-    ("input_dims", "input_dims"),
-]
-FLOWS_COLUMNS = [
-    ("cat", "cat"),
-    ("name", "name"),
-    ("ph", "ph"),
-    ("flow_id", "flow_id_int"),
-    ("pid", "pid"),
-    ("tid", "tid"),
-    ("ts_ns", "ts_ns"),
-    ("bp", "flow_bp"),
-]
+# The final tables written here (lltrace.tables' declarations, part first): (column, staged source column).
+_SOURCE = {"flow_id": "flow_id_int", "bp": "flow_bp"}
+OPS_COLUMNS = [(c, _SOURCE.get(c, c)) for c in OPS.names if c != "part"]
+FLOWS_COLUMNS = [(c, _SOURCE.get(c, c)) for c in FLOWS.names if c != "part"]
 _BLOCK = 4 << 20  # bytes read per call of the compiled reader, per thread
 _ROW_GROUP = 65536  # rows per row group written
 MAX_EVENT_BYTES = 8 << 20  # one event larger than this is not a real trace event (DuckDB's maximum_object_size)
@@ -76,10 +58,6 @@ MAX_EVENT_BYTES = 8 << 20  # one event larger than this is not a real trace even
 def available() -> bool:
     """Whether the compiled reader is built and not switched off (``LLTRACE_PURE=1``)."""
     return _kineto_fast is not None and os.environ.get("LLTRACE_PURE", "") in ("", "0")
-
-
-def _final_schema(columns: list[tuple[str, str]]) -> pa.Schema:
-    return pa.schema([("part", pa.int32())] + [(name, STAGED_SCHEMA.field(src).type) for name, src in columns])
 
 
 @dataclass
@@ -136,10 +114,8 @@ class _Piece:
             self.writers[s] = pq.ParquetWriter(
                 self.paths[s], SINK_SCHEMAS[s], compression="none", use_dictionary=["name"], write_statistics=False
             )
-        for t, cols in (("ops", OPS_COLUMNS), ("flows", FLOWS_COLUMNS)):
-            self.writers[t] = pq.ParquetWriter(
-                self.paths[t], _final_schema(cols), compression="zstd", use_dictionary=False
-            )
+        for t, schema in (("ops", OPS.schema), ("flows", FLOWS.schema)):
+            self.writers[t] = pq.ParquetWriter(self.paths[t], schema, compression="zstd", use_dictionary=False)
 
     def write(self, sink: str, batch: pa.RecordBatch) -> None:
         """Write a batch: staged rows at once, final tables in row groups of about ``_ROW_GROUP`` rows."""
@@ -195,7 +171,7 @@ def _read_piece(
     carry = 0  # bytes at the front of buf not consumed yet
     pos = start
     first = True
-    ops_schema, flows_schema = _final_schema(OPS_COLUMNS), _final_schema(FLOWS_COLUMNS)
+    ops_schema, flows_schema = OPS.schema, FLOWS.schema
     with open(path, "rb") as f:
         f.seek(start)
         while True:

@@ -32,11 +32,10 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from lltrace.parsers.kineto import DUCK_MEMORY
-from lltrace.parsers.schema import table_from_rows
-
-KERNEL_TIME_CLASSES = ("gemm", "attention", "communication", "memory", "elementwise", "other")
+from lltrace.tables import ENGINE_STEPS, KERNEL_TIME_CLASSES, table_from_rows
 
 _VLLM = re.compile(r"^execute_context_(\d+)\((\d+)(?:_\d+)?\)_generation_(\d+)\((\d+)(?:_\d+)?\)$")
 _VLLM_NEW_CACHED = re.compile(r"^execute_new_(\d+)_cached_(\d+)$")
@@ -341,7 +340,7 @@ def detect_steps(stage: Path, part: int) -> tuple[pa.Table, dict]:
     summary = {"family": family, "steps": len(steps)}
     if not steps:
         con.close()
-        return _empty_steps(), summary
+        return ENGINE_STEPS.schema.empty_table(), summary
 
     for i, s in enumerate(steps):
         s["step_id"] = i
@@ -462,45 +461,13 @@ def detect_steps(stage: Path, part: int) -> tuple[pa.Table, dict]:
                 "source": "profiler",
             }
         )
-    return table_from_rows(rows, STEP_SCHEMA), summary
+    return table_from_rows(rows, ENGINE_STEPS), summary
 
 
-STEP_SCHEMA = pa.schema(
-    [
-        ("part", pa.int32()),
-        ("step_id", pa.int64()),
-        ("start_ns", pa.int64()),
-        ("end_ns", pa.int64()),
-        ("start_s", pa.float64()),
-        ("end_s", pa.float64()),
-        ("kind", pa.string()),
-        ("kind_from", pa.string()),
-        ("prefill_reqs", pa.int64()),
-        ("prefill_tokens", pa.int64()),
-        ("decode_reqs", pa.int64()),
-        ("decode_tokens", pa.int64()),
-        ("wall_s", pa.float64()),
-        ("gpu_busy_s", pa.float64()),
-        ("gpu_start_s", pa.float64()),
-        ("gpu_end_s", pa.float64()),
-        ("launch_gap_s", pa.float64()),
-        ("gpu_idle_s", pa.float64()),
-        ("kernels", pa.int64()),
-        ("cuda_graph", pa.bool_()),
-        ("graph_launches", pa.int64()),
-        ("orphan_kernels", pa.int64()),
-        *[(f"t_{c}_s", pa.float64()) for c in KERNEL_TIME_CLASSES],
-        ("shape_op", pa.string()),
-        ("shape_tokens", pa.int64()),
-        ("shape_reqs", pa.int64()),
-        ("shape_query_len", pa.int64()),
-        ("shape_context_tokens", pa.int64()),
-        ("marker", pa.string()),
-        ("detection", pa.string()),
-        ("source", pa.string()),
-    ]
-)
-
-
-def _empty_steps() -> pa.Table:
-    return STEP_SCHEMA.empty_table()
+def post_ingest(stage: Path, part: int) -> dict:
+    """The profiler format's post-ingest step: detect the staged trace's engine steps and write them as
+    ``stage/engine_steps/part-<part>.parquet``; returns what the run metadata records of the detection."""
+    steps, summary = detect_steps(stage, part)
+    (stage / "engine_steps").mkdir(exist_ok=True)
+    pq.write_table(steps, stage / "engine_steps" / f"part-{part:05d}.parquet", compression="zstd")
+    return summary | {"rows": {"engine_steps": steps.num_rows}}

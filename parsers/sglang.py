@@ -1,6 +1,9 @@
-"""SGLang scheduler logs: ``Prefill batch`` / ``Decode batch`` lines in every version seen, ``Retract
-requests`` (SGLang's preemption) and ``Req Time Stats`` per-request lines. Field facts:
-docs/SERVING_FORMATS.md §B3.
+"""SGLang: ``sglang.bench_serving`` output and scheduler logs (``Prefill batch`` / ``Decode batch`` lines in
+every version seen, ``Retract requests`` (SGLang's preemption) and ``Req Time Stats`` per-request lines).
+Field facts: docs/SERVING_FORMATS.md §B1, §B3.
+
+The bench output's per-request lists (``--output-details``) have vLLM's semantics and go through the same
+bench staging (joined later if spans exist).
 
 Prefill batches become ``engine_steps`` rows (source log): SGLang logs every prefill batch but only every
 Nth decode batch, so decode lines are load samples (``engine_stats``), not steps. Times are the log's
@@ -16,13 +19,30 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
-
-from lltrace.parsers.kineto import SourceInfo
-from lltrace.parsers.schema import REQUEST_SCHEMA, table_from_rows
-from lltrace.parsers.vllm import LOG_STATS_SCHEMA, LOG_STEP_SCHEMA
+from lltrace.parsers import vllm
+from lltrace.parsers._io import write_rows
+from lltrace.tables import SourceInfo
 
 SCHEDULER_LOG = "sglang-scheduler-log"
+SGLANG_BENCH = "sglang-bench"
+
+
+def sniff_sglang_bench(head: bytes) -> bool:
+    """SGLang bench_serving output: JSON lines whose keys include SGLang-only fields."""
+    line = head.lstrip().split(b"\n", 1)[0]
+    return (
+        line.startswith(b"{")
+        and b'"backend"' in line
+        and any(k in line for k in (b'"total_output_tokens_retokenized"', b'"sharegpt_output_len"', b'"accept_length"'))
+    )
+
+
+def ingest_sglang_bench(path: str, stage: Path, part: int, **kw: Any) -> SourceInfo:
+    """One object per line (a run per request rate), bare ``Infinity``/``NaN`` allowed."""
+    info = vllm.ingest_bench(path, stage, part, **kw)
+    info.format = SGLANG_BENCH
+    return info
+
 
 _HEAD = re.compile(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)((?: [A-Z]+\d+)*)\]\s*")
 _BATCH = re.compile(r"(Prefill|Decode) batch[.,]\s*(#(?:new-seq|running-req): \d.*)")
@@ -150,14 +170,9 @@ def ingest_scheduler_log(path: str, stage: Path, part: int, **_: Any) -> SourceI
                     "client_id": Path(path).name,
                 }
             )
-    for table, rows, schema in (
-        ("engine_steps", steps, LOG_STEP_SCHEMA),
-        ("engine_stats", stats, LOG_STATS_SCHEMA),
-        ("requests", reqs, REQUEST_SCHEMA),
-    ):
+    for table, rows in (("engine_steps", steps), ("engine_stats", stats), ("requests", reqs)):
         if rows:
-            (stage / table).mkdir(parents=True, exist_ok=True)
-            pq.write_table(table_from_rows(rows, schema), stage / table / f"part-{part:05d}.parquet")
+            write_rows(stage, table, part, rows)
     if suspicious:
         info.warnings.append(
             f"{path}: {suspicious} Req Time Stats lines have forward_duration beyond 1e9 ms "

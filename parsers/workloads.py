@@ -22,8 +22,7 @@ import pyarrow.parquet as pq
 
 from lltrace.errors import TraceFormatError
 from lltrace.parsers._lines import partial_last_line, truncation_note, without_last_line
-from lltrace.parsers.kineto import SourceInfo
-from lltrace.parsers.schema import REQUEST_DUCKDB_TYPES
+from lltrace.tables import REQUESTS, SourceInfo
 
 AZURE = "azure-llm-trace"
 BURSTGPT = "burstgpt"
@@ -32,7 +31,7 @@ OWN = "lltrace-requests"
 
 MOONCAKE_BLOCK_TOKENS = 512
 
-_REQUEST_COLUMNS = REQUEST_DUCKDB_TYPES
+_REQUEST_COLUMNS = REQUESTS.duckdb_types
 
 
 def _first_line(head: bytes) -> str:

@@ -1,8 +1,8 @@
 -- attribution_kv_wait: the part of each request's queue time spent while the engine was out of KV-cache room:
 -- requests waiting for capacity where the engine says so (vLLM num_requests_waiting_by_reason{reason=
--- "capacity"} > 0); where it does not, requests waiting while KV usage is at least 0.95 (vLLM V0 Pending,
--- SGLang #queue-req with token usage near 1), or requests paused / swapped out for room (TensorRT-LLM
--- numPausedRequests, vLLM V0 Swapped). The KV-usage threshold, 0.95, is written here once.
+-- "capacity"} > 0); where it does not, requests waiting while KV usage is at least threshold_kv_full_usage()
+-- (vLLM V0 Pending, SGLang #queue-req with token usage near 1), or requests paused / swapped out for room
+-- (TensorRT-LLM numPausedRequests, vLLM V0 Swapped).
 -- requires: requests, engine_stats
 -- Samples are a step function: each holds until the next one of the run (scrapes every few seconds, so
 -- this is derived at that resolution). A request's queue interval is [queued_s, scheduled_s]; its KV wait
@@ -21,7 +21,7 @@ WITH _reason AS (
 ), samples AS (
     SELECT e.run_id, e.ts_s AS s, lead(e.ts_s) OVER (PARTITION BY e.run_id ORDER BY e.ts_s) AS e,
            CASE WHEN r.stated THEN e.waiting_capacity > 0
-                ELSE coalesce(e.kv_usage >= 0.95 AND e.waiting > 0, false) OR coalesce(e.swapped > 0, false) END AS cap
+                ELSE coalesce(e.kv_usage >= threshold_kv_full_usage() AND e.waiting > 0, false) OR coalesce(e.swapped > 0, false) END AS cap
     FROM engine_stats e JOIN _reason r USING (run_id)
     WHERE e.ts_s IS NOT NULL
       AND CASE WHEN r.stated THEN e.waiting_capacity IS NOT NULL ELSE e.kv_usage IS NOT NULL OR e.swapped IS NOT NULL END

@@ -5,7 +5,8 @@
 -- source; extra_s is the mixed step's time minus that prediction: what every decoding request in it waited
 -- because prefill work shared the step. Raw, not clipped (a negative value is noise around the fit). The fit
 -- needs 10 decode-only steps of at least two sizes: steps all of one size give no slope, and so no
--- prediction for a mixed step of another size (a source with no such fit has no rows here).
+-- prediction for a mixed step of another size (a source with no such fit has no rows here). The 10 is
+-- threshold_interference_fit_steps().
 -- columns:
 --   run_id              run
 --   source              profiler | log
@@ -26,7 +27,7 @@ WITH fit AS (
     FROM engine_steps
     WHERE kind = 'decode' AND wall_s IS NOT NULL AND decode_tokens IS NOT NULL
     GROUP BY run_id, source
-    HAVING count(*) >= 10 AND count(DISTINCT decode_tokens) >= 2
+    HAVING count(*) >= threshold_interference_fit_steps() AND count(DISTINCT decode_tokens) >= 2
 )
 SELECT s.run_id, s.source, s.step_id, s.start_s, s.end_s, s.prefill_reqs, s.prefill_tokens, s.decode_reqs,
        s.wall_s, f.a + f.b * s.decode_tokens AS predicted_decode_s,

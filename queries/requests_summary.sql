@@ -1,5 +1,5 @@
 -- requests_summary: latency percentiles over a run's successful requests.
--- requires: requests_latency, requests
+-- requires: requests_latency, latency_stats
 -- columns:
 --   run_id      run
 --   requests    requests in the run (all statuses)
@@ -23,20 +23,18 @@
 --   queue_mean  mean queue time, seconds
 CREATE OR REPLACE VIEW requests_summary AS
 WITH counts AS (
-    SELECT run_id, count(*) AS requests, count(*) FILTER (WHERE status = 'error') AS errors
-    FROM requests GROUP BY run_id
+    SELECT run_id, count(*) AS requests, count(*) FILTER (WHERE failed) AS errors
+    FROM requests_latency GROUP BY run_id
 ), lat AS (
     SELECT run_id,
            CASE WHEN min(basis) = max(basis) THEN min(basis) ELSE 'mixed' END AS basis,
-           quantile_cont(ttft_s, 0.5) AS ttft_p50, quantile_cont(ttft_s, 0.9) AS ttft_p90,
-           quantile_cont(ttft_s, 0.99) AS ttft_p99, avg(ttft_s) AS ttft_mean,
-           quantile_cont(tpot_s, 0.5) AS tpot_p50, quantile_cont(tpot_s, 0.9) AS tpot_p90,
-           quantile_cont(tpot_s, 0.99) AS tpot_p99, avg(tpot_s) AS tpot_mean,
-           quantile_cont(e2e_s, 0.5) AS e2e_p50, quantile_cont(e2e_s, 0.9) AS e2e_p90,
-           quantile_cont(e2e_s, 0.99) AS e2e_p99, avg(e2e_s) AS e2e_mean,
-           quantile_cont(queue_s, 0.5) AS queue_p50, quantile_cont(queue_s, 0.9) AS queue_p90,
-           quantile_cont(queue_s, 0.99) AS queue_p99, avg(queue_s) AS queue_mean
-    FROM requests_latency GROUP BY run_id
+           latency_stats(ttft_s) AS ttft, latency_stats(tpot_s) AS tpot, latency_stats(e2e_s) AS e2e,
+           latency_stats(queue_s) AS queue
+    FROM requests_latency WHERE NOT failed GROUP BY run_id
 )
-SELECT c.run_id, c.requests, c.errors, l.* EXCLUDE (run_id)
+SELECT c.run_id, c.requests, c.errors, l.basis,
+       l.ttft.p50 AS ttft_p50, l.ttft.p90 AS ttft_p90, l.ttft.p99 AS ttft_p99, l.ttft.mean AS ttft_mean,
+       l.tpot.p50 AS tpot_p50, l.tpot.p90 AS tpot_p90, l.tpot.p99 AS tpot_p99, l.tpot.mean AS tpot_mean,
+       l.e2e.p50 AS e2e_p50, l.e2e.p90 AS e2e_p90, l.e2e.p99 AS e2e_p99, l.e2e.mean AS e2e_mean,
+       l.queue.p50 AS queue_p50, l.queue.p90 AS queue_p90, l.queue.p99 AS queue_p99, l.queue.mean AS queue_mean
 FROM counts c LEFT JOIN lat l USING (run_id);

@@ -19,11 +19,13 @@ def _given_ms(v: float | None) -> str:
     return "-" if v is None else f"{v:,.2f}"
 
 
-def _pct(v: float | None) -> str:
+def pct(v: float | None) -> str:
+    """A fraction as a percentage with one decimal ("-" when unknown)."""
     return "-" if v is None else f"{v * 100:.1f}%"
 
 
-def _int(v: Any) -> str:
+def whole(v: Any) -> str:
+    """A count with thousands separators ("-" when unknown)."""
     return "-" if v is None else f"{int(v):,}"
 
 
@@ -51,14 +53,14 @@ def _bench_table(source: dict[str, Any], per_request: bool) -> Any:
             "-"
             if b["mean_input_tokens"] is None
             else f"{b['mean_input_tokens']:,.0f} / {b['mean_output_tokens']:,.0f}",
-            _int(b["completed"]),
-            _int(b["failed"]),
+            whole(b["completed"]),
+            whole(b["failed"]),
             _given_ms(b["median_ttft_ms"]),
             _given_ms(b["p99_ttft_ms"]),
             _given_ms(b["median_tpot_ms"]),
             _given_ms(b["median_itl_ms"]),
             _given_ms(b["median_e2e_ms"]),
-            _int(b["output_tokens_per_s"]),
+            whole(b["output_tokens_per_s"]),
         )
     if per_request:
         return t
@@ -80,7 +82,7 @@ def render(doc: dict[str, Any]) -> Group:
         dropped = ", ".join(f"{k} {v:,}" for k, v in (s.get("dropped") or {}).items()) or "none"
         head.append(
             f"  {s['path']}\n    {s['format']} · {s.get('version') or 'version unknown'} · "
-            f"{_int(s.get('records'))} events · dropped: {dropped}\n"
+            f"{whole(s.get('records'))} events · dropped: {dropped}\n"
         )
         for w in s.get("warnings") or []:
             head.append(f"    warning: {w}\n", style="yellow")
@@ -126,11 +128,11 @@ def render(doc: dict[str, Any]) -> Group:
             t.add_column(col, justify="left" if col in ("component", "basis") else "right")
         for c in ("queue", "prefill", "decode", "preempted", "overhead"):
             row = att[c]
-            t.add_row(c, f"{row['total_s']:,.3f}", _pct(row["share"]), row["basis"] or "-")
+            t.add_row(c, f"{row['total_s']:,.3f}", pct(row["share"]), row["basis"] or "-")
         kvw = att["kv_wait"]
         if kvw["total_s"] is not None:
             t.add_row(
-                "  of queue: waiting for KV room", f"{kvw['total_s']:,.3f}", _pct(kvw["share_of_parent"]), kvw["basis"]
+                "  of queue: waiting for KV room", f"{kvw['total_s']:,.3f}", pct(kvw["share_of_parent"]), kvw["basis"]
             )
         parts.append(t)
         rates = []
@@ -147,8 +149,8 @@ def render(doc: dict[str, Any]) -> Group:
         wait = "-" if kv["kv_wait_s"] is None else f"{kv['kv_wait_s']:,.2f} s"
         parts.append(
             Text(
-                f"KV cache: peak usage {_pct(kv['peak_usage'])} · preemptions {_int(kv['preemptions'])} · "
-                f"peak requests waiting for capacity {_int(kv['peak_waiting_capacity'])} · "
+                f"KV cache: peak usage {pct(kv['peak_usage'])} · preemptions {whole(kv['preemptions'])} · "
+                f"peak requests waiting for capacity {whole(kv['peak_waiting_capacity'])} · "
                 f"queue time waiting for KV room {wait}"
             )
         )
@@ -169,14 +171,14 @@ def render(doc: dict[str, Any]) -> Group:
     mix = doc.get("workload")
     if mix:
         line = (
-            f"Workload: {mix['requests']:,} requests · prompt p50 {_int(mix['input_p50'])} / p90 "
-            f"{_int(mix['input_p90'])} tokens · output p50 {_int(mix['output_p50'])} / p90 "
-            f"{_int(mix['output_p90'])} tokens"
+            f"Workload: {mix['requests']:,} requests · prompt p50 {whole(mix['input_p50'])} / p90 "
+            f"{whole(mix['input_p90'])} tokens · output p50 {whole(mix['output_p50'])} / p90 "
+            f"{whole(mix['output_p90'])} tokens"
         )
         if mix.get("rate_per_s"):
             line += f" · {mix['rate_per_s']:,.2f} req/s"
         if mix.get("prefix_reuse") is not None:
-            line += f" · prefix blocks reused {_pct(mix['prefix_reuse'])}"
+            line += f" · prefix blocks reused {pct(mix['prefix_reuse'])}"
         if mix.get("mean_concurrency"):
             line += f" · mean in flight {mix['mean_concurrency']:,.1f}"
         parts.append(Text(line))
@@ -213,15 +215,15 @@ def render(doc: dict[str, Any]) -> Group:
         for row in steps["by_kind"]:
             t.add_row(
                 row["kind"] or "unknown",
-                _int(row["steps"]),
+                whole(row["steps"]),
                 _ms(row["wall_s_mean"]),
                 _ms(row["wall_s_p50"]),
                 _ms(row["wall_s_p99"]),
                 _ms(row["wall_s_total"]),
                 _ms(row["gpu_busy_s"]),
-                _int(row["prefill_tokens"]),
-                _int(row["decode_tokens"]),
-                _int(row["cuda_graph_steps"]),
+                whole(row["prefill_tokens"]),
+                whole(row["decode_tokens"]),
+                whole(row["cuda_graph_steps"]),
             )
         if not steps["count"]:
             t.caption = "no engine step markers, ProfilerStep, execute_model or CUDA graph launches found"
@@ -231,9 +233,9 @@ def render(doc: dict[str, Any]) -> Group:
             basis = "GPU busy time" if share["basis"] == "gpu_busy" else "step wall time (no GPU data)"
             parts.append(
                 Text(
-                    f"Share of {basis}: prefill {_pct(share['prefill_share'])} · decode "
-                    f"{_pct(share['decode_share'])} · mixed {_pct(share['mixed_share'])} · other "
-                    f"{_pct(share['other_share'])}"
+                    f"Share of {basis}: prefill {pct(share['prefill_share'])} · decode "
+                    f"{pct(share['decode_share'])} · mixed {pct(share['mixed_share'])} · other "
+                    f"{pct(share['other_share'])}"
                 )
             )
         bounds = [it["bound"] for it in steps["items"] if it.get("bound")]
@@ -250,11 +252,11 @@ def render(doc: dict[str, Any]) -> Group:
         for col in ("class", "ops", "total ms", "share"):
             t.add_column(col, justify="left" if col == "class" else "right")
         for row in prof["kernel_time"]:
-            t.add_row(row["kernel_class"], _int(row["kernels"]), _ms(row["total_s"]), _pct(row["share"]))
+            t.add_row(row["kernel_class"], whole(row["kernels"]), _ms(row["total_s"]), pct(row["share"]))
         parts.append(t)
         busy = ", ".join(
-            f"device {b['device']}: {_ms(b['busy_s'])} ms = {_pct(b.get('traced_fraction'))} of the "
-            f"{_ms(b.get('traced_s'))} ms traced ({_pct(b['busy_fraction'])} between its first and last op)"
+            f"device {b['device']}: {_ms(b['busy_s'])} ms = {pct(b.get('traced_fraction'))} of the "
+            f"{_ms(b.get('traced_s'))} ms traced ({pct(b['busy_fraction'])} between its first and last op)"
             for b in prof["gpu_busy"]
         )
         parts.append(Text(f"GPU busy: {busy}"))
@@ -279,87 +281,3 @@ def render(doc: dict[str, Any]) -> Group:
 def print_summary(doc: dict[str, Any], console: Console | None = None) -> None:
     """Print the summary to the console (stdout by default)."""
     (console or Console()).print(render(doc))
-
-
-def _seconds(v: float | None, metric: str = "") -> str:
-    if v is None:
-        return "-"
-    return f"{v * 1e3:.2f} ms" if metric.startswith("tpot") else f"{v:.3f}"
-
-
-def render_replay(doc: dict[str, Any]) -> Group:
-    """The replay document as the terminal shows it: calibration, validation first, then the what-ifs."""
-    from lltrace.replay import replay_cases, replay_notes, validation_rows, what_if_label
-
-    c = doc["calibration"]
-    fit = "" if c["step_mape"] is None else f" (fit MAPE {c['step_mape']:.0%})"
-    o = c["outside_engine_s"]
-    n = doc.get("requests") or {}
-    left = f"; {n['left_out']:,} left out ({n['why_left_out']})" if n.get("left_out") else ""
-    parts: list[Any] = [
-        Text(f"{n.get('replayed', 0):,} requests replayed{left}"),
-        Text(
-            f"calibration from {c['source']}: step = {c['c0_s'] * 1e3:.2f} ms + overhead {c['overhead_s'] * 1e3:.2f} ms"
-            f" + {c['c_prefill_s_per_token'] * 1e6:.1f} us/prefill token + {c['c_decode_s_per_token'] * 1e6:.1f} us/"
-            f"decode token{fit}; outside the engine {o['before_first_token'] * 1e3:.1f} ms + "
-            f"{o['before_first_token_per_decoding_request'] * 1e3:.2f} ms per request decoding before the first "
-            f"token, {o['after_last_token'] * 1e3:.1f} ms after the last"
-        ),
-    ]
-    rates = c.get("rates") or {}
-    if rates.get("prefill_tokens_per_s"):
-        parts.append(
-            Text(
-                f"read as rates: decode {rates['decode_s_per_token_batch1'] * 1e3:.2f} ms per token at batch 1, "
-                f"prefill {rates['prefill_tokens_per_s']:,.0f} tokens/s"
-            )
-        )
-    rows = validation_rows(doc)
-    if not rows:
-        parts.append(Text("validation: none — the run has no measured latencies to score against"))
-    else:
-        t = Table(title=f"validation: {doc['validation']['method']}")
-        heads = ("metric", "replayed mean", "measured mean", "MAPE mean", "replayed p90", "measured p90", "MAPE p90")
-        for col in heads:
-            t.add_column(col, justify="left" if col == "metric" else "right")
-        for r in rows:
-            m = r["metric"]
-            t.add_row(
-                m,
-                _seconds(r["replayed_mean"], m),
-                _seconds(r["measured_mean"], m),
-                _pct(r["mape_mean"]),
-                _seconds(r["replayed_p90"], m),
-                _seconds(r["measured_p90"], m),
-                _pct(r["mape_p90"]),
-            )
-        parts.append(t)
-    b = doc["baseline"]
-    counted = "not counted" if b["measured_preemptions"] is None else f"{b['measured_preemptions']:.0f} counted"
-    t = Table(title=f"baseline replay: {b['preemptions']} preemptions ({counted}); what-ifs are estimates")
-    for col in ("case", "queue p50", "ttft mean", "tpot mean", "e2e mean", "e2e p90", "preemptions"):
-        t.add_column(col, justify="left" if col == "case" else "right")
-    for r in replay_cases(doc):
-        t.add_row(
-            r["case"],
-            _seconds(r["queue_p50_s"]),
-            _seconds(r["ttft_mean_s"]),
-            _seconds(r["tpot_mean_s"], "tpot"),
-            _seconds(r["e2e_mean_s"]),
-            _seconds(r["e2e_p90_s"]),
-            _int(r["preemptions"]),
-        )
-    parts.append(t)
-    for w in doc["whatifs"]:
-        up = w.get("speedup")
-        if up:
-            prefill = "-" if up["prefill"] is None else f"{up['prefill']:.2f}x"
-            parts.append(
-                Text(
-                    f"{what_if_label(w['what_if'])}: roofline speedup (estimate) decode {up['decode_batch1']:.2f}x "
-                    f"per token at batch 1, prefill {prefill}"
-                )
-            )
-    for label, note in replay_notes(doc):
-        parts.append(Text(f"{label}: {note}", style="yellow"))
-    return Group(*parts)

@@ -9,6 +9,8 @@ from typing import Any
 
 import altair as alt
 
+from lltrace.reports.page import data, melt, offline_page
+
 
 def _label(t: float) -> str:
     """A window's start: a UTC date, or hours from the trace start for traces on a relative clock."""
@@ -19,35 +21,33 @@ def _label(t: float) -> str:
 
 def write_weekly_html(doc: dict[str, Any], output: Path) -> None:
     """Write the HTML (offline: Vega inlined)."""
-    from lltrace.reports.html import _data, _melt, offline_page
-
     rows = [{**w, "window": _label(w["window_start_s"])} for w in doc["windows"]]
     order = [r["window"] for r in rows]
     x = alt.X("window:N", sort=order, title=f"window ({doc['window']})")
     charts = [
-        alt.Chart(_data(rows), title="Requests per window")
+        alt.Chart(data(rows), title="Requests per window")
         .mark_bar()
         .encode(x=x, y="requests:Q")
         .properties(width=640, height=140),
         alt.Chart(
-            _data([r for r in rows if r["prefill_dominant_share"] is not None]),
+            data([r for r in rows if r["prefill_dominant_share"] is not None]),
             title=f"Share of prefill-dominant requests ({doc['classification_basis']})",
         )
         .mark_line(point=True)
         .encode(x=x, y=alt.Y("prefill_dominant_share:Q", scale=alt.Scale(domain=[0, 1]), title="share"))
         .properties(width=640, height=140),
         alt.Chart(
-            _data(_melt(rows, ["window"], ["input_p50", "input_p90", "output_p50", "output_p90"], "series", "tokens")),
+            data(melt(rows, ["window"], ["input_p50", "input_p90", "output_p50", "output_p90"], "series", "tokens")),
             title="Prompt and output lengths",
         )
         .mark_line(point=True)
         .encode(x=x, y=alt.Y("tokens:Q", scale=alt.Scale(type="log")), color="series:N")
         .properties(width=640, height=160),
     ]
-    lat = _melt(rows, ["window"], ["ttft_p50", "ttft_p90", "e2e_p50", "e2e_p90"], "series", "seconds")
+    lat = melt(rows, ["window"], ["ttft_p50", "ttft_p90", "e2e_p50", "e2e_p90"], "series", "seconds")
     if lat:
         charts.append(
-            alt.Chart(_data(lat), title="Latency percentiles")
+            alt.Chart(data(lat), title="Latency percentiles")
             .mark_line(point=True)
             .encode(x=x, y="seconds:Q", color="series:N")
             .properties(width=640, height=160)
@@ -55,7 +55,7 @@ def write_weekly_html(doc: dict[str, Any], output: Path) -> None:
     kv = [r for r in rows if r.get("peak_kv_usage") is not None]
     if kv:
         charts.append(
-            alt.Chart(_data(kv), title="KV pressure: peak usage per window")
+            alt.Chart(data(kv), title="KV pressure: peak usage per window")
             .mark_bar()
             .encode(x=x, y=alt.Y("peak_kv_usage:Q", scale=alt.Scale(domain=[0, 1])))
             .properties(width=640, height=120)

@@ -8,6 +8,7 @@ from decimal import Decimal
 from functools import lru_cache
 from pathlib import Path
 
+import duckdb
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -52,6 +53,16 @@ def torch_traces() -> list[Path]:
     if not files:
         pytest.fail(f"no real traces under {DATA}")
     return files
+
+
+def canonical_tables(con: duckdb.DuckDBPyConnection) -> None:
+    """Every canonical table (lltrace.tables), empty, as the store's views have them: the declared columns in
+    order, then run_id."""
+    from lltrace.tables import TABLES
+
+    for t in TABLES.values():
+        cols = ", ".join(f"{c.name} {c.duckdb_type}" for c in t.columns)
+        con.execute(f"CREATE TABLE {t.name} ({cols}, run_id VARCHAR)")
 
 
 @pytest.fixture

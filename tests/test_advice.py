@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from lltrace.classify import advise, advise_steps, classify
+from lltrace.analysis.advice import advise, advise_steps
+from lltrace.analysis.classify import classify
 
 ATT = {
     "requests": 10,

@@ -35,7 +35,7 @@ def _store_is_sound(store: Path) -> list[str]:
     con.close()
     for rid in st_.run_ids():
         run = lltrace.Run(rid, st_)
-        for t in lltrace.store.TABLES:
+        for t in lltrace.tables.TABLES:
             run.table(t)
     staging = store / ".staging"
     assert not staging.exists() or not any(staging.iterdir())

@@ -12,9 +12,10 @@ import pytest
 from conftest import DATA, REPO
 
 import lltrace
-from lltrace.replay import replay
-from lltrace.report import report
-from lltrace.weekly import weekly, write_weekly
+from lltrace.analysis.report import report
+from lltrace.analysis.weekly import weekly
+from lltrace.replay.document import replay
+from lltrace.reports.weekly_html import write_weekly_html as write_weekly
 
 ARTIFACTS = REPO / "test-artifacts"
 FLAGS = [

@@ -7,7 +7,8 @@ import csv
 import pytest
 from conftest import shared_file
 
-from lltrace.catalog import find_gpu, find_model, gpus, models, step_roofline
+from lltrace.physics.catalog import find_gpu, find_model, gpus, models
+from lltrace.physics.roofline import step_roofline
 
 
 @pytest.mark.parametrize(
@@ -71,11 +72,17 @@ def _a100_linear_ms(tokens: int) -> float:
 
 
 @pytest.mark.parametrize(("tokens", "bound"), [(1, "memory"), (1024, "compute")])
-def test_roofline_is_a_tight_lower_bound_of_real_a100_timings(tokens, bound):
+def test_roofline_matches_real_a100_timings_at_both_ends(tokens, bound):
+    """The one roofline runs at the catalog's achievable rates (fractions of peak fitted to these timings):
+    within 10 % of the real A100 step at 1 token (memory-bound) and 1024 (compute-bound), and the peak
+    figures, computed here from the datasheet, are a floor of the real time."""
     measured_s = _a100_linear_ms(tokens) / 1e3
-    r = step_roofline(find_model("llama-2-7b"), find_gpu("A100-80GB"), tokens, None)
+    m, g = find_model("llama-2-7b"), find_gpu("A100-80GB")
+    r = step_roofline(m, g, tokens, None)
     assert r.bound == bound
-    assert r.min_time_s <= measured_s <= 2.0 * r.min_time_s  # the model is a floor, and not a loose one
+    assert measured_s == pytest.approx(r.min_time_s, rel=0.10)
+    peak_floor = max(2 * m.active_params_b * 1e9 * tokens / 312e12, m.active_params_b * 1e9 * 2 / 2039e9)
+    assert peak_floor <= measured_s
 
 
 def test_decode_with_long_context_reads_the_kv_cache():

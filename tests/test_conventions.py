@@ -6,61 +6,47 @@ import re
 
 import duckdb
 import pytest
+from conftest import canonical_tables
 from typer.testing import CliRunner
 
 from lltrace.cli import app
 from lltrace.parsers.kernel_classes import KERNEL_CLASSES, classify, rules
 from lltrace.queries import install_views, query_files
-
-KERNELS_COLUMNS = (
-    "run_id VARCHAR, part INTEGER, device BIGINT, ts_ns BIGINT, dur_ns BIGINT, kernel_class VARCHAR, "
-    "attention_variant VARCHAR"
-)
-
-# the columns parsers/kineto.py writes for CPU ops and annotations (plus run_id)
-OPS_COLUMNS = (
-    "run_id VARCHAR, part INTEGER, cat VARCHAR, name VARCHAR, pid VARCHAR, tid VARCHAR, ts_ns BIGINT, "
-    "dur_ns BIGINT, external_id BIGINT, correlation BIGINT, ev_idx BIGINT, cbid BIGINT, input_dims VARCHAR"
-)
-ANNOTATION_COLUMNS = (
-    "run_id VARCHAR, part INTEGER, cat VARCHAR, name VARCHAR, pid VARCHAR, tid VARCHAR, ts_ns BIGINT, "
-    "dur_ns BIGINT, external_id BIGINT, ev_idx BIGINT, on_gpu BOOLEAN, input_dims VARCHAR"
-)
+from lltrace.tables import TABLES
 
 
-def _empty_store_tables(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """Every canonical table, empty, with the columns the parsers declare (plus run_id)."""
-    import pyarrow as pa
-
-    from lltrace.parsers.schema import REQUEST_SCHEMA
-    from lltrace.parsers.vllm import LOG_STATS_SCHEMA, LOG_STEP_SCHEMA
-
-    con.execute(f"CREATE TABLE kernels ({KERNELS_COLUMNS})")
-    con.execute(f"CREATE TABLE ops ({OPS_COLUMNS})")
-    con.execute(f"CREATE TABLE annotations ({ANNOTATION_COLUMNS})")
-    for name, schema in (
-        ("requests", REQUEST_SCHEMA),
-        ("engine_stats", LOG_STATS_SCHEMA),
-        ("engine_steps", LOG_STEP_SCHEMA),
-    ):
-        empty = schema.empty_table().append_column("run_id", pa.array([], pa.string()))
-        con.register(f"_{name}", empty)
-        con.execute(f"CREATE TABLE {name} AS SELECT * FROM _{name}")
-    return ["kernels", "ops", "annotations", "requests", "engine_stats", "engine_steps"]
+def _documented(text: str) -> list[str]:
+    """The output columns a query file's header documents, ``table.*`` expanded: a canonical table's declared
+    columns then run_id (the store's view of it), or another view's documented columns."""
+    out: list[str] = []
+    for name in re.findall(r"^--\s{3}([\w.]+\*?)\s", text, re.MULTILINE):
+        if name.endswith(".*"):
+            base = name[:-2]
+            if base in TABLES:
+                out += [*TABLES[base].names, "run_id"]
+            else:
+                out += _documented(next(q.text for q in query_files() if q.name == base))
+        else:
+            out.append(name)
+    return out
 
 
 @pytest.mark.parametrize("q", query_files(), ids=lambda q: q.name)
 def test_sql_file_has_header_and_documents_every_column(q):
     lines = q.text.splitlines()
     assert lines[0].startswith(f"-- {q.name}: "), "first line: '-- <view>: what it answers'"
-    assert q.requires, "a '-- requires:' line"
-    assert f"CREATE OR REPLACE VIEW {q.name} AS" in q.text
+    assert re.search(r"^-- requires: \S", q.text, re.MULTILINE), "a '-- requires:' line (tables, views or none)"
     con = duckdb.connect()
-    created = install_views(con, _empty_store_tables(con))
-    assert q.name in created, "the view could not be created over the canonical tables"
-    out_cols = [r[0] for r in con.execute(f"DESCRIBE {q.name}").fetchall()]
-    documented = re.findall(r"^--\s{3}(\w+)\s", q.text, re.MULTILINE)
-    assert documented == out_cols
+    canonical_tables(con)
+    created = install_views(con)  # every view binds over the canonical tables (else a QueryError)
+    assert q.name in created
+    if q.kind == "macro":
+        assert f"CREATE OR REPLACE MACRO {q.name}(" in q.text
+        out_cols = [r[0] for r in con.execute(f"DESCRIBE SELECT unnest({q.name}(1.0))").fetchall()]
+    else:
+        assert f"CREATE OR REPLACE VIEW {q.name} AS" in q.text
+        out_cols = [r[0] for r in con.execute(f"DESCRIBE {q.name}").fetchall()]
+    assert _documented(q.text) == out_cols
 
 
 def test_every_command_has_help():

@@ -10,7 +10,7 @@ from conftest import shared_file
 from typer.testing import CliRunner
 
 from lltrace.cli import app
-from lltrace.estimate import estimate
+from lltrace.physics.estimate import estimate
 
 
 @pytest.mark.parametrize(("n_in", "share"), [(100, 0.02), (1000, 0.17), (5000, 0.50), (10000, 0.67)])

@@ -17,8 +17,8 @@ from conftest import DATA, SAMPLES
 from typer.testing import CliRunner
 
 import lltrace
-from lltrace.batch import batch_items, ingest_each
 from lltrace.cli import app
+from lltrace.ingest.many import batch_items, ingest_each
 
 H100 = SAMPLES / "hf_transformers_qwen1.5-0.5b_h100_prefill_forward_bs16x559.json.gz"
 TIMINGS = {"created", "ingest_seconds"}
@@ -43,7 +43,7 @@ def _contents(store: Path) -> dict[str, dict]:
         run = lltrace.Run(rid, st)
         meta = {k: v for k, v in st.metadata(rid).items() if k not in TIMINGS}
         tables = {}
-        for t in lltrace.store.TABLES:
+        for t in lltrace.tables.TABLES:
             df = run.table(t)
             tables[t] = df.sort(df.columns).to_dicts() if df.height else []
         out[rid] = {"meta": meta, "tables": tables}
@@ -160,7 +160,7 @@ def _committed_rows(store: Path) -> dict[str, dict[str, int]]:
     con = st.connect()  # must open: a killed writer never leaves the store unreadable
     try:
         out: dict[str, dict[str, int]] = {}
-        for t in lltrace.store.TABLES:
+        for t in lltrace.tables.TABLES:
             if not st.table_files(t):
                 continue
             for rid, n in con.execute(f"SELECT run_id, count(*) FROM {t} GROUP BY run_id").fetchall():

@@ -9,7 +9,7 @@ import pytest
 
 import lltrace
 from lltrace.errors import TraceFormatError
-from lltrace.parsers.clients import rust_duration_s
+from lltrace.parsers.tgi import rust_duration_s
 
 
 def _one(path, store):

@@ -4,13 +4,24 @@ from __future__ import annotations
 
 import duckdb
 import pytest
+from conftest import canonical_tables
 
 from lltrace.queries import install_views
 
+
+def tiny(*statements: str) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB with every canonical table (empty, as the store's views have them), the rows these
+    statements insert, and every view installed over them."""
+    c = duckdb.connect()
+    canonical_tables(c)
+    for sql in statements:
+        c.execute(sql)
+    install_views(c)
+    return c
+
+
 KERNELS = """
-CREATE TABLE kernels (run_id VARCHAR, part INTEGER, device BIGINT, ts_ns BIGINT, dur_ns BIGINT,
-                      kernel_class VARCHAR, attention_variant VARCHAR);
-INSERT INTO kernels VALUES
+INSERT INTO kernels (run_id, part, device, ts_ns, dur_ns, kernel_class, attention_variant) VALUES
     -- run a: two overlapping gemm kernels on two streams, one attention, one zero-length, one sync
     ('a', 0, 0, 1000, 500, 'gemm', NULL),
     ('a', 0, 0, 1200, 600, 'gemm', NULL),
@@ -22,15 +33,11 @@ INSERT INTO kernels VALUES
 """
 
 CPU = """
-CREATE TABLE ops (run_id VARCHAR, part INTEGER, ts_ns BIGINT, dur_ns BIGINT);
-CREATE TABLE annotations (run_id VARCHAR, part INTEGER, ts_ns BIGINT, dur_ns BIGINT);
-INSERT INTO ops VALUES ('a', 0, 0, 20000)  -- run a was traced for 20 µs; run b has GPU work only
+INSERT INTO ops (run_id, part, ts_ns, dur_ns) VALUES ('a', 0, 0, 20000)  -- run a traced 20 µs; run b GPU work only
 """
 
 STEPS = """
-CREATE TABLE engine_steps (run_id VARCHAR, source VARCHAR, kind VARCHAR, wall_s DOUBLE, gpu_busy_s DOUBLE,
-                           prefill_tokens BIGINT, decode_tokens BIGINT, cuda_graph BOOLEAN);
-INSERT INTO engine_steps VALUES
+INSERT INTO engine_steps (run_id, source, kind, wall_s, gpu_busy_s, prefill_tokens, decode_tokens, cuda_graph) VALUES
     ('a', 'profiler', 'prefill', 0.010, 0.008, 100, 0, false),
     ('a', 'profiler', 'decode', 0.002, 0.001, 0, 4, true),
     ('a', 'profiler', 'decode', 0.004, 0.002, 0, 4, true),
@@ -42,12 +49,7 @@ INSERT INTO engine_steps VALUES
 
 @pytest.fixture
 def con():
-    c = duckdb.connect()
-    c.execute(KERNELS)
-    c.execute(CPU)
-    c.execute(STEPS)
-    install_views(c, ["kernels", "ops", "annotations", "engine_steps"])
-    return c
+    return tiny(KERNELS, CPU, STEPS)
 
 
 def test_kernel_time(con):
@@ -72,11 +74,7 @@ def test_gpu_busy_counts_overlap_once_and_ignores_sync(con):
 
 
 def test_empty_input_gives_no_rows():
-    c = duckdb.connect()
-    c.execute(KERNELS.split(";")[0])  # the tables, no rows
-    c.execute(CPU.split(";")[0])
-    c.execute(CPU.split(";")[1])
-    install_views(c, ["kernels", "ops", "annotations"])
+    c = tiny()  # the tables, no rows
     assert c.execute("SELECT count(*) FROM profiler_gpu_busy").fetchone() == (0,)
     assert c.execute("SELECT count(*) FROM profiler_kernel_time").fetchone() == (0,)
 
@@ -119,9 +117,8 @@ def test_attention_variant(con):
 
 
 REQUESTS = """
-CREATE TABLE requests (run_id VARCHAR, request_id VARCHAR, status VARCHAR, ttft_s DOUBLE, server_ttft_s DOUBLE,
-                       e2e_s DOUBLE, server_e2e_s DOUBLE, output_tokens BIGINT, queue_s DOUBLE);
-INSERT INTO requests VALUES
+INSERT INTO requests (run_id, request_id, status, ttft_s, server_ttft_s, e2e_s, server_e2e_s, output_tokens, queue_s)
+VALUES
     ('r', 'a', 'ok', 0.1, 0.09, 1.1, 1.0, 11, 0.01),      -- client figures win: tpot = (1.1 - 0.1) / 10
     ('r', 'b', 'finished', NULL, 0.2, NULL, 0.5, 4, 0.02), -- server only: tpot = (0.5 - 0.2) / 3
     ('r', 'c', 'ok', 0.3, NULL, 0.3, NULL, 1, NULL),        -- one output token: no tpot; no engine data
@@ -130,14 +127,16 @@ INSERT INTO requests VALUES
 
 
 def test_requests_latency_and_summary():
-    c = duckdb.connect()
-    c.execute(REQUESTS)
-    install_views(c, ["requests"])
-    lat = c.execute("SELECT request_id, basis, ttft_s, e2e_s, tpot_s, queue_s FROM requests_latency ORDER BY 1")
+    c = tiny(REQUESTS)
+    lat = c.execute(
+        "SELECT request_id, basis, ttft_basis, e2e_basis, ttft_s, e2e_s, tpot_s, queue_s, failed "
+        "FROM requests_latency ORDER BY 1"
+    )
     assert lat.fetchall() == [
-        ("a", "client", 0.1, 1.1, pytest.approx(0.1), 0.01),
-        ("b", "server", 0.2, 0.5, pytest.approx(0.1), 0.02),
-        ("c", "client", 0.3, 0.3, None, None),
+        ("a", "client", "client", "client", 0.1, 1.1, pytest.approx(0.1), 0.01, False),
+        ("b", "server", "server", "server", 0.2, 0.5, pytest.approx(0.1), 0.02, False),
+        ("c", "client", "client", "client", 0.3, 0.3, None, None, False),
+        ("d", None, None, None, None, None, None, None, True),  # failed: kept, flagged
     ]
     s = c.execute("SELECT requests, errors, basis, ttft_p50, tpot_mean, e2e_p50, queue_p50 FROM requests_summary")
     assert s.fetchone() == (
@@ -151,11 +150,7 @@ def test_requests_latency_and_summary():
     )
 
 
-ATTRIB = """
-CREATE TABLE requests (run_id VARCHAR, request_id VARCHAR, client_id VARCHAR, arrival_s DOUBLE, status VARCHAR,
-    input_tokens BIGINT, output_tokens BIGINT, num_preemptions BIGINT, e2e_s DOUBLE, server_e2e_s DOUBLE,
-    ttft_s DOUBLE, queue_s DOUBLE, queue_s_est DOUBLE, prefill_s DOUBLE, prefill_s_est DOUBLE, decode_s DOUBLE,
-    queued_s DOUBLE, scheduled_s DOUBLE, preempted_s DOUBLE, preempted_in_prefill_s DOUBLE, server_ttft_s DOUBLE);
+ATTRIB_REQUESTS = """
 INSERT INTO requests (run_id, request_id, client_id, arrival_s, status, input_tokens, output_tokens, num_preemptions,
     e2e_s, server_e2e_s, ttft_s, queue_s, queue_s_est, prefill_s, prefill_s_est, decode_s, queued_s, scheduled_s)
 VALUES
@@ -173,8 +168,8 @@ VALUES
  ('r', 'f', 'c', 5.0, 'running', 10, NULL, NULL, NULL, NULL, NULL, 0.2, NULL, NULL, NULL, NULL, NULL, NULL),
  -- failed: left out
  ('r', 'g', 'c', 6.0, 'error', 10, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
-CREATE TABLE engine_stats (run_id VARCHAR, ts_s DOUBLE, waiting_capacity DOUBLE, kv_usage DOUBLE, waiting DOUBLE,
-                           swapped DOUBLE);
+"""
+ATTRIB_STATS = """
 INSERT INTO engine_stats (run_id, ts_s, waiting_capacity) VALUES
     ('r', 9.0, 0), ('r', 10.2, 3), ('r', 10.4, 0), ('r', 11.5, 5), ('r', 20.0, 0),
     ('r', NULL, 7);  -- a sample without a time is ignored
@@ -182,9 +177,7 @@ INSERT INTO engine_stats (run_id, ts_s, waiting_capacity) VALUES
 
 
 def test_attribution_request_edge_rows():
-    c = duckdb.connect()
-    c.execute(ATTRIB)
-    install_views(c, ["requests", "engine_stats"])
+    c = tiny(ATTRIB_REQUESTS, ATTRIB_STATS)
     rows = {
         r[0]: r[1:]
         for r in c.execute(
@@ -209,13 +202,9 @@ def test_attribution_request_edge_rows():
 
 
 def test_kv_wait_overlaps_queue_with_capacity_samples():
-    c = duckdb.connect()
-    c.execute(ATTRIB)
     # h: queued 9.1-9.9, entirely in a sample with nobody waiting for capacity -> 0 (not its whole queue)
-    c.execute(
-        "INSERT INTO requests (run_id, request_id, status, queued_s, scheduled_s) VALUES ('r', 'h', 'ok', 9.1, 9.9)"
-    )
-    install_views(c, ["requests", "engine_stats"])
+    h = "INSERT INTO requests (run_id, request_id, status, queued_s, scheduled_s) VALUES ('r', 'h', 'ok', 9.1, 9.9)"
+    c = tiny(ATTRIB_REQUESTS, ATTRIB_STATS, h)
     kv = dict(c.execute("SELECT request_id, kv_wait_s FROM attribution_kv_wait").fetchall())
     # a: queued 10.0-10.5; capacity waiting during [10.2, 10.4) -> 0.2 s
     # b: queued 11.0-12.0; capacity waiting during [11.5, 20.0) -> 0.5 s
@@ -224,47 +213,33 @@ def test_kv_wait_overlaps_queue_with_capacity_samples():
 
 def test_kv_wait_without_a_capacity_reason_uses_kv_usage_and_paused_requests():
     """V0 / SGLang / TensorRT-LLM samples: no waiting_capacity, so usage near full with a queue, or paused."""
-    c = duckdb.connect()
-    c.execute(ATTRIB.split("CREATE TABLE engine_stats")[0])
-    c.execute(
-        "CREATE TABLE engine_stats (run_id VARCHAR, ts_s DOUBLE, waiting_capacity DOUBLE, kv_usage DOUBLE, "
-        "waiting DOUBLE, swapped DOUBLE)"
-    )
-    c.execute(
+    c = tiny(
+        ATTRIB_REQUESTS,
         "INSERT INTO engine_stats (run_id, ts_s, kv_usage, waiting, swapped) VALUES "
         "('r', 10.0, 0.97, 4, 0), ('r', 10.3, 0.80, 4, 0), ('r', 11.0, 0.5, 0, 2), ('r', 11.6, 0.5, 0, 0), "
-        "('r', 30.0, 0.1, 0, 0)"
+        "('r', 30.0, 0.1, 0, 0)",
     )
-    install_views(c, ["requests", "engine_stats"])
     kv = dict(c.execute("SELECT request_id, kv_wait_s FROM attribution_kv_wait").fetchall())
     # a: 10.0-10.5 -> [10.0, 10.3) near full with a queue = 0.3; b: 11.0-12.0 -> [11.0, 11.6) paused = 0.6
     assert kv == {"a": pytest.approx(0.3), "b": pytest.approx(0.6)}
 
 
 def test_attribution_on_an_empty_run():
-    c = duckdb.connect()
-    c.execute(ATTRIB.split("INSERT INTO requests")[0])
-    c.execute(
-        "CREATE TABLE engine_stats (run_id VARCHAR, ts_s DOUBLE, waiting_capacity DOUBLE, kv_usage DOUBLE, "
-        "waiting DOUBLE, swapped DOUBLE)"
-    )
-    install_views(c, ["requests", "engine_stats"])
+    c = tiny()
     assert c.execute("SELECT count(*) FROM attribution_run").fetchone() == (0,)
     assert c.execute("SELECT count(*) FROM attribution_kv_wait").fetchone() == (0,)
 
 
 def test_workload_mix_prefix_reuse_and_concurrency():
-    c = duckdb.connect()
-    c.execute("""
-        CREATE TABLE requests (run_id VARCHAR, arrival_s DOUBLE, arrival_ns BIGINT, input_tokens BIGINT,
-                               output_tokens BIGINT, prefix_block_ids BIGINT[], e2e_s DOUBLE, server_e2e_s DOUBLE);
-        INSERT INTO requests VALUES
+    c = tiny("""
+        INSERT INTO requests (run_id, arrival_s, arrival_ns, input_tokens, output_tokens, prefix_block_ids, e2e_s,
+                              server_e2e_s)
+        VALUES
             ('m', 0.0, 0, 1024, 10, [1, 2], 2.0, NULL),
             ('m', 1.0, 1000000000, 1536, 20, [1, 2, 3], 1.0, NULL),   -- reuses blocks 1 and 2
             ('m', 2.0, 2000000000, 512, 30, [4], NULL, 1.0),          -- server e2e only
             ('m', 3.0, 3000000000, NULL, NULL, NULL, NULL, NULL)       -- no sizes: left out
     """)
-    install_views(c, ["requests"])
     row = c.execute(
         "SELECT requests, input_p50, output_mean, span_s, rate_per_s, prefix_blocks, "
         "prefix_blocks_reused, prefix_reuse, mean_concurrency FROM workload_mix"
@@ -272,24 +247,76 @@ def test_workload_mix_prefix_reuse_and_concurrency():
     assert row == (3, 1024.0, 20.0, 2.0, 1.5, 6, 2, pytest.approx(1 / 3), 2.0)
 
 
+def test_prefix_reuse_counts_leading_blocks_seen_strictly_earlier():
+    c = tiny("""
+        INSERT INTO requests (run_id, request_id, arrival_s, input_tokens, output_tokens, prefix_block_ids) VALUES
+            ('m', 'a', 0.0, 1536, 1, [1, 2, 3]),
+            ('m', 'b', 1.0, 2048, 1, [1, 2, 9, 3]),  -- 1, 2 reused; 9 is new, so 3 is not served from the cache
+            ('m', 'c', 1.0, 1024, 1, [1, 9]),        -- same instant as b: b's block 9 is not yet there
+            ('m', 'd', 2.0, 512, 1, [9]),            -- b's and c's 9, seen earlier: reused
+            ('m', 'e', 2.0, 512, 1, [9]),            -- an identical request at the same instant: the same figures
+            ('m', 'f', 3.0, 512, 1, []),             -- no blocks: nothing to reuse
+            ('m', 'g', NULL, 512, 1, [1]),           -- no arrival time: reuse unknown
+            ('m', 'h', 4.0, 512, 1, NULL),           -- no block ids
+            ('n', 'i', 5.0, 512, 1, [1])             -- another run: its own cache
+    """)
+    rows = c.execute(
+        "SELECT request_id, prefix_blocks, prefix_blocks_reused FROM requests_prefix_reuse ORDER BY request_id"
+    ).fetchall()
+    assert rows == [
+        ("a", 3, 0),
+        ("b", 4, 2),
+        ("c", 2, 1),
+        ("d", 1, 1),
+        ("e", 1, 1),
+        ("f", None, None),
+        ("g", None, None),
+        ("h", None, None),
+        ("i", 1, 0),
+    ]
+    assert c.execute("SELECT prefix_blocks, prefix_blocks_reused FROM workload_mix WHERE run_id = 'm'").fetchone() == (
+        11,
+        5,
+    )
+
+
+def test_request_preemptions_pair_each_preemption_with_the_next_rescheduling():
+    c = tiny("""
+        INSERT INTO request_events (run_id, request_id, ts_s, event) VALUES
+            ('r', 'a', 0.0, 'queued'), ('r', 'a', 1.0, 'scheduled'), ('r', 'a', 2.0, 'preempted'),
+            ('r', 'a', 2.5, 'scheduled'), ('r', 'a', 3.0, 'first_token'), ('r', 'a', 4.0, 'preempted'),
+            ('r', 'a', 4.2, 'preempted'),  -- preempted again before any rescheduling: supersedes the first
+            ('r', 'a', 5.0, 'scheduled'), ('r', 'a', 6.0, 'finished'),
+            ('r', 'b', 0.0, 'scheduled'), ('r', 'b', 1.0, 'preempted'),  -- never rescheduled: still preempted
+            ('r', 'c', 0.0, 'scheduled'), ('r', 'c', 1.0, 'finished')    -- never preempted: no row
+    """)
+    rows = c.execute(
+        "SELECT request_id, preempted_at_s, resumed_at_s, duration_s, before_first_token FROM request_preemptions "
+        "ORDER BY request_id, preempted_at_s"
+    ).fetchall()
+    assert rows == [
+        ("a", 2.0, 2.5, 0.5, True),
+        ("a", 4.2, 5.0, pytest.approx(0.8), False),
+        ("b", 1.0, None, None, True),
+    ]
+
+
 def test_interference_fit_and_charges():
-    c = duckdb.connect()
-    c.execute("""
-        CREATE TABLE engine_steps (run_id VARCHAR, source VARCHAR, step_id BIGINT, kind VARCHAR, start_s DOUBLE,
-                                   end_s DOUBLE, prefill_reqs BIGINT, prefill_tokens BIGINT, decode_reqs BIGINT,
-                                   decode_tokens BIGINT, wall_s DOUBLE);
-        -- decode-only steps: wall = 0.001 + 0.0001 x tokens exactly
-        INSERT INTO engine_steps SELECT 'r', 'log', i, 'decode', i, i + 0.01, 0, 0, t, t, 0.001 + 0.0001 * t
+    c = tiny("""
+                -- decode-only steps: wall = 0.001 + 0.0001 x tokens exactly
+        INSERT INTO engine_steps (run_id, source, step_id, kind, start_s, end_s, prefill_reqs, prefill_tokens,
+                                  decode_reqs, decode_tokens, wall_s)
+        SELECT 'r', 'log', i, 'decode', i, i + 0.01, 0, 0, t, t, 0.001 + 0.0001 * t
             FROM (SELECT i, 1 + i % 8 AS t FROM range(20) r(i));
         -- one mixed step with 4 decoding and 2 prefilling requests: predicted 0.0014, took 0.0054 -> extra 0.004
-        INSERT INTO engine_steps VALUES ('r', 'log', 100, 'mixed', 100.0, 100.0054, 2, 500, 4, 4, 0.0054);
-        CREATE TABLE requests (run_id VARCHAR, request_id VARCHAR, scheduled_s DOUBLE, first_token_s DOUBLE,
-                               last_token_s DOUBLE);
-        INSERT INTO requests VALUES ('r', 'dec', 50.0, 60.0, 200.0),      -- decoding through the mixed step
+        INSERT INTO engine_steps (run_id, source, step_id, kind, start_s, end_s, prefill_reqs, prefill_tokens,
+                                  decode_reqs, decode_tokens, wall_s)
+        VALUES ('r', 'log', 100, 'mixed', 100.0, 100.0054, 2, 500, 4, 4, 0.0054);
+        INSERT INTO requests (run_id, request_id, scheduled_s, first_token_s, last_token_s)
+        VALUES ('r', 'dec', 50.0, 60.0, 200.0),      -- decoding through the mixed step
                                     ('r', 'pre', 99.99, 100.01, 150.0),   -- prefilling in it
                                     ('r', 'late', 300.0, 301.0, 302.0);   -- not involved
     """)
-    install_views(c, ["engine_steps", "requests"])
     step = c.execute("SELECT predicted_decode_s, extra_s, fit_steps FROM interference_steps").fetchone()
     assert step == (pytest.approx(0.0014), pytest.approx(0.004), 20)
     rows = {
@@ -304,28 +331,21 @@ def test_interference_fit_and_charges():
 def test_interference_needs_decode_steps_of_two_sizes():
     """Decode-only steps all of one size give no slope: no prediction for a mixed step of another size, so no
     row (run D's profiler: 38 decode steps of 7 tokens, mixed steps of 2 and 6)."""
-    c = duckdb.connect()
-    c.execute("""
-        CREATE TABLE engine_steps (run_id VARCHAR, source VARCHAR, step_id BIGINT, kind VARCHAR, start_s DOUBLE,
-                                   end_s DOUBLE, prefill_reqs BIGINT, prefill_tokens BIGINT, decode_reqs BIGINT,
-                                   decode_tokens BIGINT, wall_s DOUBLE);
-        INSERT INTO engine_steps SELECT 'r', 'profiler', i, 'decode', i, i + 0.01, 0, 0, 7, 7, 0.002
+    c = tiny("""
+        INSERT INTO engine_steps (run_id, source, step_id, kind, start_s, end_s, prefill_reqs, prefill_tokens,
+                                  decode_reqs, decode_tokens, wall_s)
+        SELECT 'r', 'profiler', i, 'decode', i, i + 0.01, 0, 0, 7, 7, 0.002
             FROM range(12) r(i);
-        INSERT INTO engine_steps VALUES ('r', 'profiler', 100, 'mixed', 100.0, 100.01, 1, 50, 2, 2, 0.01);
+        INSERT INTO engine_steps (run_id, source, step_id, kind, start_s, end_s, prefill_reqs, prefill_tokens,
+                                  decode_reqs, decode_tokens, wall_s)
+        VALUES ('r', 'profiler', 100, 'mixed', 100.0, 100.01, 1, 50, 2, 2, 0.01);
     """)
-    install_views(c, ["engine_steps"])
     assert c.execute("SELECT count(*) FROM interference_steps").fetchone() == (0,)
 
 
 def test_report_views_on_tiny_inputs():
-    c = duckdb.connect()
-    c.execute(ATTRIB)
-    c.execute(
-        "ALTER TABLE engine_stats ADD COLUMN running DOUBLE; "
-        "ALTER TABLE engine_stats ADD COLUMN preemptions_total DOUBLE"
-    )
-    c.execute("UPDATE engine_stats SET running = 1, waiting = waiting_capacity, kv_usage = 0.5, preemptions_total = 2")
-    install_views(c, ["requests", "engine_stats"])
+    update = "UPDATE engine_stats SET running = 1, waiting = waiting_capacity, kv_usage = 0.5, preemptions_total = 2"
+    c = tiny(ATTRIB_REQUESTS, ATTRIB_STATS, update)
     # five attributable requests -> five bins of one request each, fastest first
     bins = c.execute("SELECT bin, requests, e2e_s FROM report_request_bins ORDER BY bin").fetchall()
     assert [(b, n) for b, n, _ in bins] == [(1, 1), (2, 1), (3, 1), (4, 1), (5, 1)]
@@ -336,3 +356,32 @@ def test_report_views_on_tiny_inputs():
     assert tl == (5, 0.0, 0.5, 2.0)  # five timed samples (the untimed one is left out), from t = 0
     mix = c.execute("SELECT input_bin, output_bin, requests FROM report_size_mix ORDER BY 1, 2").fetchall()
     assert mix == [(8, 2, 1), (32, 1, 1), (64, 8, 1), (128, 16, 1), (256, 1, 1)]  # zero output -> the 1 bin
+
+
+def test_latency_stats_macro():
+    c = tiny()
+    stats = c.execute(
+        "SELECT latency_stats(x) FROM (VALUES (1.0::DOUBLE), (2.0), (3.0), (4.0), (NULL)) t(x)"
+    ).fetchone()[0]
+    assert stats == {"p50": 2.5, "p90": pytest.approx(3.7), "p99": pytest.approx(3.97), "mean": 2.5}  # NULL left out
+    assert c.execute("SELECT latency_stats(x) FROM (SELECT 1.0::DOUBLE AS x WHERE false)").fetchone()[0] == {
+        "p50": None,
+        "p90": None,
+        "p99": None,
+        "mean": None,
+    }
+
+
+def test_a_view_that_does_not_bind_is_an_error_naming_it_and_what_it_lacks():
+    from lltrace.errors import QueryError
+
+    c = duckdb.connect()
+    with pytest.raises(QueryError, match=r"queries/requests_latency\.sql: needs requests, which this connection"):
+        install_views(c, ["requests_summary"])
+    c.execute("CREATE TABLE requests (run_id VARCHAR, request_id VARCHAR)")  # a requests table lacking columns
+    with pytest.raises(
+        QueryError, match=r"queries/requests_latency\.sql: view requests_latency does not bind: .*e2e_s"
+    ):
+        install_views(c, ["requests_summary"])
+    with pytest.raises(QueryError, match="no query named 'requests'"):
+        install_views(c, ["requests"])

@@ -16,14 +16,9 @@ from typer.testing import CliRunner
 import lltrace
 from lltrace.cli import app
 from lltrace.errors import AnalysisError
-from lltrace.replay import (
-    EngineConfig,
-    StepCost,
-    fit_step_cost,
-    fit_step_cost_without_stalls,
-    replay,
-    simulate,
-)
+from lltrace.replay.cost import StepCost, fit_step_cost, fit_step_cost_without_stalls
+from lltrace.replay.document import replay
+from lltrace.replay.scheduler import EngineConfig, simulate
 
 
 def test_single_request_timing_is_exact() -> None:
@@ -248,8 +243,8 @@ def test_run_a_without_step_log_calibrates_on_requests_and_validates(tmp_path: P
 
 
 def test_gpu_and_precision_transfer_follow_the_catalog_ratios() -> None:
-    from lltrace.catalog import gpu_or_error
-    from lltrace.replay import transfer_step_cost
+    from lltrace.physics.catalog import gpu_or_error
+    from lltrace.replay.cost import transfer_step_cost
 
     a100, h100 = gpu_or_error("A100-80GB"), gpu_or_error("H100-SXM")
     cost = StepCost(c0=0.01, c_prefill=7e-5, c_decode=2e-5, overhead=0.001)
@@ -276,8 +271,8 @@ def test_gpu_what_if_needs_the_runs_gpu(kv_runs: dict[str, lltrace.Run], kv_stor
 
 
 def test_reference_step_cost_is_the_catalog_roofline() -> None:
-    from lltrace.catalog import gpu_or_error
-    from lltrace.replay import reference_step_cost
+    from lltrace.physics.catalog import gpu_or_error
+    from lltrace.replay.cost import reference_step_cost
 
     a100 = gpu_or_error("A100-80GB")
     cost, blocks, info = reference_step_cost("llama-2-7b", "A100-80GB", mean_context=1000)
@@ -308,7 +303,7 @@ def test_arrival_trace_replays_only_with_a_reference(tmp_path: Path) -> None:
     h100 = doc["whatifs"][0]
     assert h100["summary"]["e2e_s"]["mean"] < doc["baseline"]["summary"]["e2e_s"]["mean"]
     # the A100's decode time per token and prefill rate, and the H100's speedups: the catalog's ratios
-    from lltrace.catalog import gpu_or_error
+    from lltrace.physics.catalog import gpu_or_error
 
     a, h = gpu_or_error("A100-80GB"), gpu_or_error("H100-SXM")
     c = doc["calibration"]
@@ -331,13 +326,19 @@ def test_prefix_cache_hits_skip_prompt_tokens_but_hold_blocks() -> None:
 def test_mooncake_prefix_reuse_from_hash_ids(tmp_path: Path) -> None:
     path = shared_file("serving", "mooncake", "conversation_trace.jsonl")
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    rows.sort(key=lambda r: r["timestamp"])  # stable: the file's order among equal timestamps
+    # a prompt reuses its leading blocks that a request arriving strictly earlier had (requests arriving at
+    # the same instant cannot reuse each other's)
+    by_time: dict[int, list[dict]] = {}
+    for r in rows:
+        by_time.setdefault(r["timestamp"], []).append(r)
     seen: set[int] = set()
     expected = 0
-    for r in rows:
-        lead = next((i for i, h in enumerate(r["hash_ids"]) if h not in seen), len(r["hash_ids"]))
-        expected += lead * 512
-        seen.update(r["hash_ids"])
+    for t in sorted(by_time):
+        for r in by_time[t]:
+            lead = next((i for i, h in enumerate(r["hash_ids"]) if h not in seen), len(r["hash_ids"]))
+            expected += lead * 512
+        for r in by_time[t]:
+            seen.update(r["hash_ids"])
     doc = replay(path, store=tmp_path, reference="llama-2-7b@H100-SXM", what_ifs={"prefix_cache": 0})
     assert doc["prefix_cache"]["hit_tokens"] == expected
     assert doc["prefix_cache"]["basis"].startswith("estimated")
@@ -346,7 +347,7 @@ def test_mooncake_prefix_reuse_from_hash_ids(tmp_path: Path) -> None:
 
 
 def test_an_engine_that_cannot_keep_up_is_called_overloaded() -> None:
-    from lltrace.replay import _overload_note
+    from lltrace.replay.document import overload_note as _overload_note
 
     cost = StepCost(c0=0.01, c_prefill=0.0, c_decode=0.0)
     cfg = EngineConfig(num_blocks=1000, block_size=16, max_num_seqs=1)
@@ -360,7 +361,7 @@ def test_an_engine_that_cannot_keep_up_is_called_overloaded() -> None:
 
 def test_design_what_if_keys_on_an_arrival_trace(tmp_path: Path) -> None:
     """DESIGN.md's keys: tp, gpu, weights, kv_dtype and kv_memory_gb move step cost and KV capacity together."""
-    from lltrace.catalog import gpu_or_error
+    from lltrace.physics.catalog import gpu_or_error
 
     trace = shared_file("serving", "azure_llm_2023", "AzureLLMInferenceTrace_code.csv")
     cases = [("tp", 2.0), ("gpu", "H200"), ("kv_dtype", "fp8"), ("kv_memory_gb", 20.0), ("weights", "fp8")]

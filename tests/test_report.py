@@ -40,7 +40,7 @@ def test_run_b_report_offline_with_the_documents_numbers(tmp_path):
 
 
 def test_gpu_trace_report_has_kernel_class_time_per_step(tmp_path):
-    from lltrace.report import report
+    from lltrace.analysis.report import report
 
     path = DATA / "torch" / "hta_a100_ddp_nccl_2rank.rank0.json.gz"
     out = tmp_path / "ddp.html"

@@ -20,10 +20,9 @@ from rich.progress import (
     TimeRemainingColumn,
     TransferSpeedColumn,
 )
-from rich.table import Table
 
-from lltrace import __version__
 from lltrace.errors import InputWarning, LltraceError
+from lltrace.version import __version__
 
 app = typer.Typer(
     name="lltrace",
@@ -56,6 +55,17 @@ KeepPythonOpt = Annotated[
 ]
 RunOpt = Annotated[str | None, typer.Option("--run", help="Name the run (default: from the inputs).")]
 PathsArg = Annotated[list[Path], typer.Argument(help="Trace files or folders of one run.", show_default=False)]
+RunArg = Annotated[
+    list[str],
+    typer.Argument(help="A stored run's id, or the files and folders of one run.", show_default=False),
+]
+GpuOpt = Annotated[str | None, typer.Option("--gpu", help="GPU name from the catalog (e.g. H100-SXM).")]
+ModelOpt = Annotated[str | None, typer.Option("--model", help="Model name (e.g. llama-2-7b).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the document as JSON.")]
+
+
+def _json(doc: Any) -> None:
+    sys.stdout.write(json.dumps(doc, indent=2, default=str) + "\n")
 
 
 def _version(value: bool) -> None:
@@ -154,7 +164,7 @@ def ingest_cli(
     quiet: QuietOpt = False,
 ) -> None:
     """Ingest files into the run store and print the run id (with --each: one id per run, and a summary)."""
-    from lltrace.api import ingest
+    from lltrace.ingest.pipeline import ingest
 
     globbed = any(not Path(p).exists() and any(c in p for c in "*?[") for p in paths)
     if each or globbed or jobs is not None or executor != "local":  # --jobs / --executor: many runs
@@ -179,8 +189,7 @@ def _ingest_batch(
     executor: str,
     quiet: bool,
 ) -> None:
-    from lltrace.batch import ingest_each
-    from lltrace.errors import LltraceError
+    from lltrace.ingest.many import ingest_each
 
     with _errors(quiet):
         if run:
@@ -226,8 +235,8 @@ def analyze_cli(
     paths: PathsArg,
     store: StoreOpt = None,
     run: RunOpt = None,
-    gpu: Annotated[str | None, typer.Option("--gpu", help="GPU name from the catalog (e.g. H100-SXM).")] = None,
-    model: Annotated[str | None, typer.Option("--model", help="Model name (e.g. llama-2-7b).")] = None,
+    gpu: GpuOpt = None,
+    model: ModelOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the analysis document as JSON.")] = False,
     keep_python: KeepPythonOpt = False,
     strict: StrictOpt = False,
@@ -235,7 +244,7 @@ def analyze_cli(
     quiet: QuietOpt = False,
 ) -> None:
     """Ingest the files of one run (or reuse the store) and explain where its time went."""
-    from lltrace.analysis import analyze
+    from lltrace.analysis.document import analyze
     from lltrace.reports.terminal import print_summary
 
     with _errors(quiet), _progress(quiet) as progress:
@@ -243,30 +252,28 @@ def analyze_cli(
             paths, store=store, run=run, gpu=gpu, model=model, keep_python=keep_python, strict=strict, progress=progress
         )
     if report_file is not None:
-        from lltrace.report import report
+        from lltrace.analysis.report import report
 
         with _errors(quiet):
             report(result.run, report_file, gpu=gpu, model=model)
     if as_json:
-        sys.stdout.write(json.dumps(result.to_dict(), indent=2, default=str) + "\n")
+        _json(result.to_dict())
     else:
         print_summary(result.to_dict(), out)
 
 
 @app.command("report")
 def report_cli(
-    paths: Annotated[
-        list[Path], typer.Argument(help="A stored run's id, or the files of one run.", show_default=False)
-    ],
+    paths: RunArg,
     output: Annotated[Path, typer.Option("-o", "--output", help="The HTML file to write.")],
     store: StoreOpt = None,
     png: Annotated[Path | None, typer.Option("--png", help="Also write each chart as PNG into this folder.")] = None,
-    gpu: Annotated[str | None, typer.Option("--gpu", help="GPU name from the catalog (e.g. H100-SXM).")] = None,
-    model: Annotated[str | None, typer.Option("--model", help="Model name (e.g. llama-2-7b).")] = None,
+    gpu: GpuOpt = None,
+    model: ModelOpt = None,
     quiet: QuietOpt = False,
 ) -> None:
     """Write the run's report: one offline HTML file (no network needed to open it)."""
-    from lltrace.report import report
+    from lltrace.analysis.report import report
 
     with _errors(quiet):
         _, charts = report(paths, output, store=store, png_dir=png, gpu=gpu, model=model)
@@ -282,30 +289,15 @@ def diff_cli(
     quiet: QuietOpt = False,
 ) -> None:
     """What changed between two runs, with the request mix normalised."""
-    from lltrace.diff import diff
+    from lltrace.analysis.diff import diff
+    from lltrace.reports.terminal_tables import diff_table
 
     with _errors(quiet):
         doc = diff(baseline, incident, store=store)
     if as_json:
-        sys.stdout.write(json.dumps(doc, indent=2, default=str) + "\n")
-        return
-    t = Table(
-        title=f"{doc['baseline']['run']} → {doc['incident']['run']} (mean per request"
-        f"{', on the baseline mix' if doc['mix']['normalised'] else ''})"
-    )
-    for col in ("component", "baseline s", "incident s", "delta s", "share of change"):
-        t.add_column(col, justify="left" if col == "component" else "right")
-    for c, v in doc["components"].items():
-        share = "-" if v["share_of_change"] is None else f"{v['share_of_change']:.0%}"
-        t.add_row(
-            c if c != "kv_wait" else "  of queue: kv_wait",
-            f"{v['baseline_s']:.3f}",
-            f"{v['incident_s']:.3f}",
-            f"{v['delta_s']:+.3f}",
-            share,
-        )
-    out.print(t)
-    out.print(doc["verdict"], markup=False, highlight=False, soft_wrap=True)
+        _json(doc)
+    else:
+        out.print(diff_table(doc), soft_wrap=True)
 
 
 @app.command("weekly")
@@ -320,15 +312,16 @@ def weekly_cli(
     as_json: Annotated[bool, typer.Option("--json", help="Also print the per-window figures as JSON.")] = False,
 ) -> None:
     """Workload mix, latency and KV pressure across the store's runs, window by window."""
-    from lltrace.weekly import weekly, write_weekly
+    from lltrace.analysis.weekly import weekly
+    from lltrace.reports.weekly_html import write_weekly_html
 
     with _errors(False):
         if window not in ("auto", "hour", "day", "week"):
             raise LltraceError(f"--window must be hour, day, week or auto, not {window!r}")
         doc = weekly(store=store, since=since, until=until, window=window, model=model, gpu=gpu)
-        write_weekly(doc, output)
+        write_weekly_html(doc, output)
     if as_json:
-        sys.stdout.write(json.dumps(doc, indent=2, default=str) + "\n")
+        _json(doc)
     else:
         out.print(f"{output}: {len(doc['windows'])} windows of one {doc['window']}", markup=False, highlight=False)
 
@@ -341,14 +334,15 @@ app.add_typer(export_app, name="export")
 
 @export_app.command("perfetto")
 def export_perfetto_cli(
-    run: Annotated[str, typer.Argument(help="A stored run's id.")],
+    run: RunArg,
     output: Annotated[Path, typer.Option("-o", "--output", help="The Chrome/Perfetto trace JSON to write.")],
     store: StoreOpt = None,
+    quiet: QuietOpt = False,
 ) -> None:
     """Write the run as a Chrome/Perfetto trace: request lanes, engine steps, KV usage counters."""
-    from lltrace.export import export_perfetto
+    from lltrace.analysis.export import export_perfetto
 
-    with _errors(False):
+    with _errors(quiet):
         counts = export_perfetto(run, output, store=store)
     out.print(
         f"{output}: {counts['requests']:,} request lanes, {counts['steps']:,} steps, "
@@ -373,7 +367,8 @@ def estimate_cli(
     as_json: Annotated[bool, typer.Option("--json", help="Print the estimate document as JSON.")] = False,
 ) -> None:
     """The latency model for one request shape: prefill/decode split and the crossover input length."""
-    from lltrace.estimate import estimate
+    from lltrace.physics.estimate import estimate
+    from lltrace.reports.terminal_tables import estimate_line
 
     with _errors(False):
         doc = estimate(
@@ -386,40 +381,14 @@ def estimate_cli(
             decode_ms_per_token=decode_ms,
         )
     if as_json:
-        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
-        return
-    out.print(
-        f"prefill {doc['prefill_s'] * 1e3:,.1f} ms ({doc['prefill_share']:.0%}) at "
-        f"{doc['prefill_tokens_per_s']:,.0f} tok/s · decode {doc['decode_s'] * 1e3:,.1f} ms "
-        f"({doc['decode_share']:.0%}) at {doc['decode_s_per_token'] * 1e3:,.2f} ms/token · crossover "
-        f"input length {doc['crossover_input_tokens']:,.0f} tokens (estimates)",
-        highlight=False,
-    )
-
-
-def _what_ifs(items: list[str]) -> list[tuple[str, float | str]]:
-    """``KEY=VALUE`` options as (key, value) pairs, in order; a key may come more than once (one case each).
-
-    Numbers become floats; names (a GPU, a precision, on/off) stay strings for the replay to check.
-    """
-    from lltrace.errors import AnalysisError
-
-    out: list[tuple[str, float | str]] = []
-    for item in items:
-        key, sep, value = item.partition("=")
-        key, value = key.strip(), value.strip()
-        if not sep or not key or not value:
-            raise AnalysisError(f"--what-if {item!r}: expected KEY=VALUE, e.g. kv_blocks=80 or gpu=H100-SXM")
-        try:
-            out.append((key, float(value)))
-        except ValueError:
-            out.append((key, value))
-    return out
+        _json(doc)
+    else:
+        out.print(estimate_line(doc))
 
 
 @app.command("replay")
 def replay_cli(
-    target: Annotated[str, typer.Argument(help="A stored run's id or a run's file/folder.")],
+    target: RunArg,
     what_if: Annotated[
         list[str] | None,
         typer.Option(
@@ -445,12 +414,12 @@ def replay_cli(
     quiet: QuietOpt = False,
 ) -> None:
     """Replay the run through a scheduler model calibrated on it: its error first, then what-ifs."""
-    from lltrace.replay import replay
+    from lltrace.replay.document import replay
 
     with _errors(quiet):
         doc = replay(
             target,
-            what_ifs=_what_ifs(what_if or []),
+            what_ifs=what_if or [],
             store=store,
             gpu=gpu,
             quant=quant,
@@ -458,9 +427,9 @@ def replay_cli(
             model=model,
         )
     if as_json:
-        sys.stdout.write(json.dumps(doc, indent=2, default=str) + "\n")
+        _json(doc)
         return
-    from lltrace.reports.terminal import render_replay
+    from lltrace.reports.terminal_replay import render_replay
 
     out.print(render_replay(doc), highlight=False)
 
@@ -469,12 +438,9 @@ def replay_cli(
 def formats_cli() -> None:
     """List the formats lltrace reads and what each can attribute."""
     from lltrace.parsers import FORMATS
+    from lltrace.reports.terminal_tables import formats_text
 
-    for f in FORMATS:
-        out.print(f"[bold]{f.name}[/] ({f.family})", highlight=False)
-        out.print(f"  reads: {f.description}", markup=False, highlight=False)
-        out.print(f"  tables: {', '.join(f.tables)}", markup=False, highlight=False)
-        out.print(f"  can attribute: {f.attributes}", markup=False, highlight=False)
+    out.print(formats_text(FORMATS), highlight=False)
 
 
 @app.command("sql")
@@ -484,33 +450,19 @@ def sql_cli(
     as_json: Annotated[bool, typer.Option("--json", help="Rows as JSON lines instead of a table.")] = False,
 ) -> None:
     """Run SQL over every run in the store (tables: kernels, ops, annotations, flows, engine_steps, …)."""
-    import duckdb
-
+    from lltrace.reports.terminal_tables import sql_table
     from lltrace.store import Store
 
     with _errors(False):
-        st = Store(store)
-        if not st.run_ids():
-            raise LltraceError(f"{st.root}: the store holds no runs (run `lltrace ingest` first)")
-        con = st.connect()
-        try:
-            cur = con.execute(query)
-        except duckdb.Error as exc:
-            raise LltraceError(f"SQL error: {str(exc).splitlines()[0]}") from None
-        if cur.description is None:
-            return
-        cols = [d[0] for d in cur.description]
-        rows = cur.fetchall()
+        result = Store(store).query(query)
+    if result is None:
+        return
+    cols, rows = result
     if as_json:
         for r in rows:
             sys.stdout.write(json.dumps(dict(zip(cols, r, strict=True)), default=str) + "\n")
-        return
-    t = Table()
-    for c in cols:
-        t.add_column(c)
-    for r in rows:
-        t.add_row(*("NULL" if v is None else str(v) for v in r))
-    out.print(t)
+    else:
+        out.print(sql_table(cols, rows))
 
 
 def main() -> None:

@@ -37,6 +37,10 @@ class AnalysisError(LltraceError):
     """An analysis could not be made from what the run holds."""
 
 
+class QueryError(LltraceError):
+    """A packaged SQL view does not bind over the store's tables (names the view and what it lacks)."""
+
+
 class InputWarning(UserWarning):
     """A source was read with a caveat the user should see (a missing scrape time, say)."""
 

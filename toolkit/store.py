@@ -24,18 +24,20 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
 from lltrace.errors import StoreError
-from lltrace.parsers.schema import REQUEST_DUCKDB_TYPES  # noqa: E402
+from lltrace.tables import TABLES as CANONICAL
 
-_CANONICAL = {"requests": REQUEST_DUCKDB_TYPES}
+if TYPE_CHECKING:  # polars is imported where a table is asked for (it costs 25 MB at import)
+    import polars as pl
 
 DEFAULT_STORE = ".lltrace"
-TABLES = ("kernels", "ops", "annotations", "flows", "engine_steps", "requests", "request_events", "engine_stats")
+TABLES = tuple(CANONICAL)
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
@@ -104,34 +106,60 @@ class Store:
             files.extend(sorted(str(p) for p in (self.root / table / f"run_id={rid}").glob("*.parquet")))
         return files
 
+    def present(self, run_ids: list[str] | None = None) -> set[str]:
+        """The canonical tables that hold files for these (default: all committed) runs."""
+        return {t for t in TABLES if self.table_files(t, run_ids)}
+
     def connect(self, run_ids: list[str] | None = None) -> duckdb.DuckDBPyConnection:
-        """An in-memory DuckDB with one view per table over the committed runs, plus the query views."""
+        """An in-memory DuckDB with one view per canonical table over the runs (default: all committed ones),
+        and the query views over them.
+
+        Every canonical table is there with every declared column, in declared order, then ``run_id``: NULL
+        where no file of these runs has a column, empty where no file has the table. So every query view
+        binds on every run (``lltrace.queries``); ``present`` says which tables a run has.
+        """
         from lltrace.queries import install_views
 
         con = duckdb.connect()
         con.execute("SET threads = 2; SET enable_progress_bar = false")
-        available = []
-        for table in TABLES:
-            files = self.table_files(table, run_ids)
-            if not files:
-                continue
-            source, have = self._source(con, table, files)
-            # Files hold the columns their sources give; the view always has the whole canonical table,
-            # NULL where no file of the runs in view has a column.
-            canonical = _CANONICAL.get(table) or {}
-            missing = ", ".join(f"CAST(NULL AS {t}) AS {c}" for c, t in canonical.items() if c not in have)
-            con.execute(f"CREATE VIEW {table} AS SELECT *{', ' + missing if missing else ''} FROM {source}")
-            available.append(table)
-        install_views(con, available)
+        for name, table in CANONICAL.items():
+            files = self.table_files(name, run_ids)
+            if files:
+                source, have = self._source(con, name, files)
+            else:
+                source, have = "(SELECT NULL::VARCHAR AS run_id WHERE false)", {"run_id"}
+            cols = [c.name if c.name in have else f"CAST(NULL AS {c.duckdb_type}) AS {c.name}" for c in table.columns]
+            con.execute(f"CREATE VIEW {name} AS SELECT {', '.join(cols)}, run_id FROM {source}")
+        install_views(con)
         return con
 
     def _source(self, con: duckdb.DuckDBPyConnection, table: str, files: list[str]) -> tuple[str, set[str]]:
         """The FROM clause that reads one table's files (``run_id`` from the hive path), and its columns."""
         listing = ", ".join(f"'{f}'" for f in files)
         source = f"read_parquet([{listing}], hive_partitioning = true, union_by_name = true)"
-        if table not in _CANONICAL:  # no canonical columns to fill in: no need to read the footers here
-            return source, set()
         return source, {r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}
+
+    def query(self, sql: str) -> tuple[list[str], list[tuple[Any, ...]]] | None:
+        """Run SQL over every committed run's tables and views: the column names and rows, or None for a
+        statement that returns none. A store with no runs, or an SQL error, is a ``StoreError``."""
+        if not self.run_ids():
+            raise StoreError(f"{self.root}: the store holds no runs (run `lltrace ingest` first)")
+        con = self.connect()
+        try:
+            cur = con.execute(sql)
+            if cur.description is None:
+                return None
+            return [d[0] for d in cur.description], cur.fetchall()
+        except duckdb.Error as exc:
+            raise StoreError(f"SQL error: {str(exc).splitlines()[0]}") from None
+        finally:
+            con.close()
+
+    def run(self, run_id: str) -> Run:
+        """The committed run ``run_id`` (``StoreError`` when the store has none)."""
+        if not self.has_run(run_id):
+            self.metadata(run_id)  # raises the error naming the runs there are
+        return Run(run_id, self)
 
     # -- writing ---------------------------------------------------------------------------------
     @contextmanager
@@ -389,3 +417,40 @@ class FilesystemStore(Store):
         """The run's latest replay document, or None when it was never replayed."""
         path = self._path("replays", f"{run_id}.json")
         return json.loads(self._read(path)) if self._exists(path) else None
+
+
+@dataclass
+class Skipped:
+    """A file found in a folder that matches no known format, and why."""
+
+    path: str
+    reason: str
+
+
+@dataclass
+class Run:
+    """One ingested run in a store."""
+
+    id: str
+    store: Store
+    skipped: list[Skipped] = field(default_factory=list)
+    reused: bool = False
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """The run's metadata JSON (sources, clocks, provenance, versions)."""
+        return self.store.metadata(self.id)
+
+    def table(self, name: str) -> pl.DataFrame:
+        """One canonical table of this run as a polars DataFrame: every declared column, NULL where not given."""
+        if name not in CANONICAL:
+            raise StoreError(f"unknown table {name!r}; tables: {', '.join(TABLES)}")
+        return self.sql(f"SELECT * FROM {name}")
+
+    def sql(self, query: str) -> pl.DataFrame:
+        """Run SQL over this run's tables and the query views."""
+        con = self.store.connect([self.id])
+        try:
+            return con.sql(query).pl()
+        finally:
+            con.close()

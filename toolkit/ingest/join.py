@@ -13,14 +13,15 @@ from __future__ import annotations
 import json
 import re
 import statistics
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lltrace.parsers.schema import REQUEST_SCHEMA, table_from_rows
+from lltrace.queries import install_views
+from lltrace.tables import REQUEST_EVENTS, REQUESTS, table_from_rows
 
 PROVENANCE = {
     "requests.queue_s": "measured: span gen_ai.latency.time_in_queue",
@@ -43,7 +44,7 @@ PROVENANCE = {
 _ID = re.compile(r"^cmpl-(.*?)(\d+)-0$")
 
 
-def _rows(folder: Path) -> list[dict[str, Any]]:
+def staged_rows(folder: Path) -> list[dict[str, Any]]:
     tables = [pq.read_table(f) for f in sorted(folder.glob("*.parquet"))]
     return pa.concat_tables(tables).to_pylist() if tables else []
 
@@ -65,36 +66,6 @@ def _infer_prefix(bench: list[dict], spans_by_id: dict[str, dict]) -> str | None
         if hits > best_hits:
             best, best_hits = prefix, hits
     return best if best_hits >= max(1, len(bench) // 2) else None
-
-
-EVENT_SCHEMA = pa.schema(
-    [
-        ("request_id", pa.string()),
-        ("ts_s", pa.float64()),
-        ("event", pa.string()),
-        ("tokens", pa.int64()),
-        ("basis", pa.string()),
-    ]
-)
-
-
-def _preempted(span: dict) -> dict[str, float]:
-    """Preempted time from journey events: each PREEMPTED until the next SCHEDULED (measured)."""
-    journey = json.loads(span["journey"]) if span.get("journey") else []
-    if not any(name == "preempted" for name, _ in journey):
-        return {}
-    first_token = next((t for name, t in journey if name == "first_token"), None)
-    total = in_prefill = 0.0
-    pending = None
-    for name, t in sorted(journey, key=lambda e: e[1]):
-        if name == "preempted":
-            pending = t
-        elif name == "scheduled" and pending is not None:
-            total += (t - pending) / 1e9
-            if first_token is None or pending < first_token:
-                in_prefill += (t - pending) / 1e9
-            pending = None
-    return {"preempted_s": total, "preempted_in_prefill_s": in_prefill}
 
 
 def _request_events(spans_by_id: dict[str, dict], requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -137,14 +108,33 @@ def _request_events(spans_by_id: dict[str, dict], requests: list[dict[str, Any]]
     return events
 
 
+def preempted_times(events: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Per request with a preemption: time preempted until rescheduled, and the part before its first token,
+    summed over the ``request_preemptions`` view (the one pairing of the two) over these events."""
+    if not any(e["event"] == "preempted" for e in events):
+        return {}
+    con = duckdb.connect()
+    try:
+        con.register("_events", table_from_rows(events, REQUEST_EVENTS))
+        con.execute("CREATE VIEW request_events AS SELECT *, 'staged' AS run_id FROM _events")
+        install_views(con, ["request_preemptions"])
+        rows = con.execute(
+            "SELECT request_id, sum(coalesce(duration_s, 0)), "
+            "coalesce(sum(duration_s) FILTER (WHERE before_first_token), 0) FROM request_preemptions GROUP BY 1"
+        ).fetchall()
+    finally:
+        con.close()
+    return {rid: {"preempted_s": total, "preempted_in_prefill_s": first} for rid, total, first in rows}
+
+
 def assemble_requests(stage: Path, sources: list[dict[str, Any]]) -> dict[str, Any] | None:
     """Build ``stage/requests`` from the staged ``_bench`` and ``_spans`` rows; returns the join report."""
     has_bench = any((stage / "_bench").glob("*.parquet"))
     has_spans = any((stage / "_spans").glob("*.parquet"))
     if not has_bench and not has_spans:
         return None
-    bench = _rows(stage / "_bench")
-    spans = _rows(stage / "_spans")
+    bench = staged_rows(stage / "_bench")
+    spans = staged_rows(stage / "_spans")
     spans_by_id: dict[str, dict] = {}
     duplicates = 0
     for s in spans:
@@ -246,7 +236,6 @@ def assemble_requests(stage: Path, sources: list[dict[str, Any]]) -> dict[str, A
                 "client_start_s": b["client_start_s"] if b else None,
                 "arrival_ns": s["start_ns"],
                 "matched_by": "request_id" if b else None,
-                **_preempted(s),
             }
         )
     for b in bench:
@@ -271,139 +260,15 @@ def assemble_requests(stage: Path, sources: list[dict[str, Any]]) -> dict[str, A
     events = _request_events(spans_by_id, out)
     if events:
         (stage / "request_events").mkdir(exist_ok=True)
-        pq.write_table(table_from_rows(events, EVENT_SCHEMA), stage / "request_events" / "part-joined.parquet")
+        pq.write_table(table_from_rows(events, REQUEST_EVENTS), stage / "request_events" / "part-joined.parquet")
+        preempted = preempted_times(events)
+        for r in out:
+            r.update(preempted.get(r["request_id"], {}))
     report["request_events"] = len(events)
     (stage / "requests").mkdir(exist_ok=True)
-    table = table_from_rows(out, REQUEST_SCHEMA).sort_by([("arrival_s", "ascending")])
+    table = table_from_rows(out, REQUESTS).sort_by([("arrival_s", "ascending")])
     pq.write_table(table, stage / "requests" / "part-joined.parquet", compression="zstd")
     report["requests"] = len(out)
     report["spans"] = len(spans)
     report["bench_rows"] = len(bench)
     return report
-
-
-def _needs_year(stamp: str | None) -> bool:
-    """A vLLM-style ``MM-DD HH:MM:SS`` stamp (SGLang's carry their year and are placed when read)."""
-    return stamp is not None and len(stamp) == 14
-
-
-def place_log_times(stage: Path) -> dict[str, Any] | None:
-    """Put log-stamped rows (``MM-DD HH:MM:SS``, no year, no zone) on the run clock.
-
-    The year comes from another source of the run (span start, scrape time or profiler clock, the earliest
-    one); the zone is UTC unless the spans show the log's clock a whole number of hours off, in which case
-    that offset is applied. Iteration lines are printed when an iteration ends: each ``end_s`` is chained
-    from the previous end plus the elapsed time and kept at or after its own 1-second stamp (estimated).
-    """
-    stat_files = sorted((stage / "engine_stats").glob("*.parquet"))
-    step_files = sorted((stage / "engine_steps").glob("*.parquet"))
-    logged = [
-        f
-        for f in stat_files + step_files
-        if "log_stamp" in pq.read_schema(f).names
-        and any(_needs_year(x) for x in pq.read_table(f, columns=["log_stamp"]).column("log_stamp").to_pylist())
-    ]
-    if not logged:
-        return None
-    anchors: list[tuple[float, str]] = []
-    spans = _rows(stage / "_spans")
-    if spans:
-        anchors.append((min(s["start_ns"] for s in spans) / 1e9, "llm_request span start"))
-    for f in stat_files:
-        ts = [t for t in pq.read_table(f, columns=["ts_s"]).column("ts_s").to_pylist() if t is not None]
-        if ts:
-            anchors.append((min(ts), "Prometheus scrape time"))
-    for f in step_files:
-        if "start_ns" in pq.read_schema(f).names:
-            ns = [t for t in pq.read_table(f, columns=["start_ns"]).column("start_ns").to_pylist() if t]
-            if ns:
-                anchors.append((min(ns) / 1e9, "profiler clock"))
-    report: dict[str, Any] = {"source": "server log", "zone": "UTC (assumed)", "zone_offset_h": 0}
-    if not anchors:
-        report["method"] = "no other dated source in the run: log rows keep ts_s NULL (log_stamp only)"
-        return report
-    anchor, what = min(anchors)
-    year = datetime.fromtimestamp(anchor, tz=timezone.utc).year
-    report["method"] = f"year {year} from the {what}; zone UTC unless the spans say otherwise"
-
-    def epoch(stamp: str) -> float:
-        return datetime.strptime(f"{year}-{stamp}", "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc).timestamp()
-
-    shift = 0.0
-    step_rows = [r for f in step_files if f in logged for r in pq.read_table(f).to_pylist()]
-    step_rows = [r for r in step_rows if _needs_year(r.get("log_stamp"))]
-    if spans and step_rows:
-        first_log = min(epoch(r["log_stamp"]) for r in step_rows)
-        gap = first_log - min(s["start_ns"] for s in spans) / 1e9
-        hours = round(gap / 3600)
-        if hours:
-            shift = -hours * 3600.0
-            report["zone"] = f"UTC{hours:+d} (inferred: the log's first iteration is {hours} h off the first span)"
-            report["zone_offset_h"] = hours
-        report["first_iteration_minus_first_span_s"] = gap + shift
-        if not hours:
-            report["zone"] = f"UTC (checked: the first iteration is {gap:+.2f} s from the first span)"
-    for f in logged:
-        rows = pq.read_table(f).to_pylist()
-        schema = pq.read_schema(f)
-        if "ts_s" in schema.names:  # engine_stats
-            for r in rows:
-                if _needs_year(r.get("log_stamp")) and r.get("ts_s") is None:
-                    r["ts_s"] = epoch(r["log_stamp"]) + shift
-        else:  # engine_steps from iteration lines
-            prev_end = None
-            for r in sorted(rows, key=lambda r: r["step_id"]):
-                if not _needs_year(r.get("log_stamp")) or r.get("end_s") is not None:
-                    continue
-                stamp = epoch(r["log_stamp"]) + shift
-                end = stamp if prev_end is None else max(stamp, prev_end + (r["wall_s"] or 0.0))
-                r["end_s"], r["start_s"] = end, end - (r["wall_s"] or 0.0)
-                prev_end = end
-        pq.write_table(table_from_rows(rows, schema), f)
-    return report
-
-
-def estimate_ttft_split(stage: Path) -> dict[str, Any] | None:
-    """Split client TTFTs into queue and prefill where no engine source measured them (labelled estimated).
-
-    The prefill rate is calibrated on the run itself: tokens per second of the engine's prefill-carrying
-    iterations (``engine_steps`` from the server's iteration log or a profiler). Each request's prefill is
-    its prompt at that rate; the rest of its TTFT is queue (plus frontend overhead, which no source here
-    separates). Requests whose TTFT is shorter than that prefill keep both estimates NULL.
-    """
-    req_files = sorted((stage / "requests").glob("*.parquet"))
-    step_files = sorted((stage / "engine_steps").glob("*.parquet"))
-    if not req_files or not step_files:
-        return None
-    tokens = seconds = 0.0
-    n = 0
-    for f in step_files:
-        t = pq.read_table(f, columns=["prefill_tokens", "decode_tokens", "wall_s"]).to_pylist()
-        for r in t:
-            if (r["prefill_tokens"] or 0) > 0 and r["wall_s"]:
-                tokens += r["prefill_tokens"]
-                seconds += r["wall_s"]
-                n += 1
-    if not n or not seconds:
-        return None
-    rate = tokens / seconds
-    basis = f"estimated: prompt / calibrated prefill rate {rate:,.0f} tok/s ({n} prefill-carrying engine steps)"
-    changed = 0
-    for f in req_files:
-        table = pq.read_table(f)
-        rows = table.to_pylist()
-        touched = False
-        for r in rows:
-            if r.get("ttft_s") is None or r.get("queue_s") is not None or r.get("prefill_s") is not None:
-                continue
-            if not r.get("input_tokens"):
-                continue
-            prefill = r["input_tokens"] / rate
-            if prefill > r["ttft_s"]:
-                continue
-            r["prefill_s_est"], r["queue_s_est"], r["split_basis"] = prefill, r["ttft_s"] - prefill, basis
-            changed += 1
-            touched = True
-        if touched:
-            pq.write_table(table_from_rows(rows, REQUEST_SCHEMA), f)
-    return {"prefill_tokens_per_s": rate, "steps": n, "requests_split": changed, "basis": basis} if changed else None

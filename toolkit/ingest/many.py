@@ -2,7 +2,7 @@
 
 A fleet's week is thousands of profiler traces and request logs. ``ingest_each`` expands folders and globs
 into items (a file, or a folder holding one run's files), ingests every item into the same store with
-:func:`lltrace.api.ingest` in worker processes, and returns what was ingested, reused, skipped and why.
+:func:`lltrace.ingest` in worker processes, and returns what was ingested, reused, skipped and why.
 Each worker commits its own run atomically, so a failure or a kill leaves the other runs whole.
 """
 
@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lltrace.api import Run, Skipped, ingest
 from lltrace.errors import LltraceError, UnknownFormat
-from lltrace.store import Store
+from lltrace.ingest.pipeline import ingest
+from lltrace.store import Run, Skipped, Store
 
 EXECUTORS = ("local", "ray")
 

@@ -1,4 +1,4 @@
-"""GPU and model catalog (figures with their sources, in ``catalog/*.csv``) and the step roofline.
+"""GPU and model catalog: figures with their sources (``physics/data/*.csv``), and name matching.
 
 Names are matched case-insensitively with common spellings (``A100-80GB``, ``a100``, ``H100-SXM``,
 ``NVIDIA H100 80GB HBM3``, ``meta-llama/Llama-2-7b-hf``).
@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
+from typing import Any
 
 from lltrace.errors import AnalysisError
 
@@ -67,7 +68,7 @@ def _norm(name: str) -> str:
 
 
 def _rows(file: str) -> list[dict[str, str]]:
-    text = resources.files("lltrace").joinpath("catalog", file).read_text()
+    text = resources.files("lltrace.physics").joinpath("data", file).read_text()
     return list(csv.DictReader(text.splitlines()))
 
 
@@ -148,6 +149,13 @@ def find_model(name: str) -> Model | None:
     return next((m for m in models() if m.name == hit), None) if hit else None
 
 
+def check_precision(*names: str) -> None:
+    """An ``AnalysisError`` naming the known precisions when one of ``names`` is not among them."""
+    for q in names:
+        if q not in BYTES_PER_PARAM:
+            raise AnalysisError(f"unknown precision {q!r}; known: {', '.join(BYTES_PER_PARAM)}")
+
+
 def gpu_or_error(name: str) -> GPU:
     """``find_gpu`` that raises a one-line error naming the known GPUs."""
     gpu = find_gpu(name)
@@ -164,52 +172,14 @@ def model_or_error(name: str) -> Model:
     return model
 
 
-@dataclass(frozen=True)
-class Roofline:
-    """Roofline reading of one engine step."""
-
-    flops: float
-    bytes: float
-    intensity: float
-    ridge: float
-    bound: str
-    min_time_s: float
-
-
-def step_roofline(
-    model: Model,
-    gpu: GPU,
-    tokens: int,
-    context_tokens: int | None = None,
-    requests: int | None = None,
-    weight_precision: str = "bf16",
-    kv_bytes: float = 2.0,
-) -> Roofline:
-    """FLOPs and bytes of one forward step and whether it is compute- or memory-bound on ``gpu``.
-
-    FLOPs: ``2 × active params × tokens`` for the matmuls, plus attention ``4 × layers × heads × head_dim``
-    per (query, key) pair; pairs are ``tokens × context / requests`` (halved when every token is a new
-    prompt token, i.e. causal prefill). Bytes: every active weight once plus the KV cache of
-    ``context_tokens`` read once. ``context_tokens`` None leaves attention and KV out (weights only).
-    """
-    ctx = context_tokens or 0
-    flops = 2 * model.active_params_b * 1e9 * tokens
-    if ctx:
-        pairs = tokens * ctx / max(requests or 1, 1)
-        if ctx == tokens and tokens > (requests or 1):
-            pairs /= 2
-        flops += 4 * model.layers * model.heads * model.head_dim * pairs
-    weight_bytes = model.active_params_b * 1e9 * BYTES_PER_PARAM.get(weight_precision, 2.0)
-    byts = weight_bytes + model.kv_bytes_per_token(kv_bytes) * ctx
-    peak = gpu.peak_flops(weight_precision)
-    bw = gpu.hbm_gbps * 1e9
-    intensity = flops / byts
-    ridge = peak / bw
-    return Roofline(
-        flops=flops,
-        bytes=byts,
-        intensity=intensity,
-        ridge=ridge,
-        bound="compute" if intensity >= ridge else "memory",
-        min_time_s=max(flops / peak, byts / bw),
-    )
+def gpu_of_run(metadata: dict[str, Any], option: str | None = None) -> tuple[GPU | None, str | None]:
+    """The GPU a run ran on, and where that is known from: the option (``--gpu``), else the GPU its sources
+    name (a profiler trace's ``deviceProperties``) when the catalog knows it, else (None, None)."""
+    if option:
+        return gpu_or_error(option), "option --gpu"
+    det = (metadata.get("detected") or {}).get("gpu")
+    if det and det.get("name"):
+        found = find_gpu(det["name"], det.get("memory_bytes"))
+        if found:
+            return found, det.get("origin")
+    return None, None

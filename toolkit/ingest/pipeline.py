@@ -1,83 +1,36 @@
-"""The library API: ``ingest`` files into a run, open a ``Run``, ``analyze`` it."""
+"""``ingest``: the files of one run into the store, whole or not at all.
+
+Each file is sniffed and read by its format's parser (``lltrace.parsers``), then its format's post-ingest step
+runs (the profiler's step detection); the run's files are joined into one ``requests`` table on one clock
+(``join``), log times placed (``clocks``) and client TTFTs split where no engine measured them
+(``estimates``). The run metadata, written last, commits the run.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
-import re
 import threading
 import time
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import duckdb
-import pyarrow.parquet as pq
 
-from lltrace import __version__
-from lltrace.assemble import PROVENANCE, assemble_requests, estimate_ttft_split, place_log_times
-from lltrace.errors import (
-    InputWarning,
-    StoreError,
-    TraceFormatError,
-    TruncatedInput,
-    UnexpectedContent,
-    UnknownFormat,
-)
-from lltrace.parsers import FORMATS, Format, closest_formats, detect, read_head
+from lltrace.errors import InputWarning, TraceFormatError, TruncatedInput, UnexpectedContent
+from lltrace.ingest.clocks import place_log_times
+from lltrace.ingest.estimates import estimate_ttft_split
+from lltrace.ingest.files import default_run_id, expand_inputs
+from lltrace.ingest.join import PROVENANCE, assemble_requests
 from lltrace.parsers.kineto import NAME as KINETO
-from lltrace.parsers.kineto_steps import detect_steps
-from lltrace.store import TABLES, Store, check_run_id
-
-if TYPE_CHECKING:  # polars is imported where a table is asked for (it costs 25 MB at import)
-    import polars as pl
+from lltrace.store import Run, Store, check_run_id
+from lltrace.version import __version__
 
 ProgressFn = Callable[[str, int, int], None]
 """Called as ``progress(path, bytes_done, bytes_total)`` while a file is read."""
-
-
-@dataclass
-class Skipped:
-    """A file found in a folder that matches no known format."""
-
-    path: str
-    reason: str
-
-
-@dataclass
-class Run:
-    """One ingested run in a store."""
-
-    id: str
-    store: Store
-    skipped: list[Skipped] = field(default_factory=list)
-    reused: bool = False
-
-    @property
-    def metadata(self) -> dict[str, Any]:
-        """The run's metadata JSON (sources, clocks, provenance, versions)."""
-        return self.store.metadata(self.id)
-
-    def table(self, name: str) -> pl.DataFrame:
-        """One canonical table of this run as a polars DataFrame."""
-        if name not in TABLES:
-            raise StoreError(f"unknown table {name!r}; tables: {', '.join(TABLES)}")
-        if not self.store.table_files(name, [self.id]):
-            import polars as pl
-
-            return pl.DataFrame()
-        return self.sql(f"SELECT * FROM {name}")  # the store's view: canonical columns, NULL where not given
-
-    def sql(self, query: str) -> pl.DataFrame:
-        """Run SQL over this run's tables and the query views."""
-        con = self.store.connect([self.id])
-        try:
-            return con.sql(query).pl()
-        finally:
-            con.close()
 
 
 def _sha256(path: Path) -> str:
@@ -119,60 +72,8 @@ def _may_be_stored(st: Store, run: str | None, files: list[Path], folder: Path |
     """Whether the store holds a run these files could be a re-ingest of (by name; the hashes decide)."""
     if run:
         return st.has_run(run)
-    prefix = _default_run_id(files, "", folder)  # "<name>-"
+    prefix = default_run_id(files, "", folder)  # "<name>-"
     return any(r.startswith(prefix) for r in st.run_ids())
-
-
-def expand_inputs(paths: Sequence[str | os.PathLike[str]]) -> tuple[list[tuple[Path, Format]], list[Skipped]]:
-    """Resolve files and folders into (file, format) pairs; unknown files in folders are skipped."""
-    found: list[tuple[Path, Format]] = []
-    skipped: list[Skipped] = []
-    for raw in paths:
-        p = Path(raw)
-        if p.is_dir():
-            for f in sorted(x for x in p.rglob("*") if x.is_file()):
-                if f.stat().st_size == 0:
-                    skipped.append(Skipped(str(f), "empty file"))
-                    continue
-                try:
-                    fmt = detect(f)
-                except TraceFormatError as exc:
-                    skipped.append(Skipped(str(f), exc.message))
-                    continue
-                except UnknownFormat as exc:
-                    skipped.append(Skipped(str(f), str(exc).split(": ", 1)[1]))
-                    continue
-                if fmt is None:
-                    near = closest_formats(read_head(f))
-                    skipped.append(
-                        Skipped(str(f), "no known format" + (f" (closest: {', '.join(near)})" if near else ""))
-                    )
-                else:
-                    found.append((f, fmt))
-        elif p.is_file():
-            fmt = detect(p) if p.stat().st_size else None
-            if fmt is None:
-                if p.stat().st_size == 0:
-                    raise TraceFormatError(str(p), "byte 0", "empty file: no JSON document")
-                near = closest_formats(read_head(p))
-                hint = f"closest: {', '.join(near)}" if near else f"known: {', '.join(f.name for f in FORMATS)}"
-                raise UnknownFormat(f"{p}: not a format lltrace reads ({hint}; see `lltrace formats`)")
-            found.append((p, fmt))
-        else:
-            raise UnknownFormat(f"{p}: no such file or folder")
-    if not found:
-        where = ", ".join(str(p) for p in paths)
-        raise UnknownFormat(f"{where}: no file of a known format found (see `lltrace formats`)")
-    return found, skipped
-
-
-def _default_run_id(files: list[Path], digest: str, folder: Path | None = None) -> str:
-    """``<name>-<digest>``: the name of the one folder given, else of the one file, else of its folder."""
-    first = files[0]
-    stem = folder.name if folder is not None else first.name if len(files) == 1 else (first.parent.name or first.name)
-    stem = re.sub(r"(\.pt\.trace)?\.json(\.gz)?$|\.gz$", "", stem)
-    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", stem).strip("-._")[:80] or "run"
-    return f"{stem}-{digest[:8]}"
 
 
 def ingest(
@@ -206,7 +107,7 @@ def ingest(
         if not ident:
             digest = _digest(hashing.result(), keep_python)
             ident["digest"] = digest
-            ident["run_id"] = run or _default_run_id([f for f, _ in files], digest, folder)
+            ident["run_id"] = run or default_run_id([f for f, _ in files], digest, folder)
         return ident["run_id"]
 
     if not force and _may_be_stored(st, run, [f for f, _ in files], folder):
@@ -217,7 +118,6 @@ def ingest(
     sources: list[dict[str, Any]] = []
     detection: list[dict[str, Any]] = []
     with st.write_run(identify) as stage:
-        steps_tables = []
         for part, (path, fmt) in enumerate(files):
             size = path.stat().st_size
             cb = (lambda done, _p=str(path), _s=size: progress(_p, done, _s)) if progress else None
@@ -236,16 +136,11 @@ def ingest(
                 warnings.warn(w, TruncatedInput if info.truncated else InputWarning, stacklevel=2)
             src = info.to_dict() | {"part": part, "sha256": None, "size_bytes": size}
             src.setdefault("rows", {})
-            if fmt.name == KINETO:
-                steps, summary = detect_steps(stage, part)
-                steps_tables.append((part, steps))
+            if fmt.post_ingest is not None:  # e.g. the profiler's step detection
+                summary = fmt.post_ingest(stage, part)
+                src["rows"].update(summary.pop("rows", {}))
                 detection.append({"part": part, **summary})
-                src["rows"]["engine_steps"] = steps.num_rows
             sources.append(src)
-        if steps_tables:
-            (stage / "engine_steps").mkdir(exist_ok=True)
-        for part, t in steps_tables:
-            pq.write_table(t, stage / "engine_steps" / f"part-{part:05d}.parquet", compression="zstd")
         join = assemble_requests(stage, sources)
         log_clock = place_log_times(stage)
         split = estimate_ttft_split(stage)

@@ -1,19 +1,28 @@
-"""``analyze``: the analysis document of DESIGN.md from a run's query views."""
+"""``analyze``: the analysis document of DESIGN.md from a run's query views.
+
+Sections: the run and its sources, request latencies (``requests_summary``), attribution and its parts
+(``attribution_run``, ``attribution_kv_wait``, ``interference_*``), classification and advice (``classify``,
+``advice``), engine steps with their roofline bound (``profiler_*``, ``lltrace.physics.roofline``), the
+profile, KV-cache pressure and the workload mix. A section whose tables the run does not have is null.
+"""
 
 from __future__ import annotations
 
-import math
 import os
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from lltrace.api import ProgressFn, Run, ingest
-from lltrace.catalog import GPU, Model, find_gpu, gpu_or_error, model_or_error, step_roofline
-from lltrace.classify import advise, advise_steps, classify
-from lltrace.store import Store
+import duckdb
 
-STEP_KINDS = ("prefill", "decode", "mixed", "idle")
+from lltrace.analysis.advice import advise, advise_steps, fp8_decode_ratio
+from lltrace.analysis.classify import classify, classify_steps, classify_token_mix, has_phases
+from lltrace.analysis.sql import clean, rows
+from lltrace.ingest.pipeline import ProgressFn
+from lltrace.ingest.targets import Target, open_run
+from lltrace.physics.catalog import GPU, Model, gpu_of_run, model_or_error
+from lltrace.physics.roofline import step_roofline
+from lltrace.store import Run, Store
+from lltrace.tables import STEP_KINDS
 
 
 @dataclass
@@ -26,22 +35,6 @@ class Analysis:
     def to_dict(self) -> dict[str, Any]:
         """The analysis document (plain JSON types)."""
         return self.document
-
-
-def _clean(v: Any) -> Any:
-    if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
-        return None
-    return v
-
-
-def _rows(con, query: str) -> list[dict[str, Any]]:
-    cur = con.execute(query)
-    cols = [d[0] for d in cur.description]
-    return [{c: _clean(v) for c, v in zip(cols, row, strict=True)} for row in cur.fetchall()]
-
-
-def _views(con) -> set[str]:
-    return {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
 
 
 _BENCH_FIELDS = {
@@ -72,19 +65,8 @@ def _bench_summaries(summaries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _resolve_gpu(run: Run, gpu: str | None) -> tuple[GPU | None, str | None]:
-    if gpu:
-        return gpu_or_error(gpu), "option --gpu"
-    det = (run.metadata.get("detected") or {}).get("gpu")
-    if det and det.get("name"):
-        found = find_gpu(det["name"], det.get("memory_bytes"))
-        if found:
-            return found, det.get("origin")
-    return None, None
-
-
 def analyze(
-    paths_or_run: Sequence[str | os.PathLike[str]] | Run,
+    paths_or_run: Target,
     *,
     store: Store | str | os.PathLike[str] | None = None,
     run: str | None = None,
@@ -94,18 +76,15 @@ def analyze(
     strict: bool = False,
     progress: ProgressFn | None = None,
 ) -> Analysis:
-    """Ingest (or reuse) the files of one run and build its analysis document."""
-    the_run = (
-        paths_or_run
-        if isinstance(paths_or_run, Run)
-        else ingest(paths_or_run, store=store, run=run, keep_python=keep_python, strict=strict, progress=progress)
-    )
-    gpu_obj, gpu_origin = _resolve_gpu(the_run, gpu)
+    """The analysis document of one run: a ``Run``, a stored run's id, or the paths of one run (ingested, or
+    the stored run reused)."""
+    the_run = open_run(paths_or_run, store, run=run, keep_python=keep_python, strict=strict, progress=progress)
+    gpu_obj, gpu_origin = gpu_of_run(the_run.metadata, gpu)
     model_obj: Model | None = model_or_error(model) if model else None
     meta = the_run.metadata
+    present = the_run.store.present([the_run.id])
     con = the_run.store.connect([the_run.id])
     try:
-        views = _views(con)
         doc = {
             "run": {
                 "id": the_run.id,
@@ -132,33 +111,33 @@ def analyze(
                 "gpu": {"name": gpu_obj.name, "origin": gpu_origin} if gpu_obj else None,
                 "model": {"name": model_obj.name, "origin": "option --model"} if model_obj else None,
             },
-            "requests": _requests(con, views),
+            "requests": _requests(con) if "requests" in present else None,
             "attribution": None,
             "classification": None,
-            "steps": _steps(con, views, gpu_obj, model_obj),
-            "profile": _profile(con, views),
-            "kv": _kv(con, views),
-            "workload": (_rows(con, "SELECT * EXCLUDE (run_id) FROM workload_mix") or [None])[0]
-            if "workload_mix" in views
+            "steps": _steps(con, gpu_obj, model_obj) if "engine_steps" in present else None,
+            "profile": _profile(con) if "kernels" in present else None,
+            "kv": _kv(con, "requests" in present) if "engine_stats" in present else None,
+            "workload": (rows(con, "SELECT * EXCLUDE (run_id) FROM workload_mix") or [None])[0]
+            if "requests" in present
             else None,
             "advice": [],
         }
-        att = _rows(con, "SELECT * EXCLUDE (run_id) FROM attribution_run") if "attribution_run" in views else []
+        att = rows(con, "SELECT * EXCLUDE (run_id) FROM attribution_run") if "requests" in present else []
         if att and att[0]["requests"]:
             a = att[0]
             kv = doc["kv"]
             doc["attribution"] = _attribution(a, kv)
-            if "interference_request" in views:
+            if "engine_steps" in present:
                 suffered, caused, n_mixed = con.execute(
                     "SELECT sum(suffered_s), sum(caused_s), (SELECT count(*) FROM interference_steps) "
                     "FROM interference_request"
                 ).fetchone()
                 if n_mixed:
                     doc["attribution"]["interference"] = {
-                        "total_s": _clean(suffered),
-                        "share_of_parent": _clean(suffered / a["decode_s"]) if suffered and a["decode_s"] else None,
+                        "total_s": clean(suffered),
+                        "share_of_parent": clean(suffered / a["decode_s"]) if suffered and a["decode_s"] else None,
                         "basis": "estimated",
-                        "caused_total_s": _clean(caused),
+                        "caused_total_s": clean(caused),
                         "mixed_steps": n_mixed,
                         "method": "mixed-step time minus a decode-only fit of step time on decode tokens, "
                         "charged by time overlap (see queries/interference_*.sql)",
@@ -170,21 +149,19 @@ def analyze(
                 kv,
                 doc["attribution"]["interference"],
                 doc.get("workload"),
-                _fp8_decode_ratio(model_obj, gpu_obj, doc.get("workload")),
+                fp8_decode_ratio(model_obj, gpu_obj, doc.get("workload")),
             )
-        elif "requests" in views and model_obj and gpu_obj:
-            doc["classification"] = _classify_token_mix(con, model_obj.name, gpu_obj.name)
-        elif doc["steps"] and _has_phases(doc["steps"].get("phase_share")):
-            doc["classification"] = _classify_steps(doc["steps"]["phase_share"])
+        elif "requests" in present and model_obj and gpu_obj:
+            doc["classification"] = classify_token_mix(con, model_obj.name, gpu_obj.name)
+        elif doc["steps"] and has_phases(doc["steps"].get("phase_share")):
+            doc["classification"] = classify_steps(doc["steps"]["phase_share"])
         doc["advice"] += advise_steps(doc["steps"])
     finally:
         con.close()
     return Analysis(the_run, doc)
 
 
-def _steps(con, views: set[str], gpu: GPU | None, model: Model | None) -> dict[str, Any] | None:
-    if "engine_steps" not in views:
-        return None
+def _steps(con: duckdb.DuckDBPyConnection, gpu: GPU | None, model: Model | None) -> dict[str, Any]:
     sources = dict(con.execute("SELECT source, count(*) FROM engine_steps GROUP BY source").fetchall())
     # A run may carry steps from its profiler trace and from the server's iteration log; the profiler's
     # (with GPU data) are described, the other source's count is reported beside them.
@@ -197,9 +174,9 @@ def _steps(con, views: set[str], gpu: GPU | None, model: Model | None) -> dict[s
             counts[kind] = n
         else:
             unknown += n
-    by_kind = _rows(con, f"SELECT * EXCLUDE (run_id, source) FROM profiler_steps_by_kind {where} ORDER BY kind")
-    share = _rows(con, f"SELECT * EXCLUDE (run_id, source) FROM profiler_phase_share {where}")
-    items = _rows(
+    by_kind = rows(con, f"SELECT * EXCLUDE (run_id, source) FROM profiler_steps_by_kind {where} ORDER BY kind")
+    share = rows(con, f"SELECT * EXCLUDE (run_id, source) FROM profiler_phase_share {where}")
+    items = rows(
         con,
         f"""
         SELECT part, step_id, kind, kind_from, start_s, wall_s AS dur_s, prefill_reqs, prefill_tokens,
@@ -245,81 +222,6 @@ def _steps(con, views: set[str], gpu: GPU | None, model: Model | None) -> dict[s
 _COMPONENTS = ("overhead", "queue", "prefill", "decode", "preempted")
 
 
-def _fp8_decode_ratio(model: Model | None, gpu: GPU | None, workload: dict | None) -> dict[str, Any] | None:
-    """FP8 over BF16 decode time per token from the roofline, at the run's mean prompt and output lengths."""
-    if model is None or gpu is None:
-        return None
-    from lltrace.estimate import estimate
-
-    n_in = round((workload or {}).get("input_mean") or 512)
-    n_out = round((workload or {}).get("output_mean") or 128)
-    bf16 = estimate(model=model.name, gpu=gpu.name, input_tokens=n_in, output_tokens=n_out)
-    fp8 = estimate(model=model.name, gpu=gpu.name, input_tokens=n_in, output_tokens=n_out, quant="fp8")
-    return {"ratio": fp8["decode_s_per_token"] / bf16["decode_s_per_token"], "model": model.name, "gpu": gpu.name}
-
-
-def _classify_token_mix(con, model: str, gpu: str) -> dict[str, Any] | None:
-    """Arrivals and sizes only: prefill and decode time of every request from the latency model (estimated)."""
-    from lltrace.classify import DOMINANT_SHARE, THRESHOLDS
-    from lltrace.estimate import estimate
-
-    n, mean_in, mean_out = con.execute(
-        "SELECT count(*), avg(input_tokens), avg(output_tokens) FROM requests "
-        "WHERE input_tokens IS NOT NULL AND output_tokens IS NOT NULL"
-    ).fetchone()
-    if not n:
-        return None
-    rates = estimate(model=model, gpu=gpu, input_tokens=round(mean_in), output_tokens=round(mean_out))
-    tps, spt = rates["prefill_tokens_per_s"], rates["decode_s_per_token"]
-    pre, dec = con.execute(
-        f"SELECT sum(input_tokens) / {tps}, sum(output_tokens) * {spt} FROM requests "
-        "WHERE input_tokens IS NOT NULL AND output_tokens IS NOT NULL"
-    ).fetchone()
-    pre, dec = float(pre), float(dec)
-    p, d = pre / (pre + dec), dec / (pre + dec)
-    label = "prefill-dominant" if p >= DOMINANT_SHARE else "decode-dominant" if d >= DOMINANT_SHARE else "balanced"
-    return {
-        "label": label,
-        "why": f"estimated from the token mix of {n:,} requests on {rates['inputs']['gpu']['name']} with "
-        f"{rates['inputs']['model']['name']}: prefill {p:.0%} and decode {d:.0%} of the modelled service time "
-        f"(queueing cannot be known from arrivals alone)",
-        "prefill_share": p,
-        "decode_share": d,
-        "queue_share": None,
-        "crossover_input_tokens": tps * mean_out * spt,
-        "crossover_formula": "L* = modelled prefill_tokens_per_s x mean_output_tokens x modelled decode_s_per_token",
-        "basis": "estimated",
-        "assumption": {"model": model, "gpu": gpu, "prefill_tokens_per_s": tps, "decode_s_per_token": spt},
-        "thresholds": THRESHOLDS,
-    }
-
-
-def _has_phases(share: dict[str, Any] | None) -> bool:
-    """Whether any step time is known to be prefill, decode or mixed (a training or non-LLM trace has none:
-    no prefill/decode verdict is drawn from it)."""
-    return bool(share) and any((share.get(k) or 0) > 0 for k in ("prefill_share", "decode_share", "mixed_share"))
-
-
-def _classify_steps(share: dict[str, Any]) -> dict[str, Any]:
-    """A profiler trace alone: prefill vs decode share of its step time."""
-    from lltrace.classify import DOMINANT_SHARE, THRESHOLDS
-
-    p, d = share["prefill_share"], share["decode_share"]
-    label = "prefill-dominant" if p >= DOMINANT_SHARE else "decode-dominant" if d >= DOMINANT_SHARE else "balanced"
-    basis = "GPU busy time" if share["basis"] == "gpu_busy" else "step wall time"
-    return {
-        "label": label,
-        "why": f"from the profiler's engine steps: prefill {p:.0%}, decode {d:.0%}, mixed {share['mixed_share']:.0%} "
-        f"of {basis} (no request-level source in this run)",
-        "prefill_share": p,
-        "decode_share": d,
-        "queue_share": None,
-        "crossover_input_tokens": None,
-        "basis": "profiler steps",
-        "thresholds": THRESHOLDS,
-    }
-
-
 def _attribution(a: dict[str, Any], kv: dict[str, Any] | None) -> dict[str, Any]:
     basis = {
         "overhead": "derived",
@@ -349,30 +251,26 @@ def _attribution(a: dict[str, Any], kv: dict[str, Any] | None) -> dict[str, Any]
     return out
 
 
-def _kv(con, views: set[str]) -> dict[str, Any] | None:
-    if "engine_stats" not in views:
-        return None
+def _kv(con: duckdb.DuckDBPyConnection, has_requests: bool) -> dict[str, Any]:
     peak, pre, waitcap = con.execute(
         "SELECT max(kv_usage), max(preemptions_total), max(waiting_capacity) FROM engine_stats"
     ).fetchone()
     kv_wait = None
-    if "attribution_kv_wait" in views:
+    if has_requests:
         (kv_wait,) = con.execute("SELECT sum(kv_wait_s) FROM attribution_kv_wait").fetchone()
     return {
-        "peak_usage": _clean(peak),
-        "preemptions": _clean(pre),
-        "peak_waiting_capacity": _clean(waitcap),
-        "kv_wait_s": _clean(kv_wait),
+        "peak_usage": clean(peak),
+        "preemptions": clean(pre),
+        "peak_waiting_capacity": clean(waitcap),
+        "kv_wait_s": clean(kv_wait),
     }
 
 
-def _requests(con, views: set[str]) -> dict[str, Any] | None:
-    if "requests_summary" not in views:
+def _requests(con: duckdb.DuckDBPyConnection) -> dict[str, Any] | None:
+    found = rows(con, "SELECT * EXCLUDE (run_id) FROM requests_summary")
+    if not found:
         return None
-    rows = _rows(con, "SELECT * EXCLUDE (run_id) FROM requests_summary")
-    if not rows:
-        return None
-    r = rows[0]
+    r = found[0]
 
     def dist(prefix: str) -> dict[str, Any] | None:
         d = {k: r[f"{prefix}_{k}"] for k in ("p50", "p90", "p99", "mean")}
@@ -389,17 +287,15 @@ def _requests(con, views: set[str]) -> dict[str, Any] | None:
     }
 
 
-def _profile(con, views: set[str]) -> dict[str, Any] | None:
-    if "kernels" not in views:
-        return None
+def _profile(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     (n_kernels,) = con.execute("SELECT count(*) FROM kernels").fetchone()
     if not n_kernels:
         return {"gpu_ops": 0, "kernel_time": [], "gpu_busy": [], "attention_variants": [], "orphans": 0}
     return {
         "gpu_ops": n_kernels,
-        "kernel_time": _rows(con, "SELECT * EXCLUDE (run_id) FROM profiler_kernel_time ORDER BY total_s DESC"),
-        "gpu_busy": _rows(con, "SELECT * EXCLUDE (run_id) FROM profiler_gpu_busy ORDER BY part, device"),
-        "attention_variants": _rows(
+        "kernel_time": rows(con, "SELECT * EXCLUDE (run_id) FROM profiler_kernel_time ORDER BY total_s DESC"),
+        "gpu_busy": rows(con, "SELECT * EXCLUDE (run_id) FROM profiler_gpu_busy ORDER BY part, device"),
+        "attention_variants": rows(
             con, "SELECT * EXCLUDE (run_id) FROM profiler_attention_variant ORDER BY total_s DESC"
         ),
         "orphans": con.execute("SELECT count(*) FROM kernels WHERE orphan").fetchone()[0],

@@ -1,81 +1,30 @@
-"""Classification of a run and the advice rules, from the attribution views' numbers.
-
-The thresholds are written once, here, and shown in the output:
-
-- a component whose share of the summed end-to-end latency is at least ``DOMINANT_SHARE`` names the run:
-  queue first (``queue-bound``), then prefill (``prefill-dominant``), then decode (``decode-dominant``);
-- a queue-bound run is ``capacity-bound`` when at least ``CAPACITY_PART_OF_QUEUE`` of its queue time was
-  spent while the engine reported requests waiting for KV-cache room;
-- otherwise the run is ``balanced``.
-
-Every advice item is tied to one bottleneck, fires only on measured evidence and carries the expected gain
-computed from the run's own numbers, with the formula and its inputs named.
+"""Advice: each item tied to one bottleneck (engine, pipe, room, queue, overhead, interference, prefix),
+fired only on measured evidence, with the expected gain computed from the run's own numbers, the formula and
+its inputs named. Thresholds: ``queries/thresholds.csv``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-DOMINANT_SHARE = 0.5
-CAPACITY_PART_OF_QUEUE = 0.5
-OVERHEAD_SHARE_FOR_ADVICE = 0.10
-
-THRESHOLDS = {
-    "dominant_share": DOMINANT_SHARE,
-    "capacity_part_of_queue": CAPACITY_PART_OF_QUEUE,
-    "order": ["queue", "prefill", "decode"],
-}
+from lltrace.physics.catalog import GPU, Model
+from lltrace.physics.estimate import estimate
+from lltrace.queries import thresholds
 
 
-def classify(att: dict[str, Any], kv_wait_s: float | None) -> dict[str, Any]:
-    """The run's label and why, from ``attribution_run`` figures."""
-    q, p, d = att["queue_share"], att["prefill_share"], att["decode_share"]
-    kv_part = (kv_wait_s / att["queue_s"]) if kv_wait_s is not None and att["queue_s"] else None
-    if q >= DOMINANT_SHARE:
-        if kv_part is not None and kv_part >= CAPACITY_PART_OF_QUEUE:
-            label = "capacity-bound"
-            why = (
-                f"queueing is {q:.0%} of end-to-end latency and {kv_part:.0%} of that queueing happened while "
-                f"requests were waiting for KV-cache room (thresholds: {DOMINANT_SHARE:.0%}, "
-                f"{CAPACITY_PART_OF_QUEUE:.0%})"
-            )
-        else:
-            label = "queue-bound"
-            why = f"queueing is {q:.0%} of end-to-end latency (threshold {DOMINANT_SHARE:.0%})"
-            if kv_part is not None:
-                why += f"; only {kv_part:.0%} of it waiting for KV room"
-    elif p >= DOMINANT_SHARE:
-        label, why = "prefill-dominant", f"prefill is {p:.0%} of end-to-end latency (threshold {DOMINANT_SHARE:.0%})"
-    elif d >= DOMINANT_SHARE:
-        label, why = "decode-dominant", f"decode is {d:.0%} of end-to-end latency (threshold {DOMINANT_SHARE:.0%})"
-    else:
-        label = "balanced"
-        why = f"no component reaches {DOMINANT_SHARE:.0%} (queue {q:.0%}, prefill {p:.0%}, decode {d:.0%})"
-    tps, spt, lout = att.get("prefill_tokens_per_s"), att.get("decode_s_per_token"), att.get("mean_output_tokens")
-    crossover = tps * lout * spt if tps and spt and lout else None
-    return {
-        "label": label,
-        "why": why,
-        "prefill_share": p,
-        "decode_share": d,
-        "queue_share": q,
-        "requests_prefill_dominant": att.get("prefill_dominant_requests"),
-        "requests": att.get("requests"),
-        "crossover_input_tokens": crossover,
-        "crossover_formula": "L* = prefill_tokens_per_s x mean_output_tokens x decode_s_per_token"
-        if crossover
-        else None,
-        "thresholds": THRESHOLDS,
-    }
+def fp8_decode_ratio(model: Model | None, gpu: GPU | None, workload: dict | None) -> dict[str, Any] | None:
+    """FP8 over BF16 decode time per token from the roofline, at the run's mean prompt and output lengths."""
+    if model is None or gpu is None:
+        return None
+    n_in = round((workload or {}).get("input_mean") or 512)
+    n_out = round((workload or {}).get("output_mean") or 128)
+    bf16 = estimate(model=model.name, gpu=gpu.name, input_tokens=n_in, output_tokens=n_out)
+    fp8 = estimate(model=model.name, gpu=gpu.name, input_tokens=n_in, output_tokens=n_out, quant="fp8")
+    return {"ratio": fp8["decode_s_per_token"] / bf16["decode_s_per_token"], "model": model.name, "gpu": gpu.name}
 
 
 def _gain(metric: str, before: float, after: float, unit: str = "s") -> dict[str, Any]:
     return {"metric": metric, "from": before, "to": after, "unit": unit}
-
-
-INTERFERENCE_SHARE_FOR_ADVICE = 0.05
-PREFIX_REUSE_FOR_ADVICE = 0.10
-LAUNCH_GAP_SHARE_FOR_ADVICE = 0.20
 
 
 def advise_steps(steps: dict[str, Any] | None) -> list[dict[str, Any]]:
@@ -94,7 +43,7 @@ def advise_steps(steps: dict[str, Any] | None) -> list[dict[str, Any]]:
         return []
     idle = sum(it["gpu_idle_s"] for it in eager) / len(eager)
     wall = sum(it["dur_s"] for it in eager) / len(eager)
-    if idle / wall < LAUNCH_GAP_SHARE_FOR_ADVICE:
+    if idle / wall < thresholds()["launch_gap_share_for_advice"]:
         return []
     return [
         {
@@ -120,6 +69,7 @@ def advise(
     ``fp8_decode_ratio`` (from the roofline, when the model and GPU are known) replaces the generic
     halving bound of weight quantization by the modelled ratio of FP8 to BF16 decode time per token.
     """
+    t = thresholds()
     n = att["requests"]
     mean = {k: att[f"{k}_s"] / n for k in ("e2e", "queue", "prefill", "decode", "overhead")}
     items: list[tuple[float, dict[str, Any]]] = []
@@ -163,7 +113,7 @@ def advise(
                 )
             )
     spt = att.get("decode_s_per_token")
-    if spt and att["decode_share"] >= 0.25:
+    if spt and att["decode_share"] >= t["pipe_share_for_advice"]:
         if fp8_decode_ratio:
             ratio = fp8_decode_ratio["ratio"]
             formula = (
@@ -196,7 +146,7 @@ def advise(
             )
         )
     tps = att.get("prefill_tokens_per_s")
-    if tps and att["prefill_share"] >= 0.25:
+    if tps and att["prefill_share"] >= t["engine_share_for_advice"]:
         saved = mean["prefill"] / 2
         items.append(
             (
@@ -212,7 +162,7 @@ def advise(
                 },
             )
         )
-    if interference and (interference.get("share_of_parent") or 0) >= INTERFERENCE_SHARE_FOR_ADVICE:
+    if interference and (interference.get("share_of_parent") or 0) >= t["interference_share_for_advice"]:
         lost = interference["total_s"] / n
         items.append(
             (
@@ -231,7 +181,7 @@ def advise(
             )
         )
     reuse = (workload or {}).get("prefix_reuse")
-    if reuse and reuse >= PREFIX_REUSE_FOR_ADVICE and att.get("prefill_s"):
+    if reuse and reuse >= t["prefix_reuse_for_advice"] and att.get("prefill_s"):
         saved = mean["prefill"] * reuse
         items.append(
             (
@@ -247,7 +197,7 @@ def advise(
                 },
             )
         )
-    if att["overhead_share"] >= OVERHEAD_SHARE_FOR_ADVICE:
+    if att["overhead_share"] >= t["overhead_share_for_advice"]:
         items.append(
             (
                 mean["overhead"],

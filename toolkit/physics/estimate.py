@@ -1,17 +1,20 @@
 """``estimate``: the latency model (DESIGN.md) for one request shape.
 
-From measured rates (``prefill_tps``, ``decode_ms_per_token``), or from a catalog model and GPU: prefill at
-the GPU's achievable dense FLOP/s (compute-bound), decode at ``achievable HBM bandwidth / (weight bytes +
-KV bytes per token x context)`` (bandwidth-bound). The achievable fractions of peak come from the catalog,
-which names their source (a fit to real A100 timings). Every figure here is an estimate.
+From measured rates (``prefill_tps``, ``decode_ms_per_token``), or from a catalog model and GPU through the
+roofline (``lltrace.physics.roofline``): the prompt's prefill step and a decode step at the mean context
+(prompt + half the output), each taking the larger of its compute and memory time, with the bound that says
+which. ``prefill_tokens_per_s`` is the compute-bound prefill rate at this prompt length (the crossover length
+``L*`` is computed with it: long prompts are compute-bound); a prompt so short that reading the weights takes
+longer than its FLOPs is memory-bound and takes the weight read. Every figure here is an estimate.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from lltrace.catalog import BYTES_PER_PARAM, gpu_or_error, model_or_error
 from lltrace.errors import AnalysisError
+from lltrace.physics.catalog import check_precision, gpu_or_error, model_or_error
+from lltrace.physics.roofline import decode_step, describe, prefill_step
 
 
 def estimate(
@@ -30,6 +33,7 @@ def estimate(
         raise AnalysisError("input and output token counts must not be negative")
     inputs: dict[str, Any] = {"input_tokens": input_tokens, "output_tokens": output_tokens}
     bound: dict[str, str | None] = {"prefill": None, "decode": None}
+    prefill_floor = 0.0  # the prefill step's weight read, where it bounds the step
     if prefill_tps is not None or decode_ms_per_token is not None:
         if prefill_tps is None or decode_ms_per_token is None:
             raise AnalysisError("give both --prefill-tps and --decode-ms-per-token, or --model and --gpu")
@@ -39,35 +43,18 @@ def estimate(
         if not model or not gpu:
             raise AnalysisError("give --model and --gpu, or --prefill-tps and --decode-ms-per-token")
         m, g = model_or_error(model), gpu_or_error(gpu)
-        if quant not in BYTES_PER_PARAM or kv_dtype not in BYTES_PER_PARAM:
-            raise AnalysisError(f"unknown precision; known: {', '.join(BYTES_PER_PARAM)}")
-        flops = g.peak_flops(quant) * g.achievable_flops_fraction
-        bw = g.hbm_gbps * 1e9 * g.achievable_bw_fraction
-        weight_bytes = m.active_params_b * 1e9 * BYTES_PER_PARAM[quant]
-        kv_per_token = m.kv_bytes_per_token(BYTES_PER_PARAM[kv_dtype])
-        # prefill: 2 FLOPs per active parameter per token, plus causal attention over the prompt
-        attn = 4 * m.layers * m.heads * m.head_dim * input_tokens / 2
-        tps = flops / (2 * m.active_params_b * 1e9 + attn) if input_tokens else flops / (2 * m.active_params_b * 1e9)
-        # decode: every weight and the KV cache of the mean context read once per token
+        check_precision(quant, kv_dtype)
         context = input_tokens + output_tokens / 2
-        spt = (weight_bytes + kv_per_token * context) / bw
-        bound = {"prefill": "compute", "decode": "memory"}
-        inputs |= {
-            "model": {"name": m.name, "active_params_b": m.active_params_b, "source": m.source},
-            "gpu": {
-                "name": g.name,
-                "hbm_gbps": g.hbm_gbps,
-                "peak_tflops": g.peak_flops(quant) / 1e12,
-                "achievable_bw_fraction": g.achievable_bw_fraction,
-                "achievable_flops_fraction": g.achievable_flops_fraction,
-                "source": g.source,
-                "achievable_source": g.achievable_source,
-            },
-            "quant": quant,
-            "kv_dtype": kv_dtype,
-            "mean_decode_context_tokens": context,
-        }
+        prefill = prefill_step(m, g, max(input_tokens, 1), quant, kv_dtype)
+        decode = decode_step(m, g, context, quant, kv_dtype)
+        tps = max(input_tokens, 1) / prefill.compute_s
+        spt = decode.min_time_s
+        prefill_floor = prefill.memory_s if input_tokens else 0.0
+        bound = {"prefill": prefill.bound, "decode": decode.bound}
+        inputs |= describe(m, g, quant) | {"quant": quant, "kv_dtype": kv_dtype, "mean_decode_context_tokens": context}
     prefill_s = input_tokens / tps if tps else 0.0
+    if bound["prefill"] == "memory":
+        prefill_s = max(prefill_s, prefill_floor)
     decode_s = output_tokens * spt
     total = prefill_s + decode_s
     return {

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import os
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
+from lltrace.analysis.classify import label
 from lltrace.errors import StoreError
+from lltrace.ingest.targets import as_store
+from lltrace.physics.estimate import estimate
+from lltrace.queries import thresholds
 from lltrace.store import Store
 
 WINDOWS = {"hour": 3600, "day": 86400, "week": 7 * 86400}
@@ -35,14 +38,13 @@ def weekly(
     gpu: str | None = None,
 ) -> dict[str, Any]:
     """Per-window workload mix, latency and KV figures (the weekly document)."""
-    st = store if isinstance(store, Store) else Store(store)
+    st = as_store(store)
     if not st.run_ids():
         raise StoreError(f"{st.root}: the store holds no runs")
+    if "requests" not in st.present():
+        raise StoreError(f"{st.root}: no run in the store has requests")
     con = st.connect()
     try:
-        views = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
-        if "requests" not in views:
-            raise StoreError(f"{st.root}: no run in the store has requests")
         lo, hi = _epoch(since), _epoch(until)
         where = (
             "arrival_s IS NOT NULL"
@@ -59,30 +61,20 @@ def weekly(
         lstar_expr = "NULL"
         basis = "measured attribution"
         if model and gpu:
-            from lltrace.estimate import estimate
-
             rates = estimate(model=model, gpu=gpu, input_tokens=1024, output_tokens=128)
             lstar_expr = f"{rates['prefill_tokens_per_s']} * q.output_tokens * {rates['decode_s_per_token']}"
             basis = f"measured attribution, else the latency model of {model} on {gpu} (estimated)"
-        side = "NULL"
-        if "attribution_request" in views:
-            side = "a.dominant_phase"
         rows = con.execute(
             f"""
             WITH r AS (
-                SELECT q.run_id, q.request_id, q.arrival_s, q.input_tokens, q.output_tokens,
-                       coalesce(q.e2e_s, q.server_e2e_s) AS e2e_s, coalesce(q.ttft_s, q.server_ttft_s) AS ttft_s,
-                       coalesce({side if side != "NULL" else "NULL"},
+                SELECT q.run_id, q.request_id, q.arrival_s, q.input_tokens, q.output_tokens, q.e2e_s, q.ttft_s,
+                       coalesce(a.dominant_phase,
                                 CASE WHEN {lstar_expr} IS NOT NULL AND q.input_tokens IS NOT NULL
                                      THEN CASE WHEN q.input_tokens > {lstar_expr} THEN 'prefill' ELSE 'decode' END
                                 END) AS phase,
                        floor(q.arrival_s / {width}) * {width} AS w
-                FROM requests q
-                {
-                "LEFT JOIN attribution_request a ON a.run_id = q.run_id AND a.request_id = q.request_id"
-                if side != "NULL"
-                else ""
-            }
+                FROM requests_latency q
+                LEFT JOIN attribution_request a ON a.run_id = q.run_id AND a.request_id = q.request_id
                 WHERE {where.replace("arrival_s", "q.arrival_s")}
             )
             SELECT w, count(*) AS requests, count(DISTINCT run_id) AS runs,
@@ -112,32 +104,32 @@ def weekly(
         ]
         windows = [dict(zip(cols, r, strict=True)) for r in rows]
         kv = {}
-        if "engine_stats" in views:
-            for w, peak, pre_max, pre_min, cap in con.execute(
-                f"SELECT floor(ts_s / {width}) * {width}, max(kv_usage), max(preemptions_total), "
-                f"min(preemptions_total), max(waiting_capacity) FROM engine_stats WHERE ts_s IS NOT NULL GROUP BY 1"
-            ).fetchall():
-                kv[w] = {
-                    "peak_kv_usage": peak,
-                    "preemptions": (pre_max - pre_min) if pre_max is not None else None,
-                    "peak_waiting_capacity": cap,
-                }
+        for w, peak, pre_max, pre_min, cap in con.execute(
+            f"SELECT floor(ts_s / {width}) * {width}, max(kv_usage), max(preemptions_total), "
+            f"min(preemptions_total), max(waiting_capacity) FROM engine_stats WHERE ts_s IS NOT NULL GROUP BY 1"
+        ).fetchall():
+            kv[w] = {
+                "peak_kv_usage": peak,
+                "preemptions": (pre_max - pre_min) if pre_max is not None else None,
+                "peak_waiting_capacity": cap,
+            }
     finally:
         con.close()
     prev = None
+    drift_named = thresholds()["weekly_drift"]
     for win in windows:
         win |= kv.get(
             win["window_start_s"], {"peak_kv_usage": None, "preemptions": None, "peak_waiting_capacity": None}
         )
         share = win["prefill_dominant_share"]
-        win["label"] = None if share is None else "prefill-dominant" if share >= 0.5 else "decode-dominant"
+        win["label"] = None if share is None else label(prefill_share=share, decode_share=1 - share)
         win["changes"] = []
         if prev:
             for k in ("input_p50", "output_p50"):
                 if prev[k] and win[k] is not None:
                     drift = win[k] / prev[k] - 1
                     win[f"{k}_drift"] = drift
-                    if abs(drift) >= 0.2:
+                    if abs(drift) >= drift_named:
                         win["changes"].append(f"{k.split('_')[0]} length p50 {drift:+.0%}")
             if prev["label"] and win["label"] and prev["label"] != win["label"]:
                 win["changes"].append(
@@ -153,10 +145,3 @@ def weekly(
         "windows": windows,
         "relative_clock": t0 < 1e9,
     }
-
-
-def write_weekly(doc: dict[str, Any], output: str | os.PathLike[str]) -> None:
-    """The weekly report as one offline HTML file."""
-    from lltrace.reports.weekly_html import write_weekly_html
-
-    write_weekly_html(doc, Path(output))

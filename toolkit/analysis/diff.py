@@ -12,13 +12,12 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from lltrace.api import Run
-from lltrace.report import run_of
+from lltrace.ingest.targets import Target, as_store, open_run
+from lltrace.queries import thresholds
 from lltrace.store import Store
 
 COMPONENTS = ("overhead", "queue", "kv_wait", "prefill", "decode", "preempted")
 ADDITIVE = ("overhead", "queue", "prefill", "decode", "preempted")
-MIN_OVERLAP = 0.5
 
 _BUCKETS = """
 SELECT a.run_id,
@@ -28,38 +27,25 @@ SELECT a.run_id,
        avg(a.overhead_s) AS overhead, avg(a.queue_s) AS queue, avg(coalesce(k.kv_wait_s, 0)) AS kv_wait,
        avg(a.prefill_s) AS prefill, avg(a.decode_s) AS decode, avg(a.preempted_s) AS preempted
 FROM attribution_request a
-LEFT JOIN {kv} k ON k.run_id = a.run_id AND k.request_id = a.request_id
+LEFT JOIN attribution_kv_wait k ON k.run_id = a.run_id AND k.request_id = a.request_id
 WHERE a.e2e_s IS NOT NULL AND a.queue_s IS NOT NULL AND a.prefill_s IS NOT NULL AND a.decode_s IS NOT NULL
   AND a.input_tokens IS NOT NULL AND a.output_tokens IS NOT NULL
 GROUP BY ALL
 """
 
 
-def diff(
-    baseline: str | os.PathLike[str] | Run,
-    incident: str | os.PathLike[str] | Run,
-    *,
-    store: Store | str | os.PathLike[str] | None = None,
-) -> dict[str, Any]:
-    """The diff document of DESIGN.md (``lltrace diff --json``)."""
-    st = store if isinstance(store, Store) else Store(store)
-    base, inc = run_of(baseline, st), run_of(incident, st)
+def diff(baseline: Target, incident: Target, *, store: Store | str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """The diff document of DESIGN.md (``lltrace diff --json``): each run a ``Run``, a stored run's id, or the
+    file or folder of one run."""
+    st = as_store(store)
+    base, inc = open_run(baseline, st), open_run(incident, st)
+    min_overlap = thresholds()["diff_min_overlap"]
     con = st.connect([base.id, inc.id])
     try:
-        views = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
-        kv = (
-            "attribution_kv_wait"
-            if "attribution_kv_wait" in views
-            else ("(SELECT NULL::VARCHAR AS run_id, NULL::VARCHAR AS request_id, 0.0 AS kv_wait_s)")
-        )
-        cur = con.execute(_BUCKETS.format(kv=kv))
+        cur = con.execute(_BUCKETS)
         cols = [d[0] for d in cur.description]
         rows = [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
-        preempt = (
-            dict(con.execute("SELECT run_id, max(preemptions_total) FROM engine_stats GROUP BY 1").fetchall())
-            if "engine_stats" in views
-            else {}
-        )
+        preempt = dict(con.execute("SELECT run_id, max(preemptions_total) FROM engine_stats GROUP BY 1").fetchall())
     finally:
         con.close()
     b = {(r["ib"], r["ob"]): r for r in rows if r["run_id"] == base.id}
@@ -67,7 +53,7 @@ def diff(
     nb, ni = sum(r["n"] for r in b.values()), sum(r["n"] for r in i.values())
     shared = set(b) & set(i)
     overlap = (sum(b[k]["n"] for k in shared) + sum(i[k]["n"] for k in shared)) / (nb + ni) if nb + ni else 0.0
-    normalised = bool(shared) and overlap >= MIN_OVERLAP
+    normalised = bool(shared) and overlap >= min_overlap
     comps: dict[str, dict[str, float]] = {}
     for c in COMPONENTS:
         if normalised:
@@ -103,7 +89,7 @@ def diff(
             "normalised": normalised,
             "buckets_shared": len(shared),
             "bucketing": "log2 of prompt and output tokens",
-            "min_overlap": MIN_OVERLAP,
+            "min_overlap": min_overlap,
         },
         "components": comps,
         "verdict": verdict,

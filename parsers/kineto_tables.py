@@ -1,0 +1,328 @@
+"""The profiler tables ``kernels``, ``ops``, ``annotations`` and ``flows`` written from one trace's staged
+events (DuckDB's staging of every event, or the compiled reader's), with damage dropped and counted.
+
+Columns and types are the declarations of ``lltrace.tables``: every COPY below casts to them.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from lltrace.errors import TraceFormatError
+from lltrace.parsers import kineto_fast
+from lltrace.parsers.kernel_classes import classify_pairs
+from lltrace.tables import ANNOTATIONS, FLOWS, KERNELS, OPS, SourceInfo, Table
+
+GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset", "cuda_sync")
+LAUNCH_CATS = ("cuda_runtime", "cuda_driver")
+ANNOTATION_CATS = ("user_annotation", "gpu_user_annotation")
+
+
+def _columns(table: Table, exprs: dict[str, str]) -> str:
+    """The SELECT list that writes ``table``: each declared column, in order, cast to its declared type, from
+    its expression in ``exprs`` (default: the staged column of the same name)."""
+    return ", ".join(f"CAST({exprs.get(c.name, c.name)} AS {c.duckdb_type}) AS {c.name}" for c in table.columns)
+
+
+def _version(meta: dict, counts: dict[str, int], array_form: bool) -> str:
+    rocm = "roctracer_version" in meta or "hip_runtime_version" in meta
+    if array_form:
+        era = "Chrome trace event array (no Kineto metadata)"
+    elif counts.get("capitalised_cats"):
+        era = "2021 (PyTorch 1.8-1.10: capitalised categories)"
+    elif counts.get("old_flows"):
+        era = "2022 (PyTorch ~1.11-1.13: async_cpu_to_gpu flows)"
+    elif "baseTimeNanoseconds" in meta:
+        era = "2024+ (PyTorch >= 2.4: relative ts with baseTimeNanoseconds)"
+    elif counts.get("ns_decimals"):
+        era = "2024-04 (absolute us with ns decimals)"
+    else:
+        era = "2023 (PyTorch 2.0-2.3: integer us, absolute)"
+    return era + (", ROCm" if rocm else "")
+
+
+# The staged event columns (_BATCH_SELECT): equal in all of them, two events are duplicates.
+_STAGED = (
+    "ph, cat, name, pid, tid, ts_ns, dur_ns, external_id, correlation, ev_idx, device, stream, grid, block, "
+    "bytes, cbid, input_dims, meta_value, flow_id, flow_bp"
+).split(", ")
+OTHER_CLOCK_NS = 24 * 3600 * 10**9  # an event this far from the trace's median time is on another clock
+
+
+def _damage(con: duckdb.DuckDBPyConnection, path: str, staged: str, counts: dict[str, Any], info: SourceInfo) -> str:
+    """The SELECT of the events kept, leaving out damaged ones, each kind counted in ``info.dropped`` and
+    warned about: negative durations, events on another clock, exact duplicates (of events other than
+    metadata, which Kineto itself repeats). Link ids that are not 64-bit integers are read as NULL and
+    counted."""
+    where = ["NOT dropped"]
+    if counts["negative_dur"]:
+        where.append("(dur_ns IS NULL OR dur_ns >= 0)")
+        info.dropped["negative_duration"] = int(counts["negative_dur"])
+        info.warnings.append(f"{path}: {counts['negative_dur']} events with a negative duration: dropped")
+    spread = (counts["max_ts"] or 0) - (counts["min_ts"] or 0)
+    if spread > OTHER_CLOCK_NS:  # the median is only needed when the times span more than a day
+        # the median of the complete events' times, else of all times (a trace of instants and metadata)
+        (median,) = con.execute(
+            f"SELECT coalesce(quantile_disc(ts_ns, 0.5) FILTER (WHERE ph = 'X'), quantile_disc(ts_ns, 0.5)) "
+            f"FROM {staged} WHERE NOT dropped AND ts_ns <> 0"
+        ).fetchone()
+        (far,) = con.execute(
+            f"SELECT count(*) FROM {staged} WHERE NOT dropped AND ts_ns <> 0 AND abs(ts_ns - {median}) > "
+            f"{OTHER_CLOCK_NS}"
+        ).fetchone()
+        if far:
+            where.append(f"(ts_ns = 0 OR abs(ts_ns - {median}) <= {OTHER_CLOCK_NS})")
+            info.dropped["another_clock"] = int(far)
+            info.warnings.append(
+                f"{path}: {far} events more than 24 h from the trace's median time (another clock): dropped"
+            )
+    if counts["bad_link"]:
+        info.dropped["link_id_not_int64"] = int(counts["bad_link"])
+        info.warnings.append(
+            f"{path}: {counts['bad_link']} events carry an External id or correlation that is not a 64-bit "
+            "integer: read as NULL, so those events are not linked"
+        )
+    select = f"SELECT * EXCLUDE (dropped, bad_link) FROM {staged} WHERE {' AND '.join(where)}"
+    # Kineto repeats some metadata (M) events as written; duplicates of real events are damage
+    events = f"SELECT * FROM ({select}) WHERE ph IS DISTINCT FROM 'M'"
+    dups = 0
+    if counts["distinct_events"] < counts["events"]:  # the row hashes say so: count exactly
+        (dups,) = con.execute(
+            f"SELECT count(*) - (SELECT count(*) FROM (SELECT DISTINCT * FROM ({events}))) FROM ({events})"
+        ).fetchone()
+    if dups:
+        info.dropped["duplicate_events"] = int(dups)
+        info.warnings.append(f"{path}: {dups} exact duplicate events: dropped (each kept once)")
+        select = f"SELECT DISTINCT * FROM ({events}) UNION ALL SELECT * FROM ({select}) WHERE ph = 'M'"
+    return select
+
+
+def _staged_counts(con: duckdb.DuckDBPyConnection, staged: str) -> dict[str, Any]:
+    """The counts ``_finalize`` reads off DuckDB's staged events (the compiled reader makes the same)."""
+    names = [
+        "read",
+        "dropped_py",
+        "x",
+        "zero_ts",
+        "python",
+        "ns_decimals",
+        "instants",
+        "meta",
+        "other_ph",
+        "capitalised_cats",
+        "old_flows",
+        "max_x_ts",
+        "negative_dur",
+        "bad_link",
+        "min_ts",
+        "max_ts",
+        "events",
+        "null_ts",
+        "distinct_events",
+    ]
+    return dict(
+        zip(
+            names,
+            con.execute(
+                f"""
+                SELECT count(*),
+                       count(*) FILTER (WHERE dropped),
+                       count(*) FILTER (WHERE NOT dropped AND ph = 'X'),
+                       count(*) FILTER (WHERE NOT dropped AND ph = 'X' AND ts_ns = 0),
+                       count(*) FILTER (WHERE NOT dropped AND cat = 'python_function'),
+                       count(*) FILTER (WHERE ts_ns % 1000 <> 0),
+                       count(*) FILTER (WHERE ph IN ('i', 'I')),
+                       count(*) FILTER (WHERE ph = 'M'),
+                       count(*) FILTER (WHERE ph NOT IN ('X', 'i', 'I', 'M', 's', 'f', 't')),
+                       count(*) FILTER (WHERE old_cat),
+                       count(*) FILTER (WHERE ph IN ('s', 'f') AND name IN ('async_cpu_to_gpu', 'async_gpu')),
+                       max(ts_ns) FILTER (WHERE ph = 'X'),
+                       count(*) FILTER (WHERE NOT dropped AND dur_ns < 0),
+                       count(*) FILTER (WHERE bad_link),
+                       min(ts_ns) FILTER (WHERE NOT dropped AND ts_ns <> 0),
+                       max(ts_ns) FILTER (WHERE NOT dropped AND ts_ns <> 0),
+                       count(*) FILTER (WHERE NOT dropped AND ph <> 'M'),
+                       count(*) FILTER (WHERE NOT dropped AND ph = 'X' AND ts_ns IS NULL),
+                       count(DISTINCT hash({", ".join(_STAGED)})) FILTER (WHERE NOT dropped AND ph <> 'M')
+                FROM {staged}
+                """
+            ).fetchone(),
+            strict=True,
+        )
+    )
+
+
+def finalize(
+    con: duckdb.DuckDBPyConnection,
+    path: str,
+    scratch: Path,
+    stage: Path,
+    part: int,
+    info: SourceInfo,
+    fast: kineto_fast.FastResult | None,
+) -> None:
+    """Write the tables from the staged events: DuckDB's staging of every event, or the compiled reader's
+    (``ops`` and ``flows`` already written; kernels, annotations and metadata events staged)."""
+    meta = info.details.pop("metadata")
+    array_form = info.details.pop("array_form")
+    base = meta.get("baseTimeNanoseconds")
+    if base is not None and not isinstance(base, int):
+        raise TraceFormatError(path, "baseTimeNanoseconds", f"expected an integer, found {base!r}")
+    base_ns = int(base or 0)
+    staged = f"read_parquet('{scratch}/ev-*.parquet')"
+    if fast is not None:
+        counts: dict[str, Any] = dict(fast.counts) | {"distinct_events": fast.distinct_events}
+    else:
+        counts = _staged_counts(con, staged)
+    if counts["dropped_py"]:
+        info.dropped["python_function (not asked for)"] = int(counts["dropped_py"])
+    if counts["read"] == counts["meta"]:
+        what = f"only {counts['meta']} metadata events" if counts["meta"] else "the array is empty"
+        raise TraceFormatError(path, "traceEvents", f"no trace events ({what})")
+    keep = _damage(con, path, staged, counts, info)
+    has_real = (counts["max_x_ts"] or 0) > 0
+    # Zeroed timestamps (pytorch/pytorch#188481) are dropped when the rest of the trace has real times.
+    drop_zero = "AND ts_ns <> 0" if has_real else ""
+    if has_real and counts["zero_ts"]:
+        info.dropped["zero_timestamp"] = counts["zero_ts"]
+    if has_real and counts["null_ts"]:  # (the same condition, ts_ns <> 0, leaves them out)
+        info.dropped["no_timestamp"] = counts["null_ts"]
+    if counts["instants"]:
+        info.dropped["instant_events"] = counts["instants"]
+    if counts["other_ph"]:
+        info.dropped["other_phases"] = counts["other_ph"]
+    # The kept events each table is made from (DuckDB's staging: times relative to the clock base).
+    if fast is None:
+        con.execute(f"CREATE OR REPLACE VIEW raw AS {keep}")
+        sources = {
+            "k_src": f"SELECT * FROM raw WHERE ph = 'X' AND cat IN {GPU_CATS} {drop_zero}",
+            "a_src": f"SELECT * FROM raw WHERE ph = 'X' AND cat IN {ANNOTATION_CATS} {drop_zero}",
+            "m_src": "SELECT * FROM raw WHERE ph = 'M'",
+            "l_src": "SELECT * FROM raw WHERE ph = 'X'",
+        }
+    else:  # the compiled reader left no damage to drop (else the DuckDB path was taken)
+
+        def files(paths: list[Path]) -> str:
+            return "read_parquet([" + ", ".join(f"'{p}'" for p in paths) + "])"
+
+        ops_files = f"read_parquet('{stage}/ops/part-{part:05d}.*parquet')"
+        sources = {  # the compiled reader's rows carry the clock base already
+            "k_src": f"SELECT * FROM {files(fast.staged['kernels'])}",
+            "a_src": f"SELECT * FROM {files(fast.staged['annotations'])}",
+            "m_src": f"SELECT * FROM {files(fast.staged['meta'])}",
+            "l_src": f"SELECT cat, name, pid, tid, ts_ns, correlation FROM {ops_files}",
+        }
+    shift = base_ns if fast is None else 0  # added to the times below
+    for view, select in sources.items():
+        con.execute(f"CREATE OR REPLACE VIEW {view} AS {select}")
+    lanes = con.execute(
+        "SELECT name, pid, tid, meta_value FROM m_src WHERE meta_value IS NOT NULL ORDER BY ALL"
+    ).fetchall()
+
+    names = con.execute("SELECT DISTINCT name, cat FROM k_src").fetchall()
+    classes, variants = classify_pairs([r[0] for r in names], [r[1] for r in names])
+    # lists in, not an Arrow table: pyarrow builds one from Python lists only after importing pandas (0.2 s)
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE kernel_classes AS "
+        "SELECT unnest(?::VARCHAR[]) AS name, unnest(?::VARCHAR[]) AS cat, unnest(?::VARCHAR[]) AS kernel_class, "
+        "unnest(?::VARCHAR[]) AS attention_variant",
+        [[r[0] for r in names], [r[1] for r in names], classes, variants],
+    )
+
+    for table in ("kernels", "ops", "annotations", "flows"):
+        (stage / table).mkdir(parents=True, exist_ok=True)
+    out = {t: stage / t / f"part-{part:05d}.parquet" for t in ("kernels", "ops", "annotations", "flows")}
+    moved = {"ts_ns": f"ts_ns + {shift}"}  # every table's start, on the epoch clock
+    table_rows: dict[str, int] = {}
+    kernel_exprs = {
+        **{c: f"k.{c}" for c in KERNELS.names},
+        "part": str(part),
+        "device": "coalesce(k.device, TRY_CAST(k.pid AS BIGINT))",
+        "stream": "coalesce(k.stream, TRY_CAST(regexp_extract(k.tid, '(\\d+)', 1) AS BIGINT))",
+        "ts_ns": f"k.ts_ns + {shift}",
+        "kernel_class": "c.kernel_class",
+        "attention_variant": "c.attention_variant",
+        "launch_name": "l.launch_name",
+        "launch_ts_ns": f"l.launch_ts_ns + {shift}",
+        "launch_pid": "l.launch_pid",
+        "launch_tid": "l.launch_tid",
+        "cuda_graph": "coalesce(l.launch_name ILIKE '%GraphLaunch%', false)",
+        "orphan": "l.correlation IS NULL",
+    }
+    table_rows["kernels"] = con.execute(
+        f"""
+        COPY (
+          WITH launches AS (
+            SELECT correlation, min(ts_ns) AS launch_ts_ns, arg_min(name, ts_ns) AS launch_name,
+                   arg_min(tid, ts_ns) AS launch_tid, arg_min(pid, ts_ns) AS launch_pid
+            FROM l_src WHERE cat IN {LAUNCH_CATS} AND correlation IS NOT NULL
+            GROUP BY correlation
+          )
+          SELECT {_columns(KERNELS, kernel_exprs)}
+          FROM k_src k
+          LEFT JOIN kernel_classes c ON c.name = k.name AND c.cat = k.cat
+          LEFT JOIN launches l ON l.correlation = k.correlation
+        ) TO '{out["kernels"]}' (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 16384)
+        """
+    ).fetchone()[0]
+    on_gpu = {"on_gpu": "cat = 'gpu_user_annotation'"}
+    table_rows["annotations"] = con.execute(
+        f"""
+        COPY (
+          SELECT {_columns(ANNOTATIONS, {"part": str(part)} | moved | on_gpu)}
+          FROM a_src
+          ORDER BY ts_ns, dur_ns DESC
+        ) TO '{out["annotations"]}' (FORMAT parquet, COMPRESSION zstd)
+        """
+    ).fetchone()[0]
+    if fast is not None:
+        table_rows["ops"], table_rows["flows"] = fast.rows["ops"], fast.rows["flows"]
+    else:
+        table_rows["ops"] = con.execute(
+            f"""
+            COPY (
+              SELECT {_columns(OPS, {"part": str(part)} | moved)}
+              FROM raw
+              WHERE ph = 'X' AND cat NOT IN {GPU_CATS} AND cat NOT IN {ANNOTATION_CATS} {drop_zero}
+            ) TO '{out["ops"]}' (FORMAT parquet, COMPRESSION zstd)
+            """
+        ).fetchone()[0]
+        flow = {"part": str(part), "flow_id": "TRY_CAST(flow_id AS BIGINT)", "bp": "flow_bp"} | moved
+        table_rows["flows"] = con.execute(
+            f"""
+            COPY (
+              SELECT {_columns(FLOWS, flow)}
+              FROM raw WHERE ph IN ('s', 'f', 't')
+            ) TO '{out["flows"]}' (FORMAT parquet, COMPRESSION zstd)
+            """
+        ).fetchone()[0]
+    table_rows = {t: table_rows[t] for t in ("kernels", "ops", "annotations", "flows")}
+    info.records = int(counts["read"])
+    info.version = _version(meta, counts, array_form)
+    info.details |= {
+        "size_bytes": os.path.getsize(path),
+        "rows": table_rows,
+        "clock": {
+            "unit": "ns",
+            "base_ns": base_ns,
+            "origin": "baseTimeNanoseconds + ts" if base is not None else "absolute ts as written",
+        },
+        "rank": (meta.get("distributedInfo") or {}).get("rank"),
+        "devices": [
+            {k: d.get(k) for k in ("id", "name", "totalGlobalMem", "computeMajor", "computeMinor", "numSms")}
+            for d in meta.get("deviceProperties") or []
+            if isinstance(d, dict)
+        ],
+        "trace_metadata": {
+            k: v
+            for k, v in meta.items()
+            if k not in ("deviceProperties", "distributedInfo", "traceEvents") and not isinstance(v, (dict, list))
+        }
+        | {k: meta[k] for k in ("vllm_version", "vllm_version_tuple") if k in meta},
+        "lanes": [{"kind": r[0], "pid": r[1], "tid": r[2], "value": r[3]} for r in lanes],
+        "python_function_events_kept": int(counts["python"]),
+    }

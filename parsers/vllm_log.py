@@ -1,0 +1,243 @@
+"""vLLM server logs: V1 ``Engine NNN:`` stats and ``Iteration(k)`` lines, V0 stats and preemption warnings
+(ANSI colours, process prefixes, glued lines), and what the server states of its settings; also the V0
+engine stats and run configuration that the BurstGPT replay tooling samples beside a server.
+
+Log times are ``MM-DD HH:MM:SS`` with no year or zone: kept as ``log_stamp`` and placed on the run clock
+when the run is assembled (``lltrace.ingest.clocks``). Field facts: docs/SERVING_FORMATS.md §A3.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from lltrace.errors import TraceFormatError
+from lltrace.parsers._io import strip_bom, write_rows
+from lltrace.parsers._lines import read_text
+from lltrace.parsers.vllm import bench_objects
+from lltrace.tables import SourceInfo
+
+SERVER_LOG = "vllm-server-log"
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_HEADER = re.compile(r"(?:INFO|WARNING|ERROR|DEBUG)\s+(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.\d+)?\s+\[?[\w./-]+:\d+\]")
+_F = r"(\d+(?:\.\d+)?)"  # a plain decimal number, as the loggers print them
+_V1_STATS = re.compile(
+    rf"Engine (\d+): Avg prompt throughput: {_F} tokens/s, Avg generation throughput: {_F} tokens/s, "
+    rf"Running: (\d+) reqs, Waiting: (\d+) reqs,(?: Preemptions: (\d+),)?\s*(?:\w+ )?KV cache usage: {_F}%"
+    rf"(?:, Prefix cache hit rate: {_F}%)?"
+)
+_V0_STATS = re.compile(
+    rf"Avg prompt throughput: {_F} tokens/s, Avg generation throughput: {_F} tokens/s, Running: (\d+) reqs, "
+    rf"Swapped: (\d+) reqs, Pending: (\d+) reqs(?:, GPU KV cache usage: {_F}%)?"
+)
+_ITERATION = re.compile(
+    r"Engine (\d+): Iteration\((\d+)\): (\d+) context requests, (\d+) context tokens, (\d+) generation requests, "
+    rf"(\d+) generation tokens, iteration elapsed time: {_F} ms(?:, (?:\w+ )?KV cache usage: {_F}%)?"
+)
+_ITERATION_START = re.compile(r"Engine \d+: Iteration\(")
+_V0_PREEMPT = re.compile(r"is preempted by PreemptionMode\.(\w+) mode.*?total_num_cumulative_preemption=(\d+)")
+
+
+def sniff_server_log(head: bytes) -> bool:
+    """A vLLM server log: its logger header lines with stats, iteration or startup lines."""
+    text = head.decode("utf-8", "replace")
+    return _HEADER.search(text) is not None and any(
+        k in text for k in ("vLLM", "vllm", "Avg prompt throughput", "Iteration(", "api_server", "loggers.py")
+    )
+
+
+_ARG_INT = re.compile(
+    r"'(num_gpu_blocks_override|max_num_seqs|max_num_batched_tokens|block_size|max_model_len|tensor_parallel_size)'"
+    r": (\d+)"
+)
+_ARG_STR = re.compile(r"'(model|kv_cache_dtype|quantization|dtype)': '([^']*)'")
+_ARG_BOOL = re.compile(r"'(enable_chunked_prefill|enable_prefix_caching)': (True|False)")
+_KV_TOKENS = re.compile(r"KV cache size: ([\d,]+) tokens")
+
+
+def _engine_config(text: str) -> dict[str, Any]:
+    """Scheduler settings the log states: the ``non-default args`` line and the KV cache size line.
+
+    Only what the log prints; defaults the engine applied silently are not guessed here.
+    """
+    config: dict[str, Any] = {}
+    if (start := text.find("non-default args:")) >= 0:
+        line = text[start : text.find("\n", start)]
+        config.update({k: int(v) for k, v in _ARG_INT.findall(line)})
+        config.update({k: v == "True" for k, v in _ARG_BOOL.findall(line)})
+        config.update(dict(_ARG_STR.findall(line)))
+    if m := _KV_TOKENS.search(text):
+        config["kv_cache_tokens"] = int(m.group(1).replace(",", ""))
+    return config
+
+
+def ingest_server_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
+    """Stats lines (V0 and V1) → ``engine_stats``; ``Iteration(k)`` lines → ``engine_steps`` (source log).
+
+    Log times are ``MM-DD HH:MM:SS`` with no year or zone; they are kept as ``log_stamp`` and placed on the
+    run clock when the run is assembled (year from another source of the run; zone assumed UTC).
+    """
+    info = SourceInfo(path=path, format=SERVER_LOG)
+    text = _ANSI.sub("", Path(path).read_text(encoding="utf-8", errors="replace"))
+    stats: list[dict[str, Any]] = []
+    steps: list[dict[str, Any]] = []
+    heads = list(_HEADER.finditer(text))
+    v0 = v1 = unparsed = 0
+    for i, h in enumerate(heads):
+        body = text[h.end() : heads[i + 1].start() if i + 1 < len(heads) else len(text)]
+        stamp = f"{h.group(1)}-{h.group(2)} {h.group(3)}:{h.group(4)}:{h.group(5)}"
+        if m := _ITERATION.search(body):
+            eng, k, nc, tc, ng, tg, ms, kv = m.groups()
+            tc_i, tg_i = int(tc), int(tg)
+            kind = "mixed" if tc_i and tg_i else "prefill" if tc_i else "decode" if tg_i else "idle"
+            steps.append(
+                {
+                    "part": part,
+                    "step_id": int(k),
+                    "engine": eng,
+                    "kind": kind,
+                    "kind_from": "log counts",
+                    "prefill_reqs": int(nc),
+                    "prefill_tokens": tc_i,
+                    "decode_reqs": int(ng),
+                    "decode_tokens": tg_i,
+                    "wall_s": float(ms) / 1e3,
+                    "kv_usage": float(kv) / 100 if kv else None,
+                    "log_stamp": stamp,
+                    "detection": "vllm iteration log",
+                    "source": "log",
+                }
+            )
+            v1 += 1
+        elif m := _V1_STATS.search(body):
+            eng, pt, gt, run, wait, pre, kv, hit = m.groups()
+            stats.append(
+                {
+                    "part": part,
+                    "engine": eng,
+                    "running": float(run),
+                    "waiting": float(wait),
+                    "preemptions_total": float(pre) if pre else None,
+                    "kv_usage": float(kv) / 100,
+                    "prompt_throughput": float(pt),
+                    "generation_throughput": float(gt),
+                    "prefix_cache_hit_rate": float(hit) / 100 if hit else None,
+                    "log_stamp": stamp,
+                    "source": "log",
+                }
+            )
+            v1 += 1
+        elif m := _V0_STATS.search(body):
+            pt, gt, run, swapped, pending, kv = m.groups()
+            stats.append(
+                {
+                    "part": part,
+                    "engine": "0",
+                    "running": float(run),
+                    "waiting": float(pending),
+                    "swapped": float(swapped),
+                    "kv_usage": float(kv) / 100 if kv else None,
+                    "prompt_throughput": float(pt),
+                    "generation_throughput": float(gt),
+                    "log_stamp": stamp,
+                    "source": "log",
+                }
+            )
+            v0 += 1
+        elif m := _V0_PREEMPT.search(body):
+            # Logged only every 50th preemption: the cumulative count is the figure, not the line count.
+            stats.append(
+                {
+                    "part": part,
+                    "engine": "0",
+                    "preemptions_total": float(m.group(2)),
+                    "log_stamp": stamp,
+                    "source": "log",
+                }
+            )
+        elif "Avg prompt throughput:" in body or _ITERATION_START.search(body):
+            unparsed += 1  # a stats or iteration line mangled past reading
+    if unparsed:
+        info.dropped["unreadable_stats_lines"] = unparsed
+        info.warnings.append(f"{path}: {unparsed} stats or iteration lines that do not parse: skipped")
+    if not stats and not steps:
+        info.warnings.append(f"{path}: no stats or iteration lines found in the log")
+    write_rows(stage, "engine_stats", part, stats)
+    if steps:
+        write_rows(stage, "engine_steps", part, steps)
+    info.records = len(heads)
+    info.version = "V0 (metrics.py)" if v0 and not v1 else "V1 (loggers.py)" if v1 else "no stats lines"
+    info.details["log_lines"] = {"stats": len(stats), "iterations": len(steps)}
+    if config := _engine_config(text):
+        info.details["engine_config"] = config
+    return info
+
+
+# -- custom engine-stats scrapes (BurstGPT replay tooling) ---------------------------------------------------
+
+STATS_CSV = "vllm-stats-csv"
+REPLAY_CONFIG = "burstgpt-replay-config"
+
+
+def sniff_stats_csv(head: bytes) -> bool:
+    """A CSV of vLLM V0 engine stats sampled by a client (liao4s/BurstGPT_test ``vllm_log_*.csv``)."""
+    first = head.split(b"\n", 1)[0].strip()
+    return first.startswith(b"timestamp,prompt_throughput,generation_throughput,num_running")
+
+
+def ingest_stats_csv(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
+    """Samples → ``engine_stats``. ``timestamp`` is a monotonic clock (arbitrary origin) and the KV usage
+    columns are percentages (0–100), as the capture script writes them."""
+    import csv as _csv
+
+    info = SourceInfo(path=path, format=STATS_CSV, version="V0 stats sampled by a client")
+    rows = []
+    with open(path, newline="", encoding="utf-8") as f:
+        reader = _csv.DictReader(f)
+        need = {"timestamp", "num_running", "num_pending", "gpu_kvcache_usage"}
+        missing = need - set(reader.fieldnames or [])
+        if missing:
+            raise TraceFormatError(path, "line 1", f"missing column(s): {', '.join(sorted(missing))}")
+        for n, r in enumerate(reader, start=2):
+            try:
+                rows.append(
+                    {
+                        "part": part,
+                        "ts_s": float(r["timestamp"]),
+                        "engine": "0",
+                        "source": "scrape",
+                        "running": float(r["num_running"]),
+                        "waiting": float(r["num_pending"]),
+                        "swapped": float(r["num_swapped"]) if r.get("num_swapped") not in (None, "") else None,
+                        "kv_usage": float(r["gpu_kvcache_usage"]) / 100,
+                        "prompt_throughput": float(r["prompt_throughput"]) if r.get("prompt_throughput") else None,
+                        "generation_throughput": float(r["generation_throughput"])
+                        if r.get("generation_throughput")
+                        else None,
+                    }
+                )
+            except ValueError as exc:
+                raise TraceFormatError(path, f"line {n}", f"not a number ({exc})") from None
+    write_rows(stage, "engine_stats", part, rows)
+    info.records = len(rows)
+    info.details["clock"] = {"origin": "client monotonic seconds (arbitrary origin); not aligned to wall clock"}
+    return info
+
+
+def sniff_replay_config(head: bytes) -> bool:
+    """The run configuration the BurstGPT replay tool appends (objects back to back, no separator)."""
+    text = strip_bom(head)
+    return text.startswith(b"{") and b'"server_config"' in text and b'"prompt_config"' in text
+
+
+def ingest_replay_config(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
+    """The configurations (model, QPS, trace scale) into the run metadata; no rows."""
+    info = SourceInfo(path=path, format=REPLAY_CONFIG, version="appended JSON objects")
+    text = read_text(path)
+    objs = bench_objects(path, text)
+    info.details["configs"] = objs
+    info.records = len(objs)
+    return info

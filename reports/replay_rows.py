@@ -1,0 +1,60 @@
+"""A replay document as the rows the terminal and the report show: measured, replayed and each what-if side
+by side, the notes, and the validation table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+METRICS = ("queue_s", "ttft_s", "tpot_s", "e2e_s")
+
+
+def what_if_label(what_if: dict[str, Any]) -> str:
+    """``kv_blocks=80``-style name of a what-if's settings."""
+    return " ".join(f"{k}={x:g}" if isinstance(x, float) else f"{k}={x}" for k, x in what_if.items())
+
+
+def replay_cases(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The rows the terminal and the report show for a replay document: measured, replayed, each what-if.
+
+    Each row: ``case``, ``basis`` (measured / replayed / estimated), ``queue_p50_s``, ``ttft_mean_s``,
+    ``tpot_mean_s``, ``e2e_mean_s``, ``e2e_p90_s`` and ``preemptions`` (None where unknown).
+    """
+    base = doc["baseline"]
+    rows = [("measured", "measured", base["measured"], base["measured_preemptions"])]
+    rows.append(("replayed", "replayed", base["summary"], base["preemptions"]))
+    rows += [(what_if_label(w["what_if"]), "estimated", w["summary"], w["preemptions"]) for w in doc["whatifs"]]
+    return [
+        {
+            "case": case,
+            "basis": basis,
+            "queue_p50_s": s["queue_s"]["p50"],
+            "ttft_mean_s": s["ttft_s"]["mean"],
+            "tpot_mean_s": s["tpot_s"]["mean"],
+            "e2e_mean_s": s["e2e_s"]["mean"],
+            "e2e_p90_s": s["e2e_s"]["p90"],
+            "preemptions": preemptions,
+        }
+        for case, basis, s, preemptions in rows
+    ]
+
+
+def replay_notes(doc: dict[str, Any]) -> list[tuple[str, str]]:
+    """(case, note) for every note of the baseline and the what-ifs (overload, a stalled scheduler)."""
+    cases = [("replayed", doc["baseline"])] + [(what_if_label(w["what_if"]), w) for w in doc["whatifs"]]
+    return [(name, note) for name, case in cases for note in case.get("notes") or []]
+
+
+def validation_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per metric: replayed and measured mean and p90 of the held-out requests, and the MAPE of each."""
+    v = doc.get("validation")
+    if not v:
+        return []
+    return [
+        {
+            "metric": m,
+            **{f"replayed_{q}": v["replayed"][m][q] for q in ("mean", "p90")},
+            **{f"measured_{q}": v["measured"][m][q] for q in ("mean", "p90")},
+            **{f"mape_{q}": v["mape"][m][q] for q in ("mean", "p90")},
+        }
+        for m in METRICS
+    ]

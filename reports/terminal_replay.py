@@ -1,0 +1,95 @@
+"""The replay document as the terminal shows it: calibration, validation first, then the what-ifs. It formats;
+it computes nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from lltrace.reports.replay_rows import replay_cases, replay_notes, validation_rows, what_if_label
+from lltrace.reports.terminal import pct, whole
+
+
+def _seconds(v: float | None, metric: str = "") -> str:
+    if v is None:
+        return "-"
+    return f"{v * 1e3:.2f} ms" if metric.startswith("tpot") else f"{v:.3f}"
+
+
+def render_replay(doc: dict[str, Any]) -> Group:
+    """The replay document as the terminal shows it: calibration, validation first, then the what-ifs."""
+    c = doc["calibration"]
+    fit = "" if c["step_mape"] is None else f" (fit MAPE {c['step_mape']:.0%})"
+    o = c["outside_engine_s"]
+    n = doc.get("requests") or {}
+    left = f"; {n['left_out']:,} left out ({n['why_left_out']})" if n.get("left_out") else ""
+    parts: list[Any] = [
+        Text(f"{n.get('replayed', 0):,} requests replayed{left}"),
+        Text(
+            f"calibration from {c['source']}: step = {c['c0_s'] * 1e3:.2f} ms + overhead {c['overhead_s'] * 1e3:.2f} ms"
+            f" + {c['c_prefill_s_per_token'] * 1e6:.1f} us/prefill token + {c['c_decode_s_per_token'] * 1e6:.1f} us/"
+            f"decode token{fit}; outside the engine {o['before_first_token'] * 1e3:.1f} ms + "
+            f"{o['before_first_token_per_decoding_request'] * 1e3:.2f} ms per request decoding before the first "
+            f"token, {o['after_last_token'] * 1e3:.1f} ms after the last"
+        ),
+    ]
+    rates = c.get("rates") or {}
+    if rates.get("prefill_tokens_per_s"):
+        parts.append(
+            Text(
+                f"read as rates: decode {rates['decode_s_per_token_batch1'] * 1e3:.2f} ms per token at batch 1, "
+                f"prefill {rates['prefill_tokens_per_s']:,.0f} tokens/s"
+            )
+        )
+    rows = validation_rows(doc)
+    if not rows:
+        parts.append(Text("validation: none — the run has no measured latencies to score against"))
+    else:
+        t = Table(title=f"validation: {doc['validation']['method']}")
+        heads = ("metric", "replayed mean", "measured mean", "MAPE mean", "replayed p90", "measured p90", "MAPE p90")
+        for col in heads:
+            t.add_column(col, justify="left" if col == "metric" else "right")
+        for r in rows:
+            m = r["metric"]
+            t.add_row(
+                m,
+                _seconds(r["replayed_mean"], m),
+                _seconds(r["measured_mean"], m),
+                pct(r["mape_mean"]),
+                _seconds(r["replayed_p90"], m),
+                _seconds(r["measured_p90"], m),
+                pct(r["mape_p90"]),
+            )
+        parts.append(t)
+    b = doc["baseline"]
+    counted = "not counted" if b["measured_preemptions"] is None else f"{b['measured_preemptions']:.0f} counted"
+    t = Table(title=f"baseline replay: {b['preemptions']} preemptions ({counted}); what-ifs are estimates")
+    for col in ("case", "queue p50", "ttft mean", "tpot mean", "e2e mean", "e2e p90", "preemptions"):
+        t.add_column(col, justify="left" if col == "case" else "right")
+    for r in replay_cases(doc):
+        t.add_row(
+            r["case"],
+            _seconds(r["queue_p50_s"]),
+            _seconds(r["ttft_mean_s"]),
+            _seconds(r["tpot_mean_s"], "tpot"),
+            _seconds(r["e2e_mean_s"]),
+            _seconds(r["e2e_p90_s"]),
+            whole(r["preemptions"]),
+        )
+    parts.append(t)
+    for w in doc["whatifs"]:
+        up = w.get("speedup")
+        if up:
+            prefill = "-" if up["prefill"] is None else f"{up['prefill']:.2f}x"
+            parts.append(
+                Text(
+                    f"{what_if_label(w['what_if'])}: roofline speedup (estimate) decode {up['decode_batch1']:.2f}x "
+                    f"per token at batch 1, prefill {prefill}"
+                )
+            )
+    for label, note in replay_notes(doc):
+        parts.append(Text(f"{label}: {note}", style="yellow"))
+    return Group(*parts)

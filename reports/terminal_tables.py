@@ -1,0 +1,67 @@
+"""The other commands' terminal output: the diff table and verdict, the estimate line, an SQL result and the
+formats list. They format what they are given; they compute nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+
+def diff_table(doc: dict[str, Any]) -> Group:
+    """The diff document: each component's mean per request in both runs, the change, and the verdict."""
+    t = Table(
+        title=f"{doc['baseline']['run']} → {doc['incident']['run']} (mean per request"
+        f"{', on the baseline mix' if doc['mix']['normalised'] else ''})"
+    )
+    for col in ("component", "baseline s", "incident s", "delta s", "share of change"):
+        t.add_column(col, justify="left" if col == "component" else "right")
+    for c, v in doc["components"].items():
+        share = "-" if v["share_of_change"] is None else f"{v['share_of_change']:.0%}"
+        t.add_row(
+            c if c != "kv_wait" else "  of queue: kv_wait",
+            f"{v['baseline_s']:.3f}",
+            f"{v['incident_s']:.3f}",
+            f"{v['delta_s']:+.3f}",
+            share,
+        )
+    return Group(t, Text(doc["verdict"]))
+
+
+def estimate_line(doc: dict[str, Any]) -> Text:
+    """The estimate document in one line."""
+    return Text(
+        f"prefill {doc['prefill_s'] * 1e3:,.1f} ms ({doc['prefill_share']:.0%}) at "
+        f"{doc['prefill_tokens_per_s']:,.0f} tok/s · decode {doc['decode_s'] * 1e3:,.1f} ms "
+        f"({doc['decode_share']:.0%}) at {doc['decode_s_per_token'] * 1e3:,.2f} ms/token · crossover "
+        f"input length {doc['crossover_input_tokens']:,.0f} tokens (estimates)"
+    )
+
+
+def sql_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> Table:
+    """An SQL result as a table (NULL shown as NULL)."""
+    t = Table()
+    for c in columns:
+        t.add_column(c)
+    for r in rows:
+        t.add_row(*("NULL" if v is None else str(v) for v in r))
+    return t
+
+
+def formats_text(formats: Sequence[Any]) -> Group:
+    """The formats lltrace reads (``lltrace.parsers.FORMATS`` entries), with what each can attribute."""
+    parts: list[Text] = []
+    for f in formats:
+        head = Text()
+        head.append(f.name, style="bold")
+        head.append(f" ({f.family})")
+        parts += [
+            head,
+            Text(f"  reads: {f.description}"),
+            Text(f"  tables: {', '.join(f.tables)}"),
+            Text(f"  can attribute: {f.attributes}"),
+        ]
+    return Group(*parts)

@@ -1,0 +1,148 @@
+"""Classification of a workload: the label rule, written once, and the three readings it is applied to.
+
+The rule (``label``), with the thresholds of ``queries/thresholds.csv``, shown in every output:
+
+- a component whose share of the summed end-to-end latency is at least ``dominant_share`` names the run:
+  queue first (``queue-bound``), then prefill (``prefill-dominant``), then decode (``decode-dominant``);
+- a queue-bound run is ``capacity-bound`` when at least ``capacity_part_of_queue`` of its queue time was
+  spent while the engine reported requests waiting for KV-cache room;
+- otherwise the run is ``balanced``.
+
+It reads a run's measured attribution (``classify``), an arrival trace's token mix through the latency model
+(``classify_token_mix``, estimated), a profiler trace's steps (``classify_steps``), and the weekly windows'
+share of prefill-dominant requests.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import duckdb
+
+from lltrace.physics.estimate import estimate
+from lltrace.queries import thresholds
+
+ORDER = ["queue", "prefill", "decode"]
+
+
+def _limits() -> tuple[float, float]:
+    t = thresholds()
+    return t["dominant_share"], t["capacity_part_of_queue"]
+
+
+def thresholds_shown() -> dict[str, Any]:
+    """The thresholds as the documents show them."""
+    dominant, capacity = _limits()
+    return {"dominant_share": dominant, "capacity_part_of_queue": capacity, "order": ORDER}
+
+
+def label(
+    *,
+    prefill_share: float,
+    decode_share: float,
+    queue_share: float | None = None,
+    kv_part_of_queue: float | None = None,
+) -> str:
+    """The workload's label from its shares (queue share None: queueing unknown, e.g. an arrival trace)."""
+    dominant, capacity = _limits()
+    if queue_share is not None and queue_share >= dominant:
+        return "capacity-bound" if kv_part_of_queue is not None and kv_part_of_queue >= capacity else "queue-bound"
+    if prefill_share >= dominant:
+        return "prefill-dominant"
+    if decode_share >= dominant:
+        return "decode-dominant"
+    return "balanced"
+
+
+def classify(att: dict[str, Any], kv_wait_s: float | None) -> dict[str, Any]:
+    """The run's label and why, from ``attribution_run`` figures."""
+    q, p, d = att["queue_share"], att["prefill_share"], att["decode_share"]
+    kv_part = (kv_wait_s / att["queue_s"]) if kv_wait_s is not None and att["queue_s"] else None
+    dominant, capacity = _limits()
+    name = label(queue_share=q, prefill_share=p, decode_share=d, kv_part_of_queue=kv_part)
+    if name == "capacity-bound":
+        why = (
+            f"queueing is {q:.0%} of end-to-end latency and {kv_part:.0%} of that queueing happened while "
+            f"requests were waiting for KV-cache room (thresholds: {dominant:.0%}, {capacity:.0%})"
+        )
+    elif name == "queue-bound":
+        why = f"queueing is {q:.0%} of end-to-end latency (threshold {dominant:.0%})"
+        if kv_part is not None:
+            why += f"; only {kv_part:.0%} of it waiting for KV room"
+    elif name == "prefill-dominant":
+        why = f"prefill is {p:.0%} of end-to-end latency (threshold {dominant:.0%})"
+    elif name == "decode-dominant":
+        why = f"decode is {d:.0%} of end-to-end latency (threshold {dominant:.0%})"
+    else:
+        why = f"no component reaches {dominant:.0%} (queue {q:.0%}, prefill {p:.0%}, decode {d:.0%})"
+    tps, spt, lout = att.get("prefill_tokens_per_s"), att.get("decode_s_per_token"), att.get("mean_output_tokens")
+    crossover = tps * lout * spt if tps and spt and lout else None
+    return {
+        "label": name,
+        "why": why,
+        "prefill_share": p,
+        "decode_share": d,
+        "queue_share": q,
+        "requests_prefill_dominant": att.get("prefill_dominant_requests"),
+        "requests": att.get("requests"),
+        "crossover_input_tokens": crossover,
+        "crossover_formula": "L* = prefill_tokens_per_s x mean_output_tokens x decode_s_per_token"
+        if crossover
+        else None,
+        "thresholds": thresholds_shown(),
+    }
+
+
+def classify_token_mix(con: duckdb.DuckDBPyConnection, model: str, gpu: str) -> dict[str, Any] | None:
+    """Arrivals and sizes only: prefill and decode time of every request from the latency model (estimated)."""
+    n, mean_in, mean_out = con.execute(
+        "SELECT count(*), avg(input_tokens), avg(output_tokens) FROM requests "
+        "WHERE input_tokens IS NOT NULL AND output_tokens IS NOT NULL"
+    ).fetchone()
+    if not n:
+        return None
+    rates = estimate(model=model, gpu=gpu, input_tokens=round(mean_in), output_tokens=round(mean_out))
+    tps, spt = rates["prefill_tokens_per_s"], rates["decode_s_per_token"]
+    pre, dec = con.execute(
+        f"SELECT sum(input_tokens) / {tps}, sum(output_tokens) * {spt} FROM requests "
+        "WHERE input_tokens IS NOT NULL AND output_tokens IS NOT NULL"
+    ).fetchone()
+    pre, dec = float(pre), float(dec)
+    p, d = pre / (pre + dec), dec / (pre + dec)
+    return {
+        "label": label(prefill_share=p, decode_share=d),
+        "why": f"estimated from the token mix of {n:,} requests on {rates['inputs']['gpu']['name']} with "
+        f"{rates['inputs']['model']['name']}: prefill {p:.0%} and decode {d:.0%} of the modelled service time "
+        f"(queueing cannot be known from arrivals alone)",
+        "prefill_share": p,
+        "decode_share": d,
+        "queue_share": None,
+        "crossover_input_tokens": tps * mean_out * spt,
+        "crossover_formula": "L* = modelled prefill_tokens_per_s x mean_output_tokens x modelled decode_s_per_token",
+        "basis": "estimated",
+        "assumption": {"model": model, "gpu": gpu, "prefill_tokens_per_s": tps, "decode_s_per_token": spt},
+        "thresholds": thresholds_shown(),
+    }
+
+
+def has_phases(share: dict[str, Any] | None) -> bool:
+    """Whether any step time is known to be prefill, decode or mixed (a training or non-LLM trace has none:
+    no prefill/decode verdict is drawn from it)."""
+    return bool(share) and any((share.get(k) or 0) > 0 for k in ("prefill_share", "decode_share", "mixed_share"))
+
+
+def classify_steps(share: dict[str, Any]) -> dict[str, Any]:
+    """A profiler trace alone: prefill vs decode share of its step time."""
+    p, d = share["prefill_share"], share["decode_share"]
+    basis = "GPU busy time" if share["basis"] == "gpu_busy" else "step wall time"
+    return {
+        "label": label(prefill_share=p, decode_share=d),
+        "why": f"from the profiler's engine steps: prefill {p:.0%}, decode {d:.0%}, mixed {share['mixed_share']:.0%} "
+        f"of {basis} (no request-level source in this run)",
+        "prefill_share": p,
+        "decode_share": d,
+        "queue_share": None,
+        "crossover_input_tokens": None,
+        "basis": "profiler steps",
+        "thresholds": thresholds_shown(),
+    }

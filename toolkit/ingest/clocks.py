@@ -1,0 +1,93 @@
+"""Log-stamped rows (``MM-DD HH:MM:SS``: no year, no zone) placed on the run clock."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from lltrace.ingest.join import staged_rows
+from lltrace.tables import table_from_rows
+
+
+def _needs_year(stamp: str | None) -> bool:
+    """A vLLM-style ``MM-DD HH:MM:SS`` stamp (SGLang's carry their year and are placed when read)."""
+    return stamp is not None and len(stamp) == 14
+
+
+def place_log_times(stage: Path) -> dict[str, Any] | None:
+    """Put log-stamped rows (``MM-DD HH:MM:SS``, no year, no zone) on the run clock.
+
+    The year comes from another source of the run (span start, scrape time or profiler clock, the earliest
+    one); the zone is UTC unless the spans show the log's clock a whole number of hours off, in which case
+    that offset is applied. Iteration lines are printed when an iteration ends: each ``end_s`` is chained
+    from the previous end plus the elapsed time and kept at or after its own 1-second stamp (estimated).
+    """
+    stat_files = sorted((stage / "engine_stats").glob("*.parquet"))
+    step_files = sorted((stage / "engine_steps").glob("*.parquet"))
+    logged = [
+        f
+        for f in stat_files + step_files
+        if "log_stamp" in pq.read_schema(f).names
+        and any(_needs_year(x) for x in pq.read_table(f, columns=["log_stamp"]).column("log_stamp").to_pylist())
+    ]
+    if not logged:
+        return None
+    anchors: list[tuple[float, str]] = []
+    spans = staged_rows(stage / "_spans")
+    if spans:
+        anchors.append((min(s["start_ns"] for s in spans) / 1e9, "llm_request span start"))
+    for f in stat_files:
+        ts = [t for t in pq.read_table(f, columns=["ts_s"]).column("ts_s").to_pylist() if t is not None]
+        if ts:
+            anchors.append((min(ts), "Prometheus scrape time"))
+    for f in step_files:
+        if "start_ns" in pq.read_schema(f).names:
+            ns = [t for t in pq.read_table(f, columns=["start_ns"]).column("start_ns").to_pylist() if t]
+            if ns:
+                anchors.append((min(ns) / 1e9, "profiler clock"))
+    report: dict[str, Any] = {"source": "server log", "zone": "UTC (assumed)", "zone_offset_h": 0}
+    if not anchors:
+        report["method"] = "no other dated source in the run: log rows keep ts_s NULL (log_stamp only)"
+        return report
+    anchor, what = min(anchors)
+    year = datetime.fromtimestamp(anchor, tz=timezone.utc).year
+    report["method"] = f"year {year} from the {what}; zone UTC unless the spans say otherwise"
+
+    def epoch(stamp: str) -> float:
+        return datetime.strptime(f"{year}-{stamp}", "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc).timestamp()
+
+    shift = 0.0
+    step_rows = [r for f in step_files if f in logged for r in pq.read_table(f).to_pylist()]
+    step_rows = [r for r in step_rows if _needs_year(r.get("log_stamp"))]
+    if spans and step_rows:
+        first_log = min(epoch(r["log_stamp"]) for r in step_rows)
+        gap = first_log - min(s["start_ns"] for s in spans) / 1e9
+        hours = round(gap / 3600)
+        if hours:
+            shift = -hours * 3600.0
+            report["zone"] = f"UTC{hours:+d} (inferred: the log's first iteration is {hours} h off the first span)"
+            report["zone_offset_h"] = hours
+        report["first_iteration_minus_first_span_s"] = gap + shift
+        if not hours:
+            report["zone"] = f"UTC (checked: the first iteration is {gap:+.2f} s from the first span)"
+    for f in logged:
+        rows = pq.read_table(f).to_pylist()
+        schema = pq.read_schema(f)
+        if "ts_s" in schema.names:  # engine_stats
+            for r in rows:
+                if _needs_year(r.get("log_stamp")) and r.get("ts_s") is None:
+                    r["ts_s"] = epoch(r["log_stamp"]) + shift
+        else:  # engine_steps from iteration lines
+            prev_end = None
+            for r in sorted(rows, key=lambda r: r["step_id"]):
+                if not _needs_year(r.get("log_stamp")) or r.get("end_s") is not None:
+                    continue
+                stamp = epoch(r["log_stamp"]) + shift
+                end = stamp if prev_end is None else max(stamp, prev_end + (r["wall_s"] or 0.0))
+                r["end_s"], r["start_s"] = end, end - (r["wall_s"] or 0.0)
+                prev_end = end
+        pq.write_table(table_from_rows(rows, schema), f)
+    return report

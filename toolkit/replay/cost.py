@@ -1,0 +1,278 @@
+"""The replay's step cost: ``step_s = c0 + overhead + c_prefill x prefill_tokens + c_decode x decodes``.
+
+Fitted by non-negative least squares to the run's own ``engine_steps`` (``fit_step_cost``; engine stalls left
+out and replayed as pauses: ``engine_stalls``), or to the requests' own decode times when the engine logged
+no steps (``fit_step_cost_from_requests``), or taken from the roofline (``reference_step_cost``); moved to
+other hardware with the roofline's ratios (``transfer_step_cost``, ``transfer_tensor_parallel``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from lltrace.errors import AnalysisError
+from lltrace.physics import roofline
+from lltrace.physics.catalog import GPU, Model, check_precision, gpu_or_error, model_or_error
+from lltrace.queries import thresholds
+
+
+@dataclass(frozen=True)
+class StepCost:
+    """Linear step-time model, seconds. ``r2`` and ``mape`` describe the fit on the calibration steps.
+
+    ``overhead`` is time between steps that the steps' own elapsed times do not include (scheduling,
+    detokenisation, output processing), measured from the run's step spacing while the engine was busy.
+    """
+
+    c0: float
+    c_prefill: float
+    c_decode: float
+    c_ctx: float = 0.0
+    overhead: float = 0.0
+    steps: int = 0
+    r2: float | None = None
+    mape: float | None = None
+
+    def __call__(self, prefill_tokens: int, decode_tokens: int, context_tokens: int) -> float:
+        """Predicted wall time of one step."""
+        per_token = self.c_prefill * prefill_tokens + self.c_decode * decode_tokens + self.c_ctx * context_tokens
+        return self.c0 + self.overhead + per_token
+
+
+def _mean_concurrency(start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """For each interval [start_i, end_i]: the time-averaged number of the intervals open during it."""
+    edges = np.concatenate([start, end])
+    delta = np.concatenate([np.ones_like(start), -np.ones_like(end)])
+    order = np.argsort(edges, kind="stable")
+    t, count = edges[order], np.cumsum(delta[order])
+    area = np.concatenate([[0.0], np.cumsum(count[:-1] * np.diff(t))])  # integral of count up to t[k]
+
+    def integral(x: np.ndarray) -> np.ndarray:
+        k = np.searchsorted(t, x, side="right") - 1
+        k = np.clip(k, 0, len(t) - 1)
+        return area[k] + count[k] * (x - t[k])
+
+    width = end - start
+    return np.where(width > 0, (integral(end) - integral(start)) / np.where(width > 0, width, 1), 1.0)
+
+
+def _fit_quality(y: np.ndarray, pred: np.ndarray) -> tuple[float | None, float]:
+    """R² (None when ``y`` is constant) and mean absolute percentage error of a fit."""
+    ss_tot = float(((y - y.mean()) ** 2).sum())
+    r2 = 1.0 - float(((y - pred) ** 2).sum()) / ss_tot if ss_tot > 0 else None
+    return r2, float(np.mean(np.abs(pred - y) / y))
+
+
+def nonneg_lstsq(cols: list[np.ndarray], y: np.ndarray) -> np.ndarray:
+    """Least squares with every coefficient >= 0: a column whose coefficient comes out negative is dropped."""
+    active = [True] * len(cols)
+    coef = np.zeros(len(cols))
+    for _ in range(len(cols)):
+        x = np.column_stack([c for c, a in zip(cols, active, strict=True) if a])
+        sol, *_ = np.linalg.lstsq(x, y, rcond=None)
+        coef = np.zeros(len(cols))
+        coef[[i for i, a in enumerate(active) if a]] = sol
+        negative = [i for i in range(len(cols)) if active[i] and coef[i] < 0]
+        if not negative:
+            break
+        for i in negative:
+            active[i] = False
+    return coef
+
+
+def fit_step_cost_from_requests(requests: pl.DataFrame) -> StepCost:
+    """Fit :class:`StepCost` to per-request times when the engine logged no steps.
+
+    A request's decode time is the sum of the steps it decoded in: ``(out - 1)`` steps, each
+    ``c0 + c_decode * batch`` plus ``c_prefill`` for every prompt token prefilled meanwhile. With ``batch``
+    the time-averaged number of requests decoding over its decode window and the prompt tokens whose prefill
+    ended inside the window (both from the same requests' measured times), non-negative least squares over
+    all requests gives ``c0``, ``c_decode`` and ``c_prefill`` together. Gaps between steps are inside these
+    times, so ``overhead`` is 0. ``r2`` and ``mape`` describe the fit of decode times.
+    """
+    need = ("first_token_s", "decode_s", "prefill_s", "input_tokens", "output_tokens")
+    if not set(need) <= set(requests.columns):
+        raise AnalysisError("calibrating from requests needs their prefill and decode times (engine spans)")
+    every = requests.drop_nulls(list(need))
+    rows = every.filter((pl.col("output_tokens") > 1) & (pl.col("decode_s") > 0))
+    if rows.height < 10:
+        raise AnalysisError(f"calibrating from requests needs 10 with prefill and decode times, got {rows.height}")
+    start = rows["first_token_s"].to_numpy()
+    end = start + rows["decode_s"].to_numpy()
+    batch = _mean_concurrency(start, end)
+    # prompt tokens whose prefill finished inside each decode window (prefix sums over prefill end times)
+    done_at = every["first_token_s"].to_numpy()
+    order = np.argsort(done_at)
+    done_sorted = done_at[order]
+    tokens = np.concatenate([[0.0], np.cumsum(every["input_tokens"].to_numpy()[order].astype(float))])
+    prefilled = (
+        tokens[np.searchsorted(done_sorted, end, "right")] - tokens[np.searchsorted(done_sorted, start, "right")]
+    )
+    steps_n = rows["output_tokens"].to_numpy().astype(float) - 1
+    y = rows["decode_s"].to_numpy()
+    c0, c_decode, c_prefill = nonneg_lstsq([steps_n, steps_n * batch, prefilled], y)
+    r2, mape = _fit_quality(y, c0 * steps_n + c_decode * steps_n * batch + c_prefill * prefilled)
+    return StepCost(float(c0), float(c_prefill), float(c_decode), 0.0, 0.0, 0, r2, mape)
+
+
+def _step_tokens(rows: pl.DataFrame) -> tuple[pl.Expr, pl.Expr]:
+    """A logged step's prefill-like tokens and decoding sequences, the quantities :class:`StepCost` prices.
+
+    vLLM's iteration line counts a request resumed after preemption among the *generation* requests with all
+    the tokens it recomputes, so generation tokens beyond one per generation request are recomputed prompt:
+    they are priced as prefill, and each generation request as one decode. Without request counts the
+    generation tokens are taken as decodes.
+    """
+    if "decode_reqs" not in rows.columns:
+        return pl.col("prefill_tokens"), pl.col("decode_tokens")
+    reqs = pl.col("decode_reqs")
+    recomputed = pl.when(reqs.is_null()).then(0).otherwise((pl.col("decode_tokens") - reqs).clip(lower_bound=0))
+    return pl.col("prefill_tokens") + recomputed, pl.coalesce(reqs, pl.col("decode_tokens"))
+
+
+def fit_step_cost(steps: pl.DataFrame) -> StepCost:
+    """Fit :class:`StepCost` (without the context term) to ``engine_steps`` rows.
+
+    Prefill tokens and decodes per step as :func:`_step_tokens` reads them (recomputed tokens of resumed
+    requests priced as prefill). The per-step ``overhead`` is the mean gap between back-to-back steps beyond
+    their elapsed times.
+    Uses rows with ``prefill_tokens``, ``decode_tokens`` and ``wall_s`` all known and ``wall_s > 0``.
+    Coefficients are constrained to be non-negative (a negative per-token cost would make the replay
+    reward bigger batches with shorter steps); a coefficient that least squares drives negative is set to
+    zero and the rest refitted.
+    """
+    rows = steps.filter(
+        pl.col("prefill_tokens").is_not_null() & pl.col("decode_tokens").is_not_null() & (pl.col("wall_s") > 0)
+    )
+    if rows.height < 3:
+        raise AnalysisError(
+            f"need at least 3 engine steps with token counts and wall time for a step cost, got {rows.height}"
+        )
+    prefill, decodes = _step_tokens(rows)
+    p = rows.select(prefill).to_series().to_numpy().astype(float)
+    d = rows.select(decodes).to_series().to_numpy().astype(float)
+    y = rows["wall_s"].to_numpy().astype(float)
+    coef = nonneg_lstsq([np.ones_like(y), p, d], y)
+    r2, mape = _fit_quality(y, coef[0] + coef[1] * p + coef[2] * d)
+    return StepCost(float(coef[0]), float(coef[1]), float(coef[2]), 0.0, _busy_overhead(rows), rows.height, r2, mape)
+
+
+def engine_stalls(
+    steps: pl.DataFrame, cost: StepCost, *, ratio: float | None = None, excess_s: float | None = None
+) -> pl.DataFrame:
+    """Steps in which the engine stalled: wall time over ``ratio`` x the fitted step time and ``excess_s`` beyond it
+    (default: ``stall_ratio`` and ``stall_excess_s`` of ``queries/thresholds.csv``).
+
+    Such a step carries time the step-cost model cannot explain from its tokens (a profiler writing its trace
+    from inside a step, a long GC pause, a swap storm). Columns: ``step_id``, ``start_s``, ``wall_s``,
+    ``predicted_s``, ``excess_s`` (wall - predicted) and ``row`` (its row number in ``steps``).
+    """
+    t = thresholds()
+    ratio = t["stall_ratio"] if ratio is None else ratio
+    excess_s = t["stall_excess_s"] if excess_s is None else excess_s
+    rows = steps.with_row_index("row").filter(
+        pl.col("prefill_tokens").is_not_null() & pl.col("decode_tokens").is_not_null() & (pl.col("wall_s") > 0)
+    )
+    prefill, decodes = _step_tokens(rows)
+    predicted = cost.c0 + cost.c_prefill * prefill + cost.c_decode * decodes
+    return (
+        rows.select("step_id", "start_s", "wall_s", predicted.alias("predicted_s"), "row")
+        .with_columns((pl.col("wall_s") - pl.col("predicted_s")).alias("excess_s"))
+        .filter((pl.col("wall_s") > ratio * pl.col("predicted_s")) & (pl.col("excess_s") > excess_s))
+        .sort("start_s")
+    )
+
+
+def fit_step_cost_without_stalls(steps: pl.DataFrame) -> tuple[StepCost, pl.DataFrame]:
+    """:func:`fit_step_cost` on the steps that are not stalls (:func:`engine_stalls` of a first fit); the stalls."""
+    first = fit_step_cost(steps)
+    stalls = engine_stalls(steps, first)
+    if stalls.height == 0:
+        return first, stalls
+    clean = steps.with_row_index("row").filter(~pl.col("row").is_in(stalls["row"].implode())).drop("row")
+    cost = fit_step_cost(clean)
+    return cost, engine_stalls(steps, cost)
+
+
+def _busy_overhead(rows: pl.DataFrame) -> float:
+    """Mean per-step time not covered by ``wall_s``, over back-to-back steps (next start sooner than the
+    ``busy_gap_s`` threshold)."""
+    busy_gap_s = thresholds()["busy_gap_s"]
+    if "start_s" not in rows.columns:
+        return 0.0
+    spaced = (
+        rows.sort("start_s")
+        .with_columns((pl.col("start_s").shift(-1) - pl.col("start_s")).alias("interval"))
+        .filter(pl.col("interval").is_not_null() & (pl.col("interval") < busy_gap_s))
+    )
+    if spaced.height == 0:
+        return 0.0
+    extra = float(spaced["interval"].sum()) - float(spaced["wall_s"].sum())
+    return max(0.0, extra / spaced.height)
+
+
+def reference_step_cost(
+    model: str,
+    gpu: str,
+    *,
+    quant: str = "bf16",
+    kv_dtype: str = "bf16",
+    mean_context: float = 1024.0,
+    block_size: int = 16,
+) -> tuple[StepCost, int, dict[str, Any]]:
+    """A step cost and KV capacity for ``model`` on ``gpu`` from the roofline (``physics.roofline.reference_step``
+    and ``kv_blocks``: an estimate, for traces with no timings of their own)."""
+    check_precision(quant, kv_dtype)
+    m, g = model_or_error(model), gpu_or_error(gpu)
+    ref = roofline.reference_step(m, g, quant=quant, kv_dtype=kv_dtype, mean_context=mean_context)
+    cost = StepCost(c0=ref["per_step_s"], c_prefill=ref["per_prefill_token_s"], c_decode=ref["per_decode_token_s"])
+    blocks = roofline.kv_blocks(m, g, quant=quant, kv_dtype=kv_dtype, block_size=block_size)
+    info = {"model": m.name, "gpu": g.name, "quant": quant, "kv_dtype": kv_dtype, "mean_context_tokens": mean_context}
+    return cost, blocks, info
+
+
+def transfer_step_cost(
+    cost: StepCost,
+    gpu_from: GPU,
+    gpu_to: GPU,
+    *,
+    quant_from: str = "bf16",
+    quant_to: str = "bf16",
+    kv_from: str = "bf16",
+    kv_to: str = "bf16",
+) -> tuple[StepCost, dict[str, float]]:
+    """Move a calibrated step cost to another GPU / precision with the roofline's ratios
+    (``physics.roofline.transfer_ratios``; an estimate). The overhead between steps (CPU side) is kept.
+    Returns the new cost and the three ratios applied."""
+    r = roofline.transfer_ratios(
+        gpu_from, gpu_to, quant_from=quant_from, quant_to=quant_to, kv_from=kv_from, kv_to=kv_to
+    )
+    new = replace(
+        cost,
+        c0=cost.c0 * r["per_step"],
+        c_prefill=cost.c_prefill * r["per_prefill_token"],
+        c_decode=cost.c_decode * r["per_decode_token"],
+        c_ctx=cost.c_ctx * r["per_decode_token"],
+    )
+    return new, r
+
+
+def transfer_tensor_parallel(cost: StepCost, model: Model, gpu: GPU, tp_from: int, tp_to: int) -> tuple[StepCost, dict]:
+    """Move a step cost to another tensor-parallel degree (an estimate): weight reads, prefill FLOPs and KV
+    reads split over the GPUs (x ``tp_from / tp_to``); each token pays its all-reduces at the new degree
+    (``physics.roofline.all_reduce_s_per_token``, bandwidth only: a lower bound) instead of the old one's."""
+    comm_from = roofline.all_reduce_s_per_token(model, gpu, tp_from)
+    comm_to = roofline.all_reduce_s_per_token(model, gpu, tp_to)
+    split = tp_from / tp_to
+    new = replace(
+        cost,
+        c0=cost.c0 * split,
+        c_prefill=max(0.0, (cost.c_prefill - comm_from) * split + comm_to),
+        c_decode=max(0.0, (cost.c_decode - comm_from) * split + comm_to),
+        c_ctx=cost.c_ctx * split,
+    )
+    return new, {"per_step": split, "all_reduce_s_per_token": comm_to, "tp_from": tp_from, "tp_to": tp_to}

@@ -1,0 +1,388 @@
+"""``replay``: the replay document of a run: calibration, validation (its own error, first), the baseline
+replay and each what-if.
+
+The run's requests come from the one view of their measured figures (``requests_prefix_reuse`` over
+``requests_latency``: the client's latencies, else the engine's, labelled), so a run with engine spans alone
+is validated like one with a bench file; every summary (measured or replayed) is the ``latency_stats`` macro
+``requests_summary`` uses, so the measured means equal ``analyze``'s over the same requests.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+import numpy as np
+import polars as pl
+
+from lltrace.errors import AnalysisError
+from lltrace.ingest.targets import Target, as_store, open_run
+from lltrace.physics.catalog import gpu_of_run
+from lltrace.queries import install_views, thresholds
+from lltrace.replay.calibration import (
+    Outside,
+    counted_preemptions,
+    decoding_at,
+    engine_config_for,
+    outside_engine,
+    prefix_hits,
+    rates,
+    run_model,
+)
+from lltrace.replay.cost import (
+    StepCost,
+    fit_step_cost_from_requests,
+    fit_step_cost_without_stalls,
+    reference_step_cost,
+)
+from lltrace.replay.scheduler import EngineConfig, ReplayResult, simulate
+from lltrace.replay.whatifs import Baseline, WhatIf, apply
+from lltrace.replay.whatifs import what_ifs as checked_what_ifs
+from lltrace.store import Run, Store
+
+METRICS = ("queue_s", "ttft_s", "tpot_s", "e2e_s")
+_QUANTITIES = ("mean", "p50", "p90")
+
+
+def _measured(run: Run) -> pl.DataFrame:
+    """The run's successful requests that can be replayed (arrival time, prompt and output length), by arrival,
+    with their measured figures from the one view of them."""
+    frame = run.sql(
+        "SELECT * FROM requests_prefix_reuse WHERE NOT failed AND arrival_s IS NOT NULL "
+        "AND input_tokens IS NOT NULL AND output_tokens > 0 "
+        "ORDER BY arrival_s, request_id NULLS LAST, client_id NULLS LAST, client_index NULLS LAST"
+    )
+    if frame.height == 0:
+        raise AnalysisError("replay needs requests with arrival time, input and output tokens; this run has none")
+    return frame
+
+
+def summarize(frame: pl.DataFrame) -> dict[str, dict[str, float | None]]:
+    """Mean, median and 90th percentile of each metric over a frame of requests (measured or replayed): the
+    ``latency_stats`` macro of ``queries/``, the same figures ``requests_summary`` gives."""
+    con = duckdb.connect()
+    try:
+        install_views(con, ["latency_stats"])
+        con.register("_frame", frame.select(METRICS).to_arrow())
+        stats = con.execute(f"SELECT {', '.join(f'latency_stats({m})' for m in METRICS)} FROM _frame").fetchone()
+    finally:
+        con.close()
+    return {m: {q: s[q] for q in _QUANTITIES} for m, s in zip(METRICS, stats, strict=True)}
+
+
+def _mape(pred: float | None, real: float | None) -> float | None:
+    # a relative error against a measured value under the floor is noise, not accuracy
+    if pred is None or real is None or abs(real) < thresholds()["mape_floor_s"]:
+        return None
+    return abs(pred - real) / abs(real)
+
+
+def _makespan(frame: pl.DataFrame) -> float | None:
+    """First arrival to last finish of a replay, seconds (None when nothing finished)."""
+    ends = (frame["arrival_s"] + frame["e2e_s"]).drop_nulls()
+    return None if ends.len() == 0 else float(ends.max()) - float(frame["arrival_s"].min())  # type: ignore[arg-type]
+
+
+def overload_note(frame: pl.DataFrame, factor: float | None = None) -> list[str]:
+    """A note when the engine could not keep up: the last request finishes long after the last arrival
+    (``overload_factor`` of the thresholds times the arrivals' span)."""
+    factor = thresholds()["overload_factor"] if factor is None else factor
+    arrivals = float(frame["arrival_s"].max()) - float(frame["arrival_s"].min())  # type: ignore[arg-type]
+    span = _makespan(frame)
+    if span is None or arrivals <= 0 or span < factor * arrivals:
+        return []
+    return [
+        f"overloaded: the last request finishes {span:,.0f} s after the first arrival, {span / arrivals:.1f}x the "
+        f"{arrivals:,.0f} s over which requests arrive; the queue grows through the run and latencies are backlog "
+        "(serve this trace with more engines, or replay a slice of it)"
+    ]
+
+
+def _outcome(res: ReplayResult) -> dict[str, Any]:
+    summary = summarize(res.requests)
+    return {
+        "summary": summary,
+        "makespan_s": _makespan(res.requests),
+        "queue_median_s": summary["queue_s"]["p50"],
+        "preemptions": res.preemptions,
+        "steps": res.steps,
+        "busy_s": res.busy_s,
+        "max_running": res.max_running,
+        "max_waiting": res.max_waiting,
+        "not_finished": int((res.requests["status"] != "ok").sum()),
+        "notes": res.notes + overload_note(res.requests),
+    }
+
+
+@dataclass
+class _Replayer:
+    """The run's requests and engine, replayed under a config, a cost and the time outside the engine."""
+
+    lengths: tuple[np.ndarray, np.ndarray]
+    hits: np.ndarray | None
+    settings: dict[str, dict[str, Any]]
+
+    def config(self, overrides: dict[str, Any]) -> EngineConfig:
+        v = {k: s["value"] for k, s in self.settings.items()} | overrides
+        return EngineConfig(
+            num_blocks=int(v["kv_blocks"]),
+            block_size=int(v["block_size"]),
+            max_num_seqs=int(v["max_num_seqs"]),
+            max_num_batched_tokens=int(v["max_num_batched_tokens"]),
+            chunked_prefill=bool(v["chunked_prefill"]),
+        )
+
+    def run(
+        self,
+        arrival: np.ndarray,
+        cfg: EngineConfig,
+        cost: StepCost,
+        out: Outside,
+        cache: bool = True,
+        stalled: pl.DataFrame | None = None,
+    ) -> ReplayResult:
+        # a measured stall is replayed at its time: the engine starts no step for its excess
+        pauses = (
+            []
+            if stalled is None
+            else list(zip(stalled["start_s"], stalled["start_s"] + stalled["excess_s"], strict=True))
+        )
+        # the engine sees a request out.pre after the client sent it (plus the load term, added to the
+        # client's view only); the client sees its end out.post after the engine finished it
+        hits = self.hits if cache else None
+        res = simulate(arrival + out.pre, *self.lengths, cfg, cost, cached_tokens=hits, pauses=pauses)
+        f = res.requests
+        seen = f["arrival_s"].to_numpy()
+        first = seen + f["ttft_s"].fill_null(np.inf).to_numpy()
+        last = seen + f["e2e_s"].fill_null(np.inf).to_numpy()
+        extra = out.per_decoding * decoding_at(seen, first, last)
+        res.requests = f.with_columns(
+            (pl.col("arrival_s") - out.pre).alias("arrival_s"),
+            pl.col("ttft_s") + out.pre + pl.Series(extra),
+            pl.col("e2e_s") + out.pre + pl.Series(extra) + out.post,
+        )
+        return res
+
+
+def _validation(measured: pl.DataFrame, split: float, holdout: float, replayed: pl.DataFrame) -> dict[str, Any] | None:
+    """The held-out requests' replayed figures against their measured ones (None: nothing measured to score)."""
+    real_held = measured.filter(pl.col("arrival_s") >= split)
+    real_s = summarize(real_held)
+    if all(real_s[m]["mean"] is None for m in METRICS):
+        return None  # an arrival trace: nothing measured to score against
+    pred_s = summarize(replayed.filter(pl.col("arrival_s") >= split))
+    out: dict[str, Any] = {
+        "method": f"step cost fitted on data before the arrival of the first {1 - holdout:.0%} of requests "
+        "(engine stalls after it unknown to the replay); "
+        f"all requests replayed; the {real_held.height} requests arriving after it scored",
+        "requests": real_held.height,
+        "replayed": pred_s,
+        "measured": real_s,
+        "mape": {m: {q: _mape(pred_s[m][q], real_s[m][q]) for q in _QUANTITIES} for m in METRICS},
+        "abs_error_s": {
+            m: {
+                q: None if pred_s[m][q] is None or real_s[m][q] is None else pred_s[m][q] - real_s[m][q]
+                for q in _QUANTITIES
+            }
+            for m in METRICS
+        },
+    }
+    # DESIGN.md's flat keys, e.g. ttft_mean_mape, queue_median_mape
+    for m in METRICS:
+        for q, word in (("mean", "mean"), ("p50", "median"), ("p90", "p90")):
+            out[f"{m.removesuffix('_s')}_{word}_mape"] = out["mape"][m][q]
+    return out
+
+
+def replay(
+    path_or_run: Target,
+    *,
+    what_ifs: dict[str, float | str] | list[tuple[str, float | str]] | list[str] | None = None,
+    store: Store | str | os.PathLike[str] | None = None,
+    holdout: float = 0.3,
+    gpu: str | None = None,
+    quant: str = "bf16",
+    kv_dtype: str = "bf16",
+    reference: str | None = None,
+    model: str | None = None,
+) -> dict[str, Any]:
+    """The replay document (``lltrace replay --json``) of a run: a ``Run``, a stored run's id, or its paths.
+
+    Calibration fits the step cost (``lltrace.replay.cost``) to the run's ``engine_steps`` from the engine
+    log, or without one to the requests' own prefill and decode times. Validation fits on the first
+    ``1 - holdout`` of the requests (by arrival) only, replays every request (so the queue the held-out
+    requests meet builds up as it did) and scores the held-out requests against their measured latencies.
+    The baseline and each what-if use the fit on all steps; what-if figures are estimates. ``what_ifs`` is a
+    ``{key: value}`` dict, ``(key, value)`` pairs or ``KEY=VALUE`` texts (a key may repeat: one case each;
+    keys: ``lltrace.replay.whatifs.WHAT_IF_KEYS``). ``model`` (else the reference's, else the model the server
+    log names, when the catalog knows it) lets ``gpu``, ``weights``, ``kv_dtype`` and ``tp`` move the KV
+    capacity with the memory the weights leave, and is needed by ``tp`` and ``kv_memory_gb``. Engine stalls
+    in the step log (a step far slower than its tokens explain, such as a profiler writing its trace) are
+    left out of the fit and replayed as pauses at their measured times; the validation uses only those
+    before the split. ``gpu`` (else the GPU detected in the run), ``quant`` and ``kv_dtype`` describe the
+    recorded run. ``reference`` (``"MODEL@GPU"``) replaces calibration with the roofline's step cost, for
+    arrival traces with no timings (Azure, Mooncake, BurstGPT); the validation then scores it where the run
+    has measured latencies, and is absent where it has none. The document is kept in the store as the run's
+    latest replay (``lltrace report`` shows it).
+    """
+    cases = checked_what_ifs(what_ifs)  # every case checked before any work
+    run = open_run(path_or_run, as_store(store))
+    steps = run.table("engine_steps").filter(pl.col("source") == "log")
+    from_log = steps.height >= 3
+    measured = _measured(run)
+    settings = engine_config_for(run, steps)
+    ref = None
+    if reference:
+        ref_model, at, ref_gpu = reference.partition("@")
+        if not at:
+            raise AnalysisError(f"--reference {reference!r}: expected MODEL@GPU, e.g. llama-2-7b@A100-80GB")
+        inp, outp = measured["input_tokens"].cast(pl.Float64), measured["output_tokens"].cast(pl.Float64)
+        context = float(inp.mean() + outp.mean() / 2)  # type: ignore[operator]
+        ref = reference_step_cost(
+            ref_model,
+            ref_gpu,
+            quant=quant,
+            kv_dtype=kv_dtype,
+            mean_context=context,
+            block_size=int(settings["block_size"]["value"]),
+        )
+        gpu = gpu or ref[2]["gpu"]
+        if settings["kv_blocks"]["value"] is None:
+            settings["kv_blocks"] = {
+                "value": ref[1],
+                "origin": f"reference: {ref[2]['gpu']} memory x 0.9 less the weights",
+            }
+    elif not from_log and measured["decode_s"].drop_nulls().len() < 10:
+        raise AnalysisError(
+            "this run has no engine timings to calibrate on (no step log, no per-request decode times); "
+            "give a reference, e.g. --reference llama-2-7b@A100-80GB"
+        )
+    if settings["kv_blocks"]["value"] is None:
+        raise AnalysisError("replay needs the KV cache size (server log 'KV cache size' or num_gpu_blocks_override)")
+
+    arrival = measured["arrival_s"].to_numpy()
+    lengths = (measured["input_tokens"].to_numpy(), measured["output_tokens"].to_numpy())
+    t0 = float(arrival.min())
+    # the first (1 - holdout) of the requests by arrival calibrate; the rest are held out
+    split = float(arrival[min(len(arrival) - 1, int(round((1 - holdout) * len(arrival))))])
+    stalls = early_stalls = None
+    if ref is not None:
+        early = cost = ref[0]
+        source = f"reference {ref[2]['model']} on {ref[2]['gpu']} (roofline, not fitted to this run)"
+    elif from_log:
+        early, early_stalls = fit_step_cost_without_stalls(steps.filter(pl.col("start_s") < split))
+        cost, stalls = fit_step_cost_without_stalls(steps)
+        source = "engine_steps (server log iteration lines)"
+    else:
+        early = fit_step_cost_from_requests(measured.filter(pl.col("arrival_s") < split))
+        cost = fit_step_cost_from_requests(measured)
+        source = "per-request decode times (no step log): decode steps, mean decode batch, prompts prefilled meanwhile"
+    outside_early = outside_engine(measured.filter(pl.col("arrival_s") < split))
+    outside = outside_engine(measured)
+    hits, hits_basis = prefix_hits(run, measured)
+    replayer = _Replayer(lengths, hits, settings)
+
+    # only what was known before the split: the early fit and the stalls measured before it
+    held = replayer.run(arrival, replayer.config({}), early, outside_early, stalled=early_stalls)
+    validation = _validation(measured, split, holdout, held.requests)
+    base = replayer.run(arrival, replayer.config({}), cost, outside, stalled=stalls)
+    baseline = _outcome(base) | {"measured": summarize(measured), "measured_preemptions": counted_preemptions(run)}
+
+    the_model, model_origin = run_model(run, model, ref[2]["model"] if ref is not None else None)
+    start = Baseline(
+        arrival=arrival,
+        cost=cost,
+        kv_blocks=int(settings["kv_blocks"]["value"]),
+        block_size=int(settings["block_size"]["value"]),
+        has_prefix_hits=hits is not None,
+        gpu=gpu_of_run(run.metadata, gpu)[0],
+        quant=quant,
+        kv_dtype=kv_dtype,
+        tp=int(settings["tp"]["value"]),
+        model=the_model,
+    )
+    results = [_what_if(w, start, replayer, outside, stalls, baseline) for w in cases]
+    doc = {
+        "run": run.id,
+        "requests": {
+            "replayed": measured.height,
+            "left_out": run.table("requests").height - measured.height,
+            "why_left_out": "no arrival time, no input length, or no output tokens (failed or unknown)",
+        },
+        "engine": settings,
+        "model": None if the_model is None else {"name": the_model.name, "origin": model_origin},
+        "calibration": _calibration(source, cost, outside, stalls, t0),
+        "validation": validation,
+        "prefix_cache": None
+        if hits is None
+        else {
+            "basis": hits_basis,
+            "hit_tokens": int(hits.sum()),
+            "share_of_prompt_tokens": float(hits.sum() / max(1, int(lengths[0].sum()))),
+        },
+        "baseline": baseline,
+        "whatifs": results,
+    }
+    run.store.save_replay(run.id, doc)
+    return doc
+
+
+def _what_if(
+    w: WhatIf,
+    start: Baseline,
+    replayer: _Replayer,
+    outside: Outside,
+    stalls: pl.DataFrame | None,
+    baseline: dict[str, Any],
+) -> dict[str, Any]:
+    case = apply(w, start)
+    cfg = replayer.config(case.overrides)
+    res = _outcome(replayer.run(case.arrival, cfg, case.cost, outside, case.prefix_cache, stalled=stalls)) | case.extra
+    res["kv_blocks"] = cfg.num_blocks
+    res["what_if"] = {w.key: w.value}
+    res["basis"] = "estimated"
+    res["delta"] = {
+        m: {
+            s: (
+                None
+                if res["summary"][m][s] is None or baseline["summary"][m][s] is None
+                else res["summary"][m][s] - baseline["summary"][m][s]
+            )
+            for s in _QUANTITIES
+        }
+        for m in METRICS
+    }
+    return res
+
+
+def _calibration(source: str, cost: StepCost, outside: Outside, stalls: pl.DataFrame | None, t0: float) -> dict:
+    return {
+        "source": source,
+        "form": "step_s = c0 + overhead + c_prefill * prefill_tokens + c_decode * decode_tokens",
+        "c0_s": cost.c0,
+        "overhead_s": cost.overhead,
+        "c_prefill_s_per_token": cost.c_prefill,
+        "c_decode_s_per_token": cost.c_decode,
+        "steps": cost.steps,
+        "outside_engine_s": {
+            "before_first_token": outside.pre,
+            "before_first_token_per_decoding_request": outside.per_decoding,
+            "after_last_token": outside.post,
+        },
+        "r2": cost.r2,
+        "step_mape": cost.mape,
+        "rates": rates(cost),
+        "stalls": None
+        if stalls is None
+        else [
+            {
+                "start_s": r["start_s"] - t0,
+                "duration_s": r["excess_s"],
+                "evidence": f"step {r['step_id']} took {r['wall_s']:.3f} s, {r['predicted_s'] * 1e3:.1f} ms "
+                "predicted from its tokens; left out of the fit, replayed as a pause at its time",
+            }
+            for r in stalls.iter_rows(named=True)
+        ],
+    }

@@ -1,0 +1,491 @@
+"""Every canonical table of the run store, declared once, as data (DESIGN.md, "Canonical tables").
+
+Each column has its Arrow type, unit, physical range (``lo``/``hi``, inclusive, and ``values`` for a
+closed set of words), a one-line meaning, and its ``origin``: ``source`` (read from a file), ``derived``
+(arithmetic by lltrace on what the sources give) or ``estimated`` (a model's figure, labelled). Parsers
+write these schemas, the store's views always have every column (NULL where no source gives it), and the
+views' documentation test checks their ``requests.*``-style expansions against this module. The ranges
+are declared here and enforced at ingest by a later issue. Also here: ``SourceInfo`` (what the run
+metadata records of one source file) and ``table_from_rows``.
+
+A leaf: it imports nothing of lltrace, so a parser can use it without loading the analysis stack.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+ORIGINS = ("source", "derived", "estimated")
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a canonical table."""
+
+    name: str
+    type: pa.DataType
+    unit: str | None  # s, ns, tokens, requests, count, fraction, bytes; None for names and flags
+    doc: str  # what the column means, one line
+    origin: str = "source"  # source | derived | estimated (ORIGINS)
+    lo: float | None = None  # physical range, inclusive (None: unbounded on that side)
+    hi: float | None = None
+    values: tuple[str, ...] | None = None  # the words a text column may hold (None: open)
+
+    @property
+    def duckdb_type(self) -> str:
+        """The column's DuckDB type name."""
+        return _DUCK[self.type]
+
+
+@dataclass(frozen=True)
+class Table:
+    """One canonical table: what a row is, and its columns in order."""
+
+    name: str
+    row: str  # "one row per ..."
+    doc: str
+    columns: tuple[Column, ...]
+    internal: bool = False  # a staging table of the ingest, never in the store
+
+    @property
+    def names(self) -> list[str]:
+        """The column names, in order."""
+        return [c.name for c in self.columns]
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The Arrow schema parsers write."""
+        return pa.schema([(c.name, c.type) for c in self.columns])
+
+    @property
+    def duckdb_types(self) -> dict[str, str]:
+        """Column name -> DuckDB type."""
+        return {c.name: c.duckdb_type for c in self.columns}
+
+    def column(self, name: str) -> Column:
+        """One column by name (KeyError when the table has none)."""
+        for c in self.columns:
+            if c.name == name:
+                return c
+        raise KeyError(f"{self.name}.{name}")
+
+
+_DUCK = {
+    pa.string(): "VARCHAR",
+    pa.int32(): "INTEGER",
+    pa.int64(): "BIGINT",
+    pa.float64(): "DOUBLE",
+    pa.bool_(): "BOOLEAN",
+    pa.list_(pa.int64()): "BIGINT[]",
+}
+S, I64, I32, F64, B, IDS = pa.string(), pa.int64(), pa.int32(), pa.float64(), pa.bool_(), pa.list_(pa.int64())
+
+
+def _c(name: str, typ: pa.DataType, unit: str | None, doc: str, origin: str = "source", **kw: Any) -> Column:
+    return Column(name, typ, unit, doc, origin, **kw)
+
+
+def _seconds(name: str, doc: str, origin: str = "source", lo: float | None = 0.0) -> Column:
+    return Column(name, F64, "s", doc, origin, lo=lo)
+
+
+def _count(name: str, doc: str, unit: str = "count", origin: str = "source", typ: pa.DataType = I64) -> Column:
+    return Column(name, typ, unit, doc, origin, lo=0)
+
+
+def _time(name: str, doc: str, origin: str = "source") -> Column:
+    """A point on the run clock (seconds; epoch seconds where a source is dated, else the source's origin)."""
+    return Column(name, F64, "s", doc, origin)
+
+
+PART = _c("part", I32, None, "which file of the run the row came from (0, 1, ...: the metadata's sources)", lo=0)
+KERNEL_TIME_CLASSES = ("gemm", "attention", "communication", "memory", "elementwise", "other")
+KERNEL_CLASSES = (*KERNEL_TIME_CLASSES[:-1], "sync", "other")
+STEP_KINDS = ("prefill", "decode", "mixed", "idle")
+
+REQUESTS = Table(
+    "requests",
+    "request",
+    "Each request's timeline on the run clock, its sizes and the latencies each source measured.",
+    (
+        _c("request_id", S, None, "the request's id as the engine or client wrote it (NULL where a trace has none)"),
+        _c("client_id", S, None, "the client or file the request came from (a bench file, a stage, a trace)"),
+        _count("client_index", "the request's position in its client's file"),
+        _time("arrival_s", "arrival at the frontend (span start; a client's send time plus the clock offset)"),
+        _time("queued_s", "entered the engine's waiting queue (scheduled_s - queue_s)", "derived"),
+        _time("scheduled_s", "first scheduled by the engine (first_token_s - prefill_s)", "derived"),
+        _time("first_token_s", "first output token (arrival_s + the span's time to first token)", "derived"),
+        _time("last_token_s", "last output token (first_token_s + decode_s)", "derived"),
+        _time("finished_s", "finished (span end, or the log line's time)"),
+        _count("input_tokens", "prompt tokens", "tokens"),
+        _count("output_tokens", "generated tokens (NULL for a failed request)", "tokens"),
+        _count(
+            "cached_tokens", "prompt tokens served from the prefix cache, as the engine or client reports", "tokens"
+        ),
+        _c("prefix_block_ids", IDS, None, "hash ids of the prompt's prefix blocks in prompt order (Mooncake hash_ids)"),
+        _count("num_preemptions", "times the engine preempted the request"),
+        _c("status", S, None, "ok, error, finished, cancelled, incomplete, or the engine's finish status"),
+        _seconds("ttft_s", "time to first token measured by the client"),
+        _seconds("e2e_s", "end-to-end latency measured by the client"),
+        _seconds("queue_s", "engine queue time (vLLM span time_in_queue, TGI x-queue-time, SGLang queue)"),
+        _seconds("prefill_s", "first scheduled to first token, measured by the engine"),
+        _seconds("decode_s", "first to last token, measured by the engine"),
+        _seconds("server_ttft_s", "time to first token measured by the server (span time_to_first_token)"),
+        _seconds("server_e2e_s", "end-to-end latency measured by the server"),
+        _time("client_start_s", "the client's send time on its own clock (perf_counter: arbitrary origin)"),
+        _c("arrival_ns", I64, "ns", "arrival in integer nanoseconds, where the source's clock has them"),
+        _c(
+            "matched_by",
+            S,
+            None,
+            "how the client's row was joined to the engine's (request_id); NULL unjoined",
+            "derived",
+        ),
+        _seconds("preempted_s", "preemption to rescheduling, summed (vLLM journey events)", "derived"),
+        _seconds("preempted_in_prefill_s", "the part of preempted_s before the first token", "derived"),
+        _seconds("queue_s_est", "queue part of a client-measured TTFT, from a calibrated prefill rate", "estimated"),
+        _seconds("prefill_s_est", "prefill part of a client-measured TTFT (prompt / calibrated rate)", "estimated"),
+        _c("split_basis", S, None, "how queue_s_est and prefill_s_est were estimated", "derived"),
+    ),
+)
+
+REQUEST_EVENTS = Table(
+    "request_events",
+    "state change of a request",
+    "What happened to each request and when: the engine's journey events, else its span's timeline.",
+    (
+        _c("request_id", S, None, "the request"),
+        _time("ts_s", "when it happened (run clock)"),
+        _c(
+            "event",
+            S,
+            None,
+            "what happened",
+            values=("queued", "scheduled", "preempted", "resumed", "first_token", "token", "finished", "aborted"),
+        ),
+        _count("tokens", "tokens the event carries (output tokens at finished), where known", "tokens"),
+        _c(
+            "basis",
+            S,
+            None,
+            "measured (journey events) or derived (from the span's timeline)",
+            values=("measured", "derived"),
+        ),
+    ),
+)
+
+ENGINE_STEPS = Table(
+    "engine_steps",
+    "engine iteration",
+    "Engine iterations from a profiler trace or the engine's iteration log: kind, tokens, time, GPU work.",
+    (
+        PART,
+        _count("step_id", "the step's number in its source"),
+        _c("start_ns", I64, "ns", "step start, integer ns on the profiler's clock (NULL for log steps)"),
+        _c("end_ns", I64, "ns", "step end, integer ns on the profiler's clock (NULL for log steps)"),
+        _time("start_s", "step start on the run clock (log steps: estimated from the line's time)"),
+        _time("end_s", "step end on the run clock"),
+        _c("kind", S, None, "prefill, decode, mixed or idle; NULL when the evidence does not tell", values=STEP_KINDS),
+        _c(
+            "kind_from",
+            S,
+            None,
+            "the evidence that decided kind",
+            "derived",
+            values=("marker", "shapes", "kernels", "log counts", "log line"),
+        ),
+        _count("prefill_reqs", "requests prefilling in the step", "requests"),
+        _count("prefill_tokens", "prompt tokens computed in the step", "tokens"),
+        _count("decode_reqs", "requests decoding in the step", "requests"),
+        _count(
+            "decode_tokens", "tokens decoded in the step (vLLM logs count a resumed request's recompute here)", "tokens"
+        ),
+        _seconds("wall_s", "step duration: CPU-side span, or the log's iteration time"),
+        _seconds("gpu_busy_s", "union of the step's GPU op intervals (sync excluded)", "derived"),
+        _time("gpu_start_s", "the step's first GPU op start", "derived"),
+        _time("gpu_end_s", "the step's last GPU op end", "derived"),
+        _seconds("launch_gap_s", "step start to its first GPU op", "derived"),
+        _seconds("gpu_idle_s", "step span (to its last GPU op) not covered by GPU work", "derived"),
+        _count("kernels", "GPU ops attributed to the step (sync excluded)"),
+        _c("cuda_graph", B, None, "whether the step replayed CUDA/HIP graphs (NULL without GPU work)", "derived"),
+        _count("graph_launches", "graph launches in the step"),
+        _count("orphan_kernels", "GPU ops with no launch in the trace, attributed by time", "count", "derived"),
+        *(_seconds(f"t_{c}_s", f"GPU time in {c} kernels", "derived") for c in KERNEL_TIME_CLASSES),
+        _c("shape_op", S, None, "the attention op whose input shapes were read"),
+        _count("shape_tokens", "query tokens from the attention op's input shapes", "tokens"),
+        _count("shape_reqs", "sequences from the attention op's input shapes", "requests"),
+        _count("shape_query_len", "query length per sequence from the input shapes", "tokens"),
+        _count("shape_context_tokens", "key/value tokens from the input shapes", "tokens"),
+        _c("marker", S, None, "the step marker's name as the trace wrote it"),
+        _c("detection", S, None, "the marker family that defined the steps (vllm, profiler_step, ... or a log)"),
+        _c("source", S, None, "profiler or log", values=("profiler", "log")),
+        _c("engine", S, None, "engine index as the log writes it (data-parallel engines)"),
+        _c("kv_usage", F64, "fraction", "KV-cache usage logged with the step", lo=0.0, hi=1.0),
+        _c("log_stamp", S, None, "the log line's time as written (MM-DD HH:MM:SS: no year, no zone)"),
+    ),
+)
+
+ENGINE_STATS = Table(
+    "engine_stats",
+    "metrics sample",
+    "The engine's state over time: load, KV usage and cumulative counters from scrapes and stats lines.",
+    (
+        PART,
+        _time("ts_s", "sample time on the run clock (NULL where the source gives none)"),
+        _c("engine", S, None, "engine index (data-parallel engines) or SGLang rank"),
+        _count("running", "requests running", "requests", typ=F64),
+        _count("waiting", "requests waiting", "requests", typ=F64),
+        _count(
+            "waiting_capacity", "vLLM waiting_by_reason capacity: waiting for scheduling capacity", "requests", typ=F64
+        ),
+        _count("waiting_deferred", "vLLM waiting_by_reason deferred: attempted and held back", "requests", typ=F64),
+        _count(
+            "swapped", "requests swapped out or paused for KV room (V0 Swapped, TRT-LLM paused)", "requests", typ=F64
+        ),
+        _c("kv_usage", F64, "fraction", "KV-cache usage (SGLang: token usage)", lo=0.0, hi=1.0),
+        _count("preemptions_total", "preemptions so far (cumulative; SGLang retractions)", typ=F64),
+        _count("prompt_tokens_total", "prompt tokens processed so far (cumulative)", "tokens", typ=F64),
+        _count("generation_tokens_total", "tokens generated so far (cumulative)", "tokens", typ=F64),
+        _count(
+            "prefix_cache_queries_total", "prompt tokens looked up in the prefix cache (cumulative)", "tokens", typ=F64
+        ),
+        _count("prefix_cache_hits_total", "prompt tokens found in the prefix cache (cumulative)", "tokens", typ=F64),
+        _c("source", S, None, "prometheus, log or scrape", values=("prometheus", "log", "scrape")),
+        _seconds("queue_time_sum_s", "histogram sum of request queue times (cumulative)"),
+        _count("queue_time_count", "histogram count of request queue times (cumulative)", typ=F64),
+        _seconds("ttft_sum_s", "histogram sum of TTFTs (cumulative)"),
+        _count("ttft_count", "histogram count of TTFTs (cumulative)", typ=F64),
+        _seconds("e2e_sum_s", "histogram sum of end-to-end latencies (cumulative)"),
+        _count("e2e_count", "histogram count of end-to-end latencies (cumulative)", typ=F64),
+        _seconds("prefill_time_sum_s", "histogram sum of request prefill times (cumulative)"),
+        _seconds("decode_time_sum_s", "histogram sum of request decode times (cumulative)"),
+        _c("log_stamp", S, None, "the log line's time as written"),
+        _c("prompt_throughput", F64, "tokens/s", "prompt throughput the stats line reports", lo=0.0),
+        _c("generation_throughput", F64, "tokens/s", "generation throughput the stats line reports", lo=0.0),
+        _c("prefix_cache_hit_rate", F64, "fraction", "prefix-cache hit rate the stats line reports", lo=0.0, hi=1.0),
+    ),
+)
+
+
+def _event_columns(extra: Sequence[Column]) -> tuple[Column, ...]:
+    """The columns every profiler table starts with."""
+    return (
+        PART,
+        _c("cat", S, None, "event category, modern spelling (kernel, cpu_op, cuda_runtime, ...)"),
+        _c("name", S, None, "event name"),
+        _c("pid", S, None, "process lane as the trace writes it"),
+        _c("tid", S, None, "thread or stream lane as the trace writes it"),
+        *extra,
+    )
+
+
+_TS = _c("ts_ns", I64, "ns", "start, integer ns on the trace's epoch clock (baseTimeNanoseconds + ts)")
+_DUR = _c("dur_ns", I64, "ns", "duration, integer ns", lo=0)
+_EXT = _c("external_id", I64, None, "External id: links a CPU op to its launches")
+_CORR = _c("correlation", I64, None, "correlation id: links a launch to its GPU op")
+_EV = _c("ev_idx", I64, None, "the profiler's event index")
+_DIMS = _c("input_dims", S, None, "Input Dims as JSON text (record_shapes)")
+
+KERNELS = Table(
+    "kernels",
+    "GPU op (kernel, memcpy, memset, sync)",
+    "GPU work from a profiler trace, with its launch and its kernel class.",
+    _event_columns(
+        (
+            _c("device", I64, None, "GPU ordinal"),
+            _c("stream", I64, None, "stream"),
+            _TS,
+            _DUR,
+            _CORR,
+            _EXT,
+            _EV,
+            _c("grid", S, None, "launch grid as written"),
+            _c("block", S, None, "launch block as written"),
+            _c("bytes", I64, "bytes", "bytes moved (memcpy, memset)", lo=0),
+            _c("kernel_class", S, None, "class from parsers/kernel_classes.csv", "derived", values=KERNEL_CLASSES),
+            _c("attention_variant", S, None, "prefill, decode or kv_write where the kernel's name tells", "derived"),
+            _c("launch_name", S, None, "the CPU launch call", "derived"),
+            _c("launch_ts_ns", I64, "ns", "the launch's start", "derived"),
+            _c("launch_pid", S, None, "the launch's process lane", "derived"),
+            _c("launch_tid", S, None, "the launch's thread lane", "derived"),
+            _c("cuda_graph", B, None, "launched by a CUDA/HIP graph launch", "derived"),
+            _c("orphan", B, None, "no launch in the trace (launched before the window opened)", "derived"),
+        )
+    ),
+)
+
+OPS = Table(
+    "ops",
+    "CPU event (operator, runtime call, python frame kept)",
+    "CPU-side events of a profiler trace.",
+    _event_columns(
+        (_TS, _DUR, _EXT, _CORR, _EV, _c("cbid", I64, None, "CUDA runtime callback id (cbid or cid)"), _DIMS)
+    ),
+)
+
+ANNOTATIONS = Table(
+    "annotations",
+    "user annotation (record_function range)",
+    "record_function ranges on the CPU and their GPU-side copies: where step markers live.",
+    _event_columns((_TS, _DUR, _EXT, _EV, _c("on_gpu", B, None, "a gpu_user_annotation (GPU-side copy)"), _DIMS)),
+)
+
+FLOWS = Table(
+    "flows",
+    "flow event",
+    "Flow arrows (launch -> GPU op, CPU -> GPU) as the trace writes them.",
+    (
+        *_event_columns(())[:3],
+        _c("ph", S, None, "flow phase: s, f or t", values=("s", "f", "t")),
+        _c("flow_id", I64, None, "flow id"),
+        *_event_columns(())[3:],
+        _TS,
+        _c("bp", S, None, "binding point"),
+    ),
+)
+
+# Source-shaped staging rows of one ingest (never in the store): joined into requests by lltrace.ingest.
+BENCH = Table(
+    "_bench",
+    "benchmark client request (staging)",
+    "A vLLM or SGLang bench file's per-request lists, before the join with the engine's spans.",
+    (
+        PART,
+        _c("client_id", S, None, "the bench file (and #k for its k-th appended result)"),
+        _c("client_file", S, None, "the bench file's name, as the client log names it"),
+        _count("idx", "the request's index in the file (the bench client's request id suffix)"),
+        _count("input_tokens", "prompt tokens", "tokens"),
+        _count("output_tokens", "generated tokens", "tokens"),
+        _seconds("ttft_s", "client TTFT"),
+        _seconds("e2e_s", "client end-to-end latency"),
+        _time("client_start_s", "send time, client perf_counter"),
+        _seconds("client_queue_s", "the client's own queue time"),
+        _count("itl_count", "inter-token latencies listed"),
+        _seconds("itl_sum_s", "inter-token latencies summed"),
+        _c("error", S, None, "the client's error text"),
+        _c("status", S, None, "ok or error", values=("ok", "error")),
+    ),
+    internal=True,
+)
+
+SPANS = Table(
+    "_spans",
+    "engine request span (staging)",
+    "vLLM llm_request or SGLang Req spans, before the join with a bench file.",
+    (
+        PART,
+        _c("request_id", S, None, "gen_ai.request.id"),
+        _c("trace_id", S, None, "trace id"),
+        _c("span_id", S, None, "span id"),
+        _c("start_ns", I64, "ns", "span start, epoch ns"),
+        _c("end_ns", I64, "ns", "span end, epoch ns"),
+        _seconds("queue_s", "gen_ai.latency.time_in_queue"),
+        _seconds("prefill_s", "gen_ai.latency.time_in_model_prefill"),
+        _seconds("decode_s", "gen_ai.latency.time_in_model_decode"),
+        _seconds("inference_s", "gen_ai.latency.time_in_model_inference"),
+        _seconds("ttft_s", "gen_ai.latency.time_to_first_token"),
+        _seconds("e2e_s", "gen_ai.latency.e2e"),
+        _count("prompt_tokens", "gen_ai.usage.prompt_tokens", "tokens"),
+        _count("completion_tokens", "gen_ai.usage.completion_tokens", "tokens"),
+        _count("max_tokens", "gen_ai.request.max_tokens", "tokens"),
+        _count("num_preemptions", "journey PREEMPTED events"),
+        _c("finish_status", S, None, "the FINISHED event's finish.status"),
+        _c("process", S, None, "the resource's vllm.process_kind or service.name"),
+        _c("journey", S, None, "[[event, time_ns], ...] of the journey.* events, JSON text"),
+    ),
+    internal=True,
+)
+
+TABLES: dict[str, Table] = {
+    t.name: t for t in (KERNELS, OPS, ANNOTATIONS, FLOWS, ENGINE_STEPS, REQUESTS, REQUEST_EVENTS, ENGINE_STATS)
+}
+"""The store's tables, by name."""
+STAGING: dict[str, Table] = {t.name: t for t in (BENCH, SPANS)}
+
+
+@dataclass
+class SourceInfo:
+    """What the run metadata records about one ingested source file."""
+
+    path: str
+    format: str
+    version: str | None = None
+    records: int = 0
+    dropped: dict[str, int] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    truncated: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-JSON form for the run metadata."""
+        return {
+            "path": self.path,
+            "format": self.format,
+            "version": self.version,
+            "records": self.records,
+            "dropped": self.dropped,
+            "warnings": self.warnings,
+            **self.details,
+        }
+
+
+_NUMPY = {
+    pa.int8(): np.int8,
+    pa.int16(): np.int16,
+    pa.int32(): np.int32,
+    pa.int64(): np.int64,
+    pa.uint32(): np.uint32,
+    pa.uint64(): np.uint64,
+    pa.float32(): np.float32,
+    pa.float64(): np.float64,
+}
+
+
+def table_from_rows(rows: Sequence[Mapping[str, Any]], schema: pa.Schema | Table) -> pa.Table:
+    """``pa.Table.from_pylist(rows, schema)``, for numbers, booleans, strings and lists of integers, built from
+    buffers: pyarrow converts Python lists only after importing pandas where it is installed (0.2 s a run)."""
+    if isinstance(schema, Table):
+        schema = schema.schema
+    return pa.Table.from_arrays([_column([r.get(f.name) for r in rows], f.type) for f in schema], schema=schema)
+
+
+def _validity(values: list[Any]) -> tuple[pa.Buffer | None, int]:
+    present = np.fromiter((v is not None for v in values), dtype=bool, count=len(values))
+    nulls = len(values) - int(present.sum())
+    return (pa.py_buffer(np.packbits(present, bitorder="little")) if nulls else None), nulls
+
+
+def _column(values: list[Any], typ: pa.DataType) -> pa.Array:
+    n = len(values)
+    valid, nulls = _validity(values)
+    accepted = (int,) if pa.types.is_integer(typ) else (int, float)
+    if typ in _NUMPY and all(v is None or type(v) in accepted for v in values):
+        data = np.array([0 if v is None else v for v in values], dtype=_NUMPY[typ])
+        return pa.Array.from_buffers(typ, n, [valid, pa.py_buffer(data)], null_count=nulls)
+    if typ == pa.bool_() and all(v is None or type(v) is bool for v in values):
+        bits = np.packbits(np.fromiter((bool(v) for v in values), dtype=bool, count=n), bitorder="little")
+        return pa.Array.from_buffers(typ, n, [valid, pa.py_buffer(bits)], null_count=nulls)
+    if typ == pa.string() and all(v is None or type(v) is str for v in values):
+        encoded = [b"" if v is None else v.encode() for v in values]
+        offsets = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum([len(e) for e in encoded], out=offsets[1:])
+        if offsets[-1] < 2**31:
+            return pa.Array.from_buffers(
+                typ,
+                n,
+                [valid, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(b"".join(encoded))],
+                null_count=nulls,
+            )
+    if typ == pa.list_(pa.int64()) and all(v is None or isinstance(v, list) for v in values):
+        flat = [x for v in values if v is not None for x in v]
+        items = _column(flat, pa.int64())
+        if items.type == pa.int64() and len(flat) < 2**31:
+            offsets = np.zeros(n + 1, dtype=np.int32)
+            np.cumsum([0 if v is None else len(v) for v in values], out=offsets[1:])
+            return pa.Array.from_buffers(typ, n, [valid, pa.py_buffer(offsets)], null_count=nulls, children=[items])
+    return pa.array(values, typ)  # anything else: pyarrow's own conversion (and its errors)
