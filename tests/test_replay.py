@@ -404,3 +404,35 @@ def test_without_chunked_prefill_a_prompt_waits_for_a_step_with_room() -> None:
     b = simulate([0.0, 0.0], [200, 200], [1, 1], whole, cost).requests["ttft_s"].to_list()
     assert a == pytest.approx([0.266, 0.266 + 0.154])  # 200 + 56 tokens in step 1, then the other 144
     assert b == pytest.approx([0.21, 0.42])  # the second prompt waits, whole, for step 2
+
+
+def test_run_a_from_its_engine_spans_and_log_alone_is_validated_on_the_analysis_figures(tmp_path: Path) -> None:
+    """The common production case: engine spans and the server log, no bench file. The replay's measured
+    figures are the server's (the one view of them), so its validation has numbers, and its measured means
+    over all requests are analyze's; with the bench files present the same holds on the client's figures."""
+    a = shared_file("vllm_cpu", "A_baseline")
+    spans_and_log = [a / "otlp", a / "server.log"]
+    for paths in (spans_and_log, [a / "bench", *spans_and_log]):
+        doc = replay(paths, store=tmp_path)
+        analysis = lltrace.analyze(paths, store=tmp_path).to_dict()
+        v = doc["validation"]
+        assert all(v[k] is not None for k in ("ttft_mean_mape", "tpot_mean_mape", "e2e_mean_mape"))
+        assert v["ttft_mean_mape"] < 0.15 and v["e2e_mean_mape"] < 0.15
+        assert doc["requests"]["left_out"] == 0
+        for m in ("ttft_s", "tpot_s", "e2e_s"):
+            assert doc["baseline"]["measured"][m]["mean"] == analysis["requests"][m]["mean"]
+    assert analysis["requests"]["basis"] == "client"
+
+
+def test_replay_takes_a_runs_files_like_its_folder(tmp_path: Path) -> None:
+    a = shared_file("vllm_cpu", "A_baseline")
+    runner = CliRunner()
+    args = ["replay", "--store", str(tmp_path), "--json", "-q"]
+    listed = runner.invoke(app, [*args, str(a / "bench"), str(a / "otlp"), str(a / "server.log")])
+    folder = runner.invoke(app, [*args, str(a)])
+    assert listed.exit_code == 0 and folder.exit_code == 0, listed.output + folder.output
+    one, two = json.loads(listed.stdout), json.loads(folder.stdout)
+    for key in ("calibration", "validation", "engine", "requests"):
+        assert one[key] == two[key], key
+    assert one["baseline"]["summary"] == two["baseline"]["summary"]
+    assert one["baseline"]["measured"] == two["baseline"]["measured"]

@@ -1,0 +1,206 @@
+"""The house (STYLE.md): arrows point one way, modules stay small, importing a parser loads no analysis, every
+canonical table is declared once and matches DESIGN.md's table."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REPO, SHARED
+
+from lltrace.tables import TABLES
+
+FOLDERS = {
+    "lltrace": "toolkit",
+    "lltrace.parsers": "parsers",
+    "lltrace.queries": "queries",
+    "lltrace.reports": "reports",
+}
+LEAVES = {"lltrace.errors", "lltrace.tables", "lltrace.version"}
+
+
+def _modules() -> dict[str, Path]:
+    """Every Python module of lltrace by its import name."""
+    out: dict[str, Path] = {}
+    for package, folder in FOLDERS.items():
+        root = REPO / folder
+        for path in sorted(root.rglob("*.py")):
+            rel = path.relative_to(root).with_suffix("")
+            parts = [] if rel.name == "__init__" and rel.parent == Path(".") else list(rel.parts)
+            if parts and parts[-1] == "__init__":
+                parts = parts[:-1]
+            name = ".".join([package, *parts])
+            if package == "lltrace" and parts and parts[0] in ("parsers", "queries", "reports"):
+                continue
+            out[name] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _imports(path: Path) -> set[str]:
+    """The lltrace modules a file imports, anywhere in it (inside functions and TYPE_CHECKING blocks too)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("lltrace")}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("lltrace"):
+            for a in node.names:
+                sub = f"{node.module}.{a.name}"
+                found.add(sub if sub in MODULES or _extension(node.module, a.name) else node.module)
+    return found
+
+
+def _extension(package: str, name: str) -> bool:
+    """Whether ``package.name`` is a compiled extension module (its C source beside the package's modules)."""
+    path = MODULES.get(package)
+    return path is not None and path.name == "__init__.py" and (path.parent / f"{name}.c").is_file()
+
+
+def test_every_module_is_found():
+    assert {"lltrace", "lltrace.ingest.pipeline", "lltrace.replay.scheduler", "lltrace.parsers.kineto"} <= set(MODULES)
+
+
+def test_no_import_cycle_among_lltrace_modules():
+    graph = {m: {d for d in _imports(p) if d in MODULES and d != m} for m, p in MODULES.items()}
+    state: dict[str, int] = {}
+
+    def visit(m: str, path: list[str]) -> None:
+        state[m] = 1
+        for d in sorted(graph[m]):
+            if state.get(d) == 1:
+                pytest.fail("import cycle: " + " -> ".join(path[path.index(d) :] + [d]) if d in path else d)
+            if d not in state:
+                visit(d, path + [d])
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [m])
+
+
+def test_no_module_over_600_lines():
+    long = {m: n for m, p in MODULES.items() if (n := len(p.read_text().splitlines())) > 600}
+    assert long == {}
+
+
+def test_arrows_point_one_way():
+    for name, path in MODULES.items():
+        deps = _imports(path)
+        if name.startswith("lltrace.parsers"):
+            parsers = {d for d in deps if d.startswith("lltrace.parsers")}
+            assert deps <= parsers | LEAVES, name
+        if name.startswith("lltrace.reports"):
+            wrong = {d for d in deps if d.startswith(("lltrace.analysis", "lltrace.replay", "lltrace.ingest"))}
+            assert not wrong, f"{name} imports {wrong}: reports take documents and tables"
+        if name.startswith("lltrace.queries"):
+            assert deps <= LEAVES, name
+        if name in LEAVES:
+            assert not deps, f"{name} is a leaf"
+
+
+def test_no_module_imports_a_private_name_of_another():
+    for name, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("lltrace"):
+                private = [a.name for a in node.names if a.name.startswith("_") and a.name != "__version__"]
+                if node.module == "lltrace.parsers" and private == ["_kineto_fast"]:
+                    continue  # the compiled extension module
+                assert not private, f"{name} imports {private} from {node.module}"
+
+
+def test_the_cli_formats_no_table():
+    text = (REPO / "toolkit" / "cli.py").read_text()
+    assert "rich.table" not in text and "Table(" not in text
+
+
+@pytest.mark.parametrize("module", ["lltrace.parsers", *sorted(m for m in MODULES if m.startswith("lltrace.parsers."))])
+def test_importing_a_parser_loads_no_analysis(module):
+    code = f"import sys, json, {module}; print(json.dumps(sorted(m for m in sys.modules if m.startswith('lltrace'))))"
+    loaded = set(
+        json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+    )
+    allowed = {m for m in loaded if m == "lltrace" or m.startswith("lltrace.parsers")} | LEAVES
+    assert loaded <= allowed, loaded - allowed
+    assert len(loaded & LEAVES) <= 3
+
+
+def test_the_facade_exports_the_api_and_keeps_functions_over_sub_packages():
+    import lltrace
+    import lltrace.ingest.pipeline  # noqa: F401  binds the sub-package on the facade in plain Python
+    import lltrace.replay.document  # noqa: F401
+
+    assert callable(lltrace.ingest) and lltrace.ingest.__name__ == "ingest"
+    assert callable(lltrace.replay) and lltrace.replay.__name__ == "replay"
+    for name in lltrace.__all__:
+        assert getattr(lltrace, name) is not None
+
+
+# DESIGN.md's table names some columns in prose; the columns each phrase means.
+_PROSE = {
+    "client-side ttft_s / e2e_s where a client measured": ["ttft_s", "e2e_s"],
+    "gpu_busy_s and time per kernel class where a profiler trace gives them": ["gpu_busy_s"]
+    + [f"t_{c}_s" for c in ("gemm", "attention", "communication", "memory", "elementwise", "other")],
+    "prompt/generation throughput": ["prompt_throughput", "generation_throughput"],
+    "prefix-cache hits/queries": ["prefix_cache_hits_total", "prefix_cache_queries_total"],
+    "ts and dur in integer nanoseconds": ["ts_ns", "dur_ns"],
+    "pid/tid lane": ["pid", "tid"],
+    "external id": ["external_id"],
+}
+
+
+def _split(text: str) -> list[str]:
+    """Comma-separated items, commas inside parentheses kept."""
+    items, depth, cur = [], 0, ""
+    for ch in text:
+        depth += ch == "("
+        depth -= ch == ")"
+        if ch == "," and depth == 0:
+            items.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    return [*items, cur.strip()]
+
+
+def test_design_md_table_names_only_declared_columns_and_values():
+    design = (SHARED / "DESIGN.md").read_text()
+    section = design[design.index("## Canonical tables") : design.index("## Runs and clocks")]
+    checked = 0
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 3 or not cells[0].startswith("`"):
+            continue
+        tables = re.findall(r"`(\w+)`", cells[0])
+        declared = {c.name: c for t in tables for c in TABLES[t].columns}
+        for item in _split(cells[2]):
+            words = re.sub(r"\s*\(.*?\)", "", item).strip()
+            names = _PROSE.get(item) or _PROSE.get(words) or [re.sub(r"\s*\(.*", "", item).split()[0]]
+            names = ["kernel_class" if n == "kernel" else n for n in names]
+            for n in names:
+                assert n in declared, f"DESIGN.md names {tables} column {n!r} ({item!r}); lltrace.tables has none"
+                checked += 1
+            listed = re.search(r"\(([a-z_]+(?:, [a-z_]+)+)\)", item)
+            if listed and declared[names[0]].values is not None:
+                assert set(listed.group(1).split(", ")) <= set(declared[names[0]].values), item
+    assert checked >= 45  # every table's row was read
+
+
+def test_every_written_table_has_the_declared_schema(tmp_path):
+    """Real runs' files carry exactly the declared columns and types of their table (all of them, in order)."""
+    import pyarrow.parquet as pq
+
+    import lltrace
+
+    run = lltrace.ingest([SHARED / "data" / "vllm_cpu" / "B_kvpressure"], store=tmp_path)
+    for name, table in TABLES.items():
+        for f in run.store.table_files(name, [run.id]):
+            schema = pq.read_schema(f)
+            assert schema.names == table.names, (name, f)
+            assert all(schema.field(c.name).type == c.type for c in table.columns), (name, f)
