@@ -6,7 +6,7 @@ import gzip
 import json
 
 import pytest
-from conftest import SAMPLES, shared_file
+from conftest import DATA, SAMPLES, shared_file
 from typer.testing import CliRunner
 
 from lltrace.cli import app
@@ -180,3 +180,27 @@ def test_unknown_file_names_the_closest_formats(tmp_path, store):
     r = run("ingest", "--store", str(store), str(path))
     assert r.exit_code == 1
     assert r.stderr.strip().startswith(f"lltrace: error: {path}: not a format lltrace reads (closest: azure-llm-trace")
+
+
+def test_every_command_that_takes_a_run_takes_a_stored_id_or_the_runs_paths(tmp_path):
+    """analyze, report, replay and export perfetto all take a stored run's id or the run's files (several)."""
+    a = DATA / "vllm_cpu" / "A_baseline"
+    paths = [str(a / "bench" / "bench_random_200req_rate4.json"), str(a / "otlp"), str(a / "server.log")]
+    store = ["--store", str(tmp_path / "s")]
+    runner = CliRunner()
+    doc = json.loads(runner.invoke(app, ["analyze", *paths, *store, "--json", "-q"]).stdout)
+    run_id = doc["run"]["id"]
+    for target in (paths, [run_id]):
+        r = runner.invoke(app, ["report", *target, *store, "-o", str(tmp_path / "a.html")])
+        assert r.exit_code == 0, r.output
+        r = runner.invoke(app, ["export", "perfetto", *target, *store, "-o", str(tmp_path / "a.json")])
+        assert r.exit_code == 0, r.output
+        assert json.loads((tmp_path / "a.json").read_text())["otherData"]["lltrace_run"] == run_id
+        r = runner.invoke(app, ["replay", *target, *store, "--json", "-q"])
+        assert r.exit_code == 0, r.output
+        assert json.loads(r.stdout)["run"] == run_id
+        r = runner.invoke(app, ["analyze", *target, *store, "--json", "-q"])
+        assert json.loads(r.stdout)["run"]["id"] == run_id
+    r = runner.invoke(app, ["replay", "no-such-run", *store])
+    assert r.exit_code == 1
+    assert "no-such-run: no such file or folder, and no stored run of that id" in r.stderr

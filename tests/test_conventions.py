@@ -50,11 +50,20 @@ def test_sql_file_has_header_and_documents_every_column(q):
 
 
 def test_every_command_has_help():
+    import typer.main
+
     runner = CliRunner()
-    for name in ("ingest", "analyze", "formats", "sql"):
-        r = runner.invoke(app, [name, "--help"])
-        assert r.exit_code == 0
-        assert len(r.stdout.strip().splitlines()) > 3
+    group = typer.main.get_command(app)
+    commands = [[n] for n, c in group.commands.items() if not hasattr(c, "commands")]
+    commands += [[n, s] for n, c in group.commands.items() if hasattr(c, "commands") for s in c.commands]
+    names = {" ".join(c) for c in commands}
+    assert {"ingest", "analyze", "report", "diff", "weekly", "replay", "estimate", "sql", "formats"} <= names
+    assert "export perfetto" in names
+    for cmd in commands:
+        for flag in ("--help", "-h"):
+            r = runner.invoke(app, [*cmd, flag])
+            assert r.exit_code == 0, cmd
+            assert len(r.stdout.strip().splitlines()) > 3, cmd
 
 
 def test_kernel_rules_are_valid_and_cover_known_kernels():

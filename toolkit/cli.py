@@ -54,7 +54,6 @@ KeepPythonOpt = Annotated[
     bool, typer.Option("--keep-python", help="Keep python_function stack events (dropped by default).")
 ]
 RunOpt = Annotated[str | None, typer.Option("--run", help="Name the run (default: from the inputs).")]
-PathsArg = Annotated[list[Path], typer.Argument(help="Trace files or folders of one run.", show_default=False)]
 RunArg = Annotated[
     list[str],
     typer.Argument(help="A stored run's id, or the files and folders of one run.", show_default=False),
@@ -232,7 +231,7 @@ def _ingest_batch(
 
 @app.command("analyze")
 def analyze_cli(
-    paths: PathsArg,
+    paths: RunArg,
     store: StoreOpt = None,
     run: RunOpt = None,
     gpu: GpuOpt = None,

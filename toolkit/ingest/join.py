@@ -45,6 +45,7 @@ _ID = re.compile(r"^cmpl-(.*?)(\d+)-0$")
 
 
 def staged_rows(folder: Path) -> list[dict[str, Any]]:
+    """Every row of a staged table (``stage/_bench``, ``stage/_spans``) as dicts."""
     tables = [pq.read_table(f) for f in sorted(folder.glob("*.parquet"))]
     return pa.concat_tables(tables).to_pylist() if tables else []
 

@@ -125,6 +125,7 @@ class _Replayer:
     settings: dict[str, dict[str, Any]]
 
     def config(self, overrides: dict[str, Any]) -> EngineConfig:
+        """The engine's limits: the run's settings with ``overrides`` (a what-if's)."""
         v = {k: s["value"] for k, s in self.settings.items()} | overrides
         return EngineConfig(
             num_blocks=int(v["kv_blocks"]),
@@ -143,6 +144,8 @@ class _Replayer:
         cache: bool = True,
         stalled: pl.DataFrame | None = None,
     ) -> ReplayResult:
+        """Replay the requests arriving at ``arrival``; latencies as the client sees them (outside-engine time
+        added back)."""
         # a measured stall is replayed at its time: the engine starts no step for its excess
         pauses = (
             []
