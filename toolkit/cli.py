@@ -60,7 +60,6 @@ RunArg = Annotated[
 ]
 GpuOpt = Annotated[str | None, typer.Option("--gpu", help="GPU name from the catalog (e.g. H100-SXM).")]
 ModelOpt = Annotated[str | None, typer.Option("--model", help="Model name (e.g. llama-2-7b).")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print the document as JSON.")]
 
 
 def _json(doc: Any) -> None:
