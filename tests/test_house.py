@@ -204,3 +204,17 @@ def test_every_written_table_has_the_declared_schema(tmp_path):
             schema = pq.read_schema(f)
             assert schema.names == table.names, (name, f)
             assert all(schema.field(c.name).type == c.type for c in table.columns), (name, f)
+
+
+def test_every_column_is_declared_with_its_meaning_unit_and_range():
+    from lltrace.tables import ORIGINS, STAGING
+
+    for table in [*TABLES.values(), *STAGING.values()]:
+        assert len(set(table.names)) == len(table.names), table.name
+        for c in table.columns:
+            assert c.doc and c.origin in ORIGINS, (table.name, c.name)
+            if c.name.endswith("_s") and c.type == TABLES["requests"].column("e2e_s").type:
+                assert c.unit == "s", (table.name, c.name)
+            if c.name.endswith("_tokens") or c.name in ("running", "waiting"):
+                assert c.integer and c.lo == 0, (table.name, c.name)
+    assert TABLES["engine_stats"].column("kv_usage").hi == 1.0 and TABLES["engine_stats"].column("kv_usage").lo == 0.0

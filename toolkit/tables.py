@@ -1,11 +1,11 @@
 """Every canonical table of the run store, declared once, as data (DESIGN.md, "Canonical tables").
 
-Each column has its Arrow type, unit, physical range (``lo``/``hi``, inclusive, and ``values`` for a
-closed set of words), a one-line meaning, and its ``origin``: ``source`` (read from a file), ``derived``
-(arithmetic by lltrace on what the sources give) or ``estimated`` (a model's figure, labelled). Parsers
-write these schemas, the store's views always have every column (NULL where no source gives it), and the
-views' documentation test checks their ``requests.*``-style expansions against this module. The ranges
-are declared here and enforced at ingest by a later issue. Also here: ``SourceInfo`` (what the run
+Each column has its Arrow type, unit, physical range (``lo``/``hi``, inclusive; ``integer`` for whole
+numbers; ``values`` for a closed set of words), a one-line meaning, and its ``origin``: ``source`` (read from
+a file), ``derived`` (arithmetic by lltrace on what the sources give) or ``estimated`` (a model's figure,
+labelled). Parsers write these schemas, the store's views always have every column (NULL where no source
+gives it), and the views' documentation test checks their ``requests.*``-style expansions against this
+module. The ranges are declared here and enforced at ingest by a later issue. Also here: ``SourceInfo`` (what the run
 metadata records of one source file) and ``table_from_rows``.
 
 A leaf: it imports nothing of lltrace, so a parser can use it without loading the analysis stack.
@@ -35,6 +35,12 @@ class Column:
     lo: float | None = None  # physical range, inclusive (None: unbounded on that side)
     hi: float | None = None
     values: tuple[str, ...] | None = None  # the words a text column may hold (None: open)
+    whole: bool = False  # a count held as a float (requests running): its values are whole numbers
+
+    @property
+    def integer(self) -> bool:
+        """Whether the column's values are whole numbers (an integer type, or a count held as a float)."""
+        return self.whole or pa.types.is_integer(self.type)
 
     @property
     def duckdb_type(self) -> str:
@@ -95,7 +101,7 @@ def _seconds(name: str, doc: str, origin: str = "source", lo: float | None = 0.0
 
 
 def _count(name: str, doc: str, unit: str = "count", origin: str = "source", typ: pa.DataType = I64) -> Column:
-    return Column(name, typ, unit, doc, origin, lo=0)
+    return Column(name, typ, unit, doc, origin, lo=0, whole=True)
 
 
 def _time(name: str, doc: str, origin: str = "source") -> Column:
