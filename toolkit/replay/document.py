@@ -10,6 +10,7 @@ is validated like one with a bench file; every summary (measured or replayed) is
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -169,13 +170,16 @@ class _Replayer:
         return res
 
 
-def _validation(measured: pl.DataFrame, split: float, holdout: float, replayed: pl.DataFrame) -> dict[str, Any] | None:
-    """The held-out requests' replayed figures against their measured ones (None: nothing measured to score)."""
+def _validation(
+    measured: pl.DataFrame, split: float, holdout: float, replay_held_out: Callable[[], pl.DataFrame]
+) -> dict[str, Any] | None:
+    """The held-out requests' replayed figures (``replay_held_out()``: every request replayed with what was
+    known before the split) against their measured ones; None when nothing was measured to score against."""
     real_held = measured.filter(pl.col("arrival_s") >= split)
     real_s = summarize(real_held)
     if all(real_s[m]["mean"] is None for m in METRICS):
         return None  # an arrival trace: nothing measured to score against
-    pred_s = summarize(replayed.filter(pl.col("arrival_s") >= split))
+    pred_s = summarize(replay_held_out().filter(pl.col("arrival_s") >= split))
     out: dict[str, Any] = {
         "method": f"step cost fitted on data before the arrival of the first {1 - holdout:.0%} of requests "
         "(engine stalls after it unknown to the replay); "
@@ -287,9 +291,11 @@ def replay(
     hits, hits_basis = prefix_hits(run, measured)
     replayer = _Replayer(lengths, hits, settings)
 
-    # only what was known before the split: the early fit and the stalls measured before it
-    held = replayer.run(arrival, replayer.config({}), early, outside_early, stalled=early_stalls)
-    validation = _validation(measured, split, holdout, held.requests)
+    def held_out() -> pl.DataFrame:
+        # only what was known before the split: the early fit and the stalls measured before it
+        return replayer.run(arrival, replayer.config({}), early, outside_early, stalled=early_stalls).requests
+
+    validation = _validation(measured, split, holdout, held_out)
     base = replayer.run(arrival, replayer.config({}), cost, outside, stalled=stalls)
     baseline = _outcome(base) | {"measured": summarize(measured), "measured_preemptions": counted_preemptions(run)}
 
