@@ -95,11 +95,17 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
     from lltrace.store import Run, Store
 
 
+_SUBMODULES = ("errors", "tables", "version", "store", "cli", "parsers", "queries", "reports", "physics", "analysis")
+
+
 def __getattr__(name: str) -> Any:
-    """Load a public name on first use."""
-    if name not in _EXPORTS:
+    """Load a public name (or a sub-package, ``lltrace.tables``) on first use."""
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    elif name in _SUBMODULES:
+        value = importlib.import_module(f"lltrace.{name}")
+    else:
         raise AttributeError(f"module 'lltrace' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_EXPORTS[name]), name)
     globals()[name] = value
     return value
 
