@@ -65,6 +65,7 @@ def ingest_prometheus(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
     info = SourceInfo(path=path, format=PROMETHEUS, version="Prometheus text exposition")
     ts: float | None = None
     per_engine: dict[str, dict[str, float]] = {}
+    config: dict[str, Any] = {}
     for n, line in enumerate(read_text(path).splitlines(), start=1):
         if line.startswith("# scrape_unix_ts"):
             ts = _number(path, n, line.split()[2] if len(line.split()) > 2 else "")
@@ -83,6 +84,9 @@ def ingest_prometheus(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
         if sample_ts is not None and ts is None:
             ts = int(sample_ts) / 1000
         v = _number(path, n, value)
+        if name == "vllm:cache_config_info":
+            config.update(_cache_config(lab))
+            continue
         if name == "vllm:num_requests_waiting_by_reason":
             stats[f"waiting_{lab.get('reason', 'other')}"] = stats.get(f"waiting_{lab.get('reason', 'other')}", 0) + v
             continue
@@ -101,4 +105,25 @@ def ingest_prometheus(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
         )
     info.records = write_rows(stage, "engine_stats", part, rows)
     info.details["scrape_unix_ts"] = ts
+    if config:
+        info.details["engine_config"] = config
+        info.details["engine_config_origin"] = dict.fromkeys(config, "Prometheus vllm:cache_config_info")
     return info
+
+
+_CACHE_INT = {"block_size": "block_size", "num_gpu_blocks": "num_gpu_blocks", "kv_cache_size_tokens": "kv_cache_tokens"}
+
+
+def _cache_config(labels: dict[str, str]) -> dict[str, Any]:
+    """The KV cache's resolved settings from vLLM's ``cache_config_info`` gauge (its labels), where numbers."""
+    out: dict[str, Any] = {}
+    for label, key in _CACHE_INT.items():
+        if labels.get(label, "").isdigit():
+            out[key] = int(labels[label])
+    if labels.get("enable_prefix_caching") in ("True", "False"):
+        out["enable_prefix_caching"] = labels["enable_prefix_caching"] == "True"
+    try:
+        out["gpu_memory_utilization"] = float(labels["gpu_memory_utilization"])
+    except (KeyError, ValueError):
+        pass
+    return out

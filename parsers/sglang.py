@@ -84,6 +84,12 @@ def _records(text: str) -> Iterator[str]:
         yield from (line[a:b] for a, b in pairwise(cuts) if line[a:b].strip())
 
 
+# the scheduler's start-up line with the values it runs with (every SGLang version since 2024 prints it):
+# "max_total_num_tokens=N, chunked_prefill_size=N, max_prefill_tokens=N, max_running_requests=N, context_len=N"
+_LIMITS = re.compile(r"max_total_num_tokens=(\d+),.*?max_running_requests=(\d+)")
+_LIMITS_ORIGIN = "SGLang scheduler start-up line"
+
+
 def ingest_scheduler_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     """Prefill batches → steps; batch lines → load samples; retractions → cumulative preemptions."""
     info = SourceInfo(path=path, format=SCHEDULER_LOG, version="SGLang scheduler log")
@@ -99,7 +105,18 @@ def ingest_scheduler_log(path: str, stage: Path, part: int, **_: Any) -> SourceI
         ts = _epoch(h.group(1)) if h else None
         rank = (h.group(2) or "").strip() or None if h else None
         last_ts = ts or last_ts
-        if m := _BATCH.search(body):
+        if (m := _LIMITS.search(body)) and "engine_config" not in info.details:
+            # the running limit is SGLang's sequence limit; the KV pool's size in tokens is what token usage is of
+            info.details["engine_config"] = {
+                "engine": "sglang",
+                "kv_cache_tokens": int(m.group(1)),
+                "max_num_seqs": int(m.group(2)),
+            }
+            info.details["engine_config_origin"] = {
+                "kv_cache_tokens": f"{_LIMITS_ORIGIN} (max_total_num_tokens)",
+                "max_num_seqs": f"{_LIMITS_ORIGIN} (max_running_requests)",
+            }
+        elif m := _BATCH.search(body):
             kind, rest = m.groups()
             f = {k.strip(): v for k, v in _FIELD.findall(rest)}
             usage = f.get("token usage", f.get("full token usage"))
@@ -128,6 +145,7 @@ def ingest_scheduler_log(path: str, stage: Path, part: int, **_: Any) -> SourceI
                         "kind_from": "log line",
                         "prefill_reqs": int(f.get("#new-seq", 0)),
                         "prefill_tokens": int(f.get("#new-token", 0)),
+                        "cached_tokens": int(f["#cached-token"]) if "#cached-token" in f else None,
                         "decode_reqs": None,
                         "decode_tokens": None,
                         "kv_usage": stat["kv_usage"],

@@ -58,20 +58,48 @@ _ARG_BOOL = re.compile(r"'(enable_chunked_prefill|enable_prefix_caching)': (True
 _KV_TOKENS = re.compile(r"KV cache size: ([\d,]+) tokens")
 
 
-def _engine_config(text: str) -> dict[str, Any]:
-    """Scheduler settings the log states: the ``non-default args`` line and the KV cache size line.
+_ENGINE_LINE = re.compile(r"Initializing a V1 LLM engine \(v([\w.+-]+)\) with config: (.*)")
+_ENGINE_INT = re.compile(r"\b(tensor_parallel_size|pipeline_parallel_size|data_parallel_size)=(\d+)")
+_ENGINE_BOOL = re.compile(r"\b(enable_prefix_caching|enable_chunked_prefill)=(True|False)")
+_ENGINE_DEVICE = re.compile(r"\bdevice_config=(\w+)")
+_RESOLVED_BUDGET = re.compile(r"Chunked prefill is enabled with max_num_batched_tokens=(\d+)")
 
-    Only what the log prints; defaults the engine applied silently are not guessed here.
-    """
+
+def _engine_config(text: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """The settings the log states, and the line each came from: the API server's ``non-default args``, the
+    engine's config line (version, device, parallelism, caching), the scheduler's resolved token budget and
+    the KV cache size. Only what the log prints; defaults the engine applied silently are not guessed here
+    (``lltrace.ingest.engine`` resolves them)."""
     config: dict[str, Any] = {}
+    origin: dict[str, str] = {}
+
+    def put(key: str, value: Any, where: str) -> None:
+        config[key], origin[key] = value, where
+
     if (start := text.find("non-default args:")) >= 0:
         line = text[start : text.find("\n", start)]
-        config.update({k: int(v) for k, v in _ARG_INT.findall(line)})
-        config.update({k: v == "True" for k, v in _ARG_BOOL.findall(line)})
-        config.update(dict(_ARG_STR.findall(line)))
+        for k, v in _ARG_INT.findall(line):
+            put(k, int(v), "server log: non-default args")
+        for k, v in _ARG_BOOL.findall(line):
+            put(k, v == "True", "server log: non-default args")
+        for k, v in _ARG_STR.findall(line):
+            put(k, v, "server log: non-default args")
+    if m := _ENGINE_LINE.search(text):
+        put("engine", "vllm", "server log: engine config line")
+        put("engine_version", m.group(1), "server log: engine config line")
+        line = m.group(2)
+        for k, v in _ENGINE_INT.findall(line):
+            put(k, int(v), "server log: engine config line")
+        for k, v in _ENGINE_BOOL.findall(line):
+            put(k, v == "True", "server log: engine config line")
+        if d := _ENGINE_DEVICE.search(line):
+            put("device", d.group(1), "server log: engine config line")
+    if m := _RESOLVED_BUDGET.search(text):  # the scheduler's own resolved value
+        put("max_num_batched_tokens", int(m.group(1)), "server log: the scheduler's chunked-prefill line")
+        put("enable_chunked_prefill", True, "server log: the scheduler's chunked-prefill line")
     if m := _KV_TOKENS.search(text):
-        config["kv_cache_tokens"] = int(m.group(1).replace(",", ""))
-    return config
+        put("kv_cache_tokens", int(m.group(1).replace(",", "")), "server log: KV cache size line")
+    return config, origin
 
 
 def ingest_server_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
@@ -171,8 +199,10 @@ def ingest_server_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
     info.records = len(heads)
     info.version = "V0 (metrics.py)" if v0 and not v1 else "V1 (loggers.py)" if v1 else "no stats lines"
     info.details["log_lines"] = {"stats": len(stats), "iterations": len(steps)}
-    if config := _engine_config(text):
+    config, origin = _engine_config(text)
+    if config:
         info.details["engine_config"] = config
+        info.details["engine_config_origin"] = origin
     return info
 
 

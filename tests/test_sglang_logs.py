@@ -31,3 +31,39 @@ def test_scheduler_log_versions(store):
         ("23b2f003434b476aa6d3bf6706e710c0", 38, 484)
     ]
     assert "epoch" in run.metadata["sources"][0]["warnings"][0]
+
+
+def test_sglang_prefix_cache_hit_rate_and_an_unknown_running_limit(store):
+    """The real excerpt: SGLang's own hit rate from #cached-token over cached + new tokens of its prefill batches;
+    no start-up line, so the running limit is unknown and the slot part of queue says so."""
+    path = shared_file("serving", "log_excerpts", "sglang_scheduler_log_lines.txt")
+    raw = path.read_text()
+    batches = re.findall(r"Prefill batch[.,] #new-seq: \d+, #new-token: (\d+), #cached-token: (\d+)", raw)
+    new, cached = sum(int(n) for n, _ in batches), sum(int(c) for _, c in batches)
+    run = lltrace.ingest([path], store=store)
+    cache = run.sql("SELECT hit_rate, hit_tokens, queried_tokens, hit_basis FROM engine_prefix_cache").row(0)
+    assert cache == (cached / (cached + new), cached, cached + new, "sglang prefill batches")
+    assert run.table("engine_config").height == 0
+    state = run.sql("SELECT count(*), count(slots_full), count(budget_full) FROM engine_state").row(0)
+    assert state[0] > 0 and state[1:] == (0, 0)  # load samples, but no limit to hold them against
+
+
+def test_sglang_start_up_line_states_the_running_limit_and_the_kv_pool(store, tmp_path):
+    """The scheduler's start-up line (its format in SGLang's scheduler.py since 2024) with real batch lines."""
+    log = tmp_path / "sglang.log"
+    log.write_text(
+        "[2025-03-24 02:56:10 TP0] max_total_num_tokens=200000, chunked_prefill_size=8192, max_prefill_tokens=16384, "
+        "max_running_requests=32, context_len=131072, available_gpu_mem=12.50 GB\n"
+        "[2025-03-24 02:56:26 TP0] Prefill batch. #new-seq: 30, #new-token: 3810, #cached-token: 60, token usage: "
+        "0.00, #running-req: 2, #queue-req: 68, \n"
+        "[2025-03-24 02:56:41 TP0] Decode batch. #running-req: 32, #token: 7352, token usage: 0.01, accept len: 2.54, "
+        "gen throughput (token/s): 39.33, largest-len: 0, #queue-req: 68, \n"
+        "[2025-03-24 02:56:43 TP0] Prefill batch. #new-seq: 2, #new-token: 253, #cached-token: 5, token usage: 0.01, "
+        "#running-req: 30, #queue-req: 66, \n"
+    )
+    run = lltrace.ingest([log], store=store)
+    config = {r["setting"]: (r["value"], r["basis"], r["origin"]) for r in run.table("engine_config").to_dicts()}
+    assert config["max_num_seqs"] == (32, "stated", "SGLang scheduler start-up line (max_running_requests)")
+    assert config["kv_cache_tokens"] == (200000, "stated", "SGLang scheduler start-up line (max_total_num_tokens)")
+    causes = run.sql("SELECT cause FROM engine_state ORDER BY start_s")["cause"].to_list()
+    assert causes == [None, "slot", None]  # 32 running at the 02:56:41 sample

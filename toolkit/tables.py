@@ -211,6 +211,7 @@ ENGINE_STEPS = Table(
         _count(
             "decode_tokens", "tokens decoded in the step (vLLM logs count a resumed request's recompute here)", "tokens"
         ),
+        _count("cached_tokens", "prompt tokens the step's prefills took from the prefix cache (SGLang)", "tokens"),
         _seconds("wall_s", "step duration: CPU-side span, or the log's iteration time"),
         _seconds("gpu_busy_s", "union of the step's GPU op intervals (sync excluded)", "derived"),
         _time("gpu_start_s", "the step's first GPU op start", "derived"),
@@ -355,6 +356,39 @@ FLOWS = Table(
     ),
 )
 
+ENGINE_SETTINGS = (
+    "max_num_seqs",
+    "max_num_batched_tokens",
+    "chunked_prefill",
+    "prefix_caching",
+    "block_size",
+    "kv_blocks",
+    "kv_cache_tokens",
+    "tensor_parallel_size",
+)
+
+ENGINE_CONFIG = Table(
+    "engine_config",
+    "engine setting",
+    "The engine's scheduler and KV-cache settings: as the run's sources state them, else the engine's documented "
+    "default for its version and device, else inferred from the run's own steps; each with where it comes from.",
+    (
+        _c("engine", S, None, "the engine the setting belongs to (vllm, sglang, trtllm)"),
+        _c("setting", S, None, "which setting", values=ENGINE_SETTINGS),
+        _c("value", F64, None, "its value (1 or 0 for on or off; tokens, blocks or sequences)", lo=0),
+        _c(
+            "basis",
+            S,
+            None,
+            "stated (a source says it), derived (arithmetic on stated ones), default (the engine's documented "
+            "default), inferred (from the run's steps)",
+            "derived",
+            values=("stated", "derived", "default", "inferred"),
+        ),
+        _c("origin", S, None, "where the value comes from, in words"),
+    ),
+)
+
 # Source-shaped staging rows of one ingest (never in the store): joined into requests by lltrace.ingest.
 BENCH = Table(
     "_bench",
@@ -408,7 +442,8 @@ SPANS = Table(
 )
 
 TABLES: dict[str, Table] = {
-    t.name: t for t in (KERNELS, OPS, ANNOTATIONS, FLOWS, ENGINE_STEPS, REQUESTS, REQUEST_EVENTS, ENGINE_STATS)
+    t.name: t
+    for t in (KERNELS, OPS, ANNOTATIONS, FLOWS, ENGINE_STEPS, REQUESTS, REQUEST_EVENTS, ENGINE_STATS, ENGINE_CONFIG)
 }
 """The store's tables, by name."""
 STAGING: dict[str, Table] = {t.name: t for t in (BENCH, SPANS)}

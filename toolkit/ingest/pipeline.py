@@ -3,7 +3,8 @@
 Each file is sniffed and read by its format's parser (``lltrace.parsers``), then its format's post-ingest step
 runs (the profiler's step detection); the run's files are joined into one ``requests`` table on one clock
 (``join``), log times placed (``clocks``) and client TTFTs split where no engine measured them
-(``estimates``). The run metadata, written last, commits the run.
+(``estimates``) and the engine's settings resolved (``engine``). The run metadata, written last, commits
+the run.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 import duckdb
 
 from lltrace.errors import InputWarning, TraceFormatError, TruncatedInput, UnexpectedContent
+from lltrace.ingest import engine
 from lltrace.ingest.clocks import place_log_times
 from lltrace.ingest.estimates import estimate_ttft_split
 from lltrace.ingest.files import default_run_id, expand_inputs
@@ -144,6 +146,8 @@ def ingest(
         join = assemble_requests(stage, sources)
         log_clock = place_log_times(stage)
         split = estimate_ttft_split(stage)
+        detected = _detected(sources)
+        engine.write(stage, engine.resolve(sources, detected["gpu"], stage))
         alignment: list[dict[str, Any]] = [
             {"part": s["part"], "source": s["path"], "method": "profiler clock (epoch ns), as written"}
             for s in sources
@@ -173,7 +177,7 @@ def ingest(
                 if sum(s["format"] == KINETO for s in sources) > 1
                 else None,
             },
-            "detected": _detected(sources),
+            "detected": detected,
             "step_detection": detection,
             "join": join,
             "ttft_split": split,
