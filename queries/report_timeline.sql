@@ -1,12 +1,13 @@
 -- report_timeline: engine load over time (at most 500 time bins per run): running and waiting requests,
--- those waiting for KV room, KV usage and cumulative preemptions.
+-- those waiting for scheduling capacity, KV usage and cumulative preemptions.
 -- requires: engine_stats
 -- columns:
 --   run_id            run
 --   t_s               bin start, seconds since the run's first sample
 --   running           mean running requests
 --   waiting           mean waiting requests
---   waiting_capacity  mean requests waiting for KV-cache room
+--   waiting_capacity  mean requests waiting for scheduling capacity (vLLM's reason "capacity": slots, tokens or
+--                     KV room alike; engine_state says which)
 --   kv_usage          peak KV-cache usage (0-1)
 --   preemptions_total cumulative preemptions at the end of the bin
 CREATE OR REPLACE VIEW report_timeline AS

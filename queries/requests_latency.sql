@@ -1,6 +1,6 @@
 -- requests_latency: each request with the latency it saw, from the best source at hand: the one definition of
 -- a request's TTFT, TPOT, end-to-end latency and queue time that every command reads.
--- requires: requests
+-- requires: requests, requests_cached_tokens
 -- Client measurements win where a client measured (they include network and frontend time); otherwise the
 -- engine's own span figures are used, and the *_basis columns say which. Failed requests are kept (their
 -- latencies as the sources give them) and flagged: latency statistics leave them out, traffic counts do not.
@@ -12,8 +12,16 @@
 --   e2e_basis    client | server | NULL: where e2e_s comes from
 --   tpot_s       time per output token after the first, seconds: (e2e_s - ttft_s) / (output_tokens - 1)
 --   failed       true for a request whose status is error
+--   cached_basis measured | derived | NULL: where cached_tokens comes from (the source's figure, else derived
+--                from the engine's iteration log: requests_cached_tokens)
 CREATE OR REPLACE VIEW requests_latency AS
-SELECT * REPLACE (coalesce(ttft_s, server_ttft_s) AS ttft_s, coalesce(e2e_s, server_e2e_s) AS e2e_s),
+WITH derived AS (
+    -- one derived figure per request id (an id the run holds twice gets none: never a doubled row)
+    SELECT run_id, request_id, any_value(cached_tokens) AS derived_cached
+    FROM requests_cached_tokens WHERE basis = 'derived' GROUP BY run_id, request_id HAVING count(*) = 1
+)
+SELECT r.* REPLACE (coalesce(r.ttft_s, r.server_ttft_s) AS ttft_s, coalesce(r.e2e_s, r.server_e2e_s) AS e2e_s,
+                    coalesce(r.cached_tokens, d.derived_cached) AS cached_tokens),
        CASE WHEN e2e_s IS NOT NULL OR ttft_s IS NOT NULL THEN 'client'
             WHEN server_e2e_s IS NOT NULL OR server_ttft_s IS NOT NULL THEN 'server' END AS basis,
        CASE WHEN ttft_s IS NOT NULL THEN 'client' WHEN server_ttft_s IS NOT NULL THEN 'server' END AS ttft_basis,
@@ -21,5 +29,7 @@ SELECT * REPLACE (coalesce(ttft_s, server_ttft_s) AS ttft_s, coalesce(e2e_s, ser
        CASE WHEN output_tokens > 1
             THEN (coalesce(e2e_s, server_e2e_s) - coalesce(ttft_s, server_ttft_s)) / (output_tokens - 1)
        END AS tpot_s,
-       status IS NOT DISTINCT FROM 'error' AS failed
-FROM requests;
+       status IS NOT DISTINCT FROM 'error' AS failed,
+       CASE WHEN r.cached_tokens IS NOT NULL THEN 'measured' WHEN d.derived_cached IS NOT NULL THEN 'derived' END
+           AS cached_basis
+FROM requests r LEFT JOIN derived d ON r.run_id = d.run_id AND r.request_id = d.request_id;

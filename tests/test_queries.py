@@ -201,33 +201,202 @@ def test_attribution_request_edge_rows():
     assert shares == pytest.approx(1.0)
 
 
-def test_kv_wait_overlaps_queue_with_capacity_samples():
-    # h: queued 9.1-9.9, entirely in a sample with nobody waiting for capacity -> 0 (not its whole queue)
-    h = "INSERT INTO requests (run_id, request_id, status, queued_s, scheduled_s) VALUES ('r', 'h', 'ok', 9.1, 9.9)"
-    c = tiny(ATTRIB_REQUESTS, ATTRIB_STATS, h)
-    kv = dict(c.execute("SELECT request_id, kv_wait_s FROM attribution_kv_wait").fetchall())
-    # a: queued 10.0-10.5; capacity waiting during [10.2, 10.4) -> 0.2 s
-    # b: queued 11.0-12.0; capacity waiting during [11.5, 20.0) -> 0.5 s
-    assert kv == {"a": pytest.approx(0.2), "b": pytest.approx(0.5), "h": 0.0}
+LIMITS = """
+INSERT INTO engine_config (run_id, engine, setting, value, basis, origin) VALUES
+    ('r', 'vllm', 'max_num_seqs', 4, 'stated', 'log'), ('r', 'vllm', 'max_num_batched_tokens', 100, 'stated', 'log'),
+    ('r', 'vllm', 'kv_cache_tokens', 1000, 'stated', 'log'), ('r', 'vllm', 'block_size', 10, 'stated', 'log'),
+    ('r', 'vllm', 'chunked_prefill', 1, 'stated', 'log'),
+    -- run u: a limit inferred from its own steps is never used (it cannot tell whether it bound)
+    ('u', 'vllm', 'max_num_batched_tokens', 64, 'inferred', 'steps')
+"""
+
+# run r's iteration log: (start, scheduled requests, scheduled tokens, KV usage) -> what it was out of
+STATE_STEPS = """
+INSERT INTO engine_steps (run_id, source, detection, step_id, start_s, end_s, prefill_reqs, prefill_tokens,
+                          decode_reqs, decode_tokens, kv_usage) VALUES
+    ('r', 'log', 'vllm iteration log', 0, 0.0, 0.1, 1, 50, 1, 1, 0.1),   -- 2 of 4 slots, 51 of 100 tokens: none
+    ('r', 'log', 'vllm iteration log', 1, 1.0, 1.1, 0, 0, 4, 4, 0.2),    -- every slot taken, KV room: slot
+    ('r', 'log', 'vllm iteration log', 2, 2.0, 2.1, 1, 99, 1, 1, 0.2),   -- the whole budget, slots free: budget
+    ('r', 'log', 'vllm iteration log', 3, 3.0, 3.1, 1, 97, 3, 3, 0.99),  -- 10 tokens free < a 100-token chunk: kv
+    ('r', 'log', 'vllm iteration log', 4, 4.0, 4.1, 1, 96, 3, 4, 0.2),   -- slots and budget full: slot first
+    ('r', 'log', 'vllm iteration log', 5, 5.0, 6.0, 0, 0, 1, 1, 0.1),    -- the last step ends at its own end
+    -- run u: no limits known, no KV size: usage alone (never near full here) tells KV room
+    ('u', 'log', 'vllm iteration log', 0, 0.0, 0.5, 1, 64, 0, 0, 0.5),
+    ('u', 'log', 'vllm iteration log', 1, 0.5, 1.0, 0, 0, 1, 1, 0.5)
+"""
+
+STATE_REQUESTS = """
+INSERT INTO requests (run_id, request_id, status, input_tokens, queued_s, scheduled_s) VALUES
+    ('r', 'q1', 'ok', 200, 0.5, 5.5),  -- waits through every segment
+    ('r', 'q2', 'ok', 30, 2.5, 2.5),   -- no queue at all
+    ('r', 'q3', 'ok', 40, 6.5, 7.0),   -- queued after the log ends: no engine state, all load
+    ('r', 'q4', 'ok', 40, 1.0, NULL),  -- never scheduled: no queue interval
+    ('u', 'v1', 'ok', 64, 0.2, 0.9)
+"""
 
 
-def test_kv_wait_without_a_capacity_reason_uses_kv_usage_and_paused_requests():
-    """V0 / SGLang / TensorRT-LLM samples: no waiting_capacity, so usage near full with a queue, or paused."""
+def test_engine_state_is_a_step_function_of_what_the_engine_was_out_of():
+    c = tiny(LIMITS, STATE_STEPS, STATE_REQUESTS)
+    got = c.execute(
+        "SELECT start_s, end_s, kv_free_tokens, head_need_tokens, kv_out, slots_full, budget_full, cause "
+        "FROM engine_state WHERE run_id = 'r' ORDER BY start_s"
+    ).fetchall()
+    assert [(g[0], g[1]) for g in got] == [(0.0, 1.0), (1.0, 2.0), (2.0, 3.0), (3.0, 4.0), (4.0, 5.0), (5.0, 6.0)]
+    assert [g[7] for g in got] == [None, "slot", "budget", "kv", "slot", None]
+    # the head of the queue is the next request scheduled: q2 (30 tokens, 49 left in the budget: 3 blocks) at 0.0,
+    # then q1 (200 tokens, chunked to what the step leaves, the whole budget when the step used it all)
+    assert got[0][2:4] == (pytest.approx(900.0), 30.0)
+    assert got[3][2:4] == (pytest.approx(10.0), 100.0) and got[3][4:7] == (True, True, True)
+    assert got[4][4:7] == (False, True, True)
+    unknown = c.execute("SELECT kv_out, slots_full, budget_full, cause FROM engine_state WHERE run_id = 'u'").fetchall()
+    assert unknown == [(False, None, None, None), (False, None, None, None)]
+
+
+def test_queue_split_is_exact_and_never_exceeds_the_queue():
+    c = tiny(LIMITS, STATE_STEPS, STATE_REQUESTS)
+    got = {
+        r[0]: r[1:]
+        for r in c.execute(
+            "SELECT request_id, queue_s, kv_wait_s, slot_wait_s, budget_wait_s, load_wait_s "
+            "FROM attribution_queue_causes"
+        ).fetchall()
+    }
+    assert set(got) == {"q1", "q2", "q3", "v1"}  # q4 has no queue interval
+    # q1 queued 0.5-5.5: [0.5, 1) none, [1, 2) slot, [2, 3) budget, [3, 4) kv, [4, 5) slot, [5, 5.5) none
+    assert got["q1"] == pytest.approx((5.0, 1.0, 2.0, 1.0, 1.0))
+    assert got["q2"] == (0.0, 0.0, 0.0, 0.0, 0.0)
+    assert got["q3"] == pytest.approx((0.5, 0.0, 0.0, 0.0, 0.5))
+    # run u: KV room known (usage), slots and budget not: NULL parts, the rest load
+    assert got["v1"][1:] == (0.0, None, None, pytest.approx(0.7))
+    for queue, *parts in got.values():
+        assert sum(p or 0 for p in parts) == pytest.approx(queue)
+        assert all(p is None or 0 <= p <= queue + 1e-12 for p in parts)
+
+
+def test_queue_split_on_a_timeline_of_samples():
+    """Without an iteration log: scrapes and stats lines, running against max_num_seqs, swapped requests and
+    preemptions counted since the previous scrape (V0, SGLang, TensorRT-LLM, a plain metrics scrape)."""
     c = tiny(
-        ATTRIB_REQUESTS,
-        "INSERT INTO engine_stats (run_id, ts_s, kv_usage, waiting, swapped) VALUES "
-        "('r', 10.0, 0.97, 4, 0), ('r', 10.3, 0.80, 4, 0), ('r', 11.0, 0.5, 0, 2), ('r', 11.6, 0.5, 0, 0), "
-        "('r', 30.0, 0.1, 0, 0)",
+        "INSERT INTO engine_config (run_id, engine, setting, value, basis, origin) "
+        "VALUES ('s', 'vllm', 'max_num_seqs', 2, 'stated', 'log')",
+        "INSERT INTO engine_stats (run_id, source, ts_s, running, kv_usage, swapped, preemptions_total) VALUES "
+        "('s', 'm', 0.0, 2, 0.3, 0, 0), ('s', 'm', 1.0, 1, 0.3, 1, 0), ('s', 'm', 2.0, 1, 0.3, 0, 0), "
+        "('s', 'm', 3.0, 1, 0.3, 0, 3), ('s', 'm', 4.0, 1, 0.3, 0, 3)",
+        "INSERT INTO requests (run_id, request_id, status, queued_s, scheduled_s) VALUES ('s', 'a', 'ok', 0.5, 3.5)",
     )
-    kv = dict(c.execute("SELECT request_id, kv_wait_s FROM attribution_kv_wait").fetchall())
-    # a: 10.0-10.5 -> [10.0, 10.3) near full with a queue = 0.3; b: 11.0-12.0 -> [11.0, 11.6) paused = 0.6
-    assert kv == {"a": pytest.approx(0.3), "b": pytest.approx(0.6)}
+    causes = [r[0] for r in c.execute("SELECT cause FROM engine_state ORDER BY start_s").fetchall()]
+    # [0,1) slots full; [1,2) one swapped out; [2,3) preempted before the 3.0 scrape; [3,4) none; last open
+    assert causes == ["slot", "kv", "kv", None, None]
+    row = c.execute(
+        "SELECT kv_wait_s, slot_wait_s, budget_wait_s, load_wait_s FROM attribution_queue_causes"
+    ).fetchone()
+    assert row == (pytest.approx(2.0), pytest.approx(0.5), None, pytest.approx(0.5))
+
+
+def test_kv_usage_near_full_is_kv_out_where_the_cache_size_is_unknown():
+    c = tiny(
+        "INSERT INTO engine_stats (run_id, source, ts_s, kv_usage) VALUES ('k', 'm', 0.0, 0.97), ('k', 'm', 1.0, 0.5), "
+        "('k', 'm', 2.0, 0.5)",
+        "INSERT INTO requests (run_id, request_id, status, queued_s, scheduled_s) VALUES ('k', 'a', 'ok', 0.2, 1.7)",
+    )
+    row = c.execute("SELECT kv_wait_s, slot_wait_s, load_wait_s FROM attribution_queue_causes").fetchone()
+    assert row == (pytest.approx(0.8), None, pytest.approx(0.7))
+
+
+def test_prefix_cache_hit_rate_and_cached_share():
+    c = tiny(
+        # two scrapes of one source: the counters' change between them; a second source counting fewer is not added
+        "INSERT INTO engine_stats (run_id, source, engine, ts_s, prefix_cache_hits_total, prefix_cache_queries_total, "
+        "prompt_tokens_total) VALUES ('p', 'prom', '0', 1.0, 100, 400, 400), ('p', 'prom', '0', 9.0, 700, 1400, 1400), "
+        "('p', 'log', '0', 5.0, 10, 20, NULL)",
+        "INSERT INTO engine_steps (run_id, source, detection, step_id, prefill_tokens) VALUES "
+        "('p', 'log', 'vllm iteration log', 0, 300), ('p', 'log', 'vllm iteration log', 1, 250), "
+        # a log that does not start at iteration 0 cannot be set against the prompt counter
+        "('q', 'log', 'vllm iteration log', 5, 300)",
+        "INSERT INTO engine_stats (run_id, source, ts_s, prompt_tokens_total) VALUES ('q', 'prom', 1.0, 1000)",
+        # SGLang: cached and new tokens per prefill batch
+        "INSERT INTO engine_steps (run_id, source, detection, prefill_tokens, cached_tokens) VALUES "
+        "('g', 'log', 'sglang prefill batch log', 300, 100), ('g', 'log', 'sglang prefill batch log', 100, 100)",
+        "INSERT INTO requests (run_id, request_id, status, input_tokens, cached_tokens) VALUES "
+        "('g', 'a', 'ok', 400, 100), ('g', 'b', 'ok', 200, 100)",
+    )
+    got = {r[0]: r[1:] for r in c.execute("SELECT * FROM engine_prefix_cache").fetchall()}
+    assert got["p"][:4] == (pytest.approx(0.6), 600, 1000, "engine counters")
+    assert got["p"][4:] == (pytest.approx(1 - 550 / 1400), "iteration log context tokens vs the prompt-token counter")
+    # SGLang: 200 cached of 200 + 400 new tokens looked up; the requests' own figures: 200 of 600 prompt tokens
+    assert got["g"] == (
+        pytest.approx(1 / 3),
+        200,
+        600,
+        "sglang prefill batches",
+        pytest.approx(1 / 3),
+        "requests cached_tokens",
+    )
+    assert "q" not in got
+
+
+CACHED_LOG = """
+INSERT INTO engine_config (run_id, engine, setting, value, basis, origin) VALUES ('c', 'vllm', 'block_size', 16,
+    'stated', 'log');
+INSERT INTO engine_steps (run_id, source, detection, step_id, prefill_reqs, prefill_tokens) VALUES
+    ('c', 'log', 'vllm iteration log', 0, 1, 100),  -- first request: all 100 computed, nothing cached
+    ('c', 'log', 'vllm iteration log', 1, 0, 0),
+    ('c', 'log', 'vllm iteration log', 2, 1, 4),    -- second: 68 - 64 cached (4 blocks) = 4 computed
+    ('c', 'log', 'vllm iteration log', 3, 2, 40);   -- third and fourth together: 36 + 36 - 40 = 32 cached
+"""
+
+
+def test_cached_tokens_per_request_derived_from_the_iteration_log():
+    c = tiny(
+        CACHED_LOG,
+        "INSERT INTO requests (run_id, request_id, status, input_tokens, queued_s, scheduled_s) VALUES "
+        "('c', 'a', 'ok', 100, 0.0, 0.1), ('c', 'b', 'ok', 68, 0.1, 0.3), ('c', 'x', 'ok', 36, 0.2, 0.5), "
+        "('c', 'y', 'ok', 36, 0.2, 0.6)",
+    )
+    got = dict(c.execute("SELECT request_id, cached_tokens FROM requests_cached_tokens").fetchall())
+    # x and y: 36 + 36 - 40 = 32 cached tokens in 16-token blocks, each at most 35: 0/32, 16/16 and 32/0 all fit,
+    # so the split is not unique and both stay NULL
+    assert got == {"a": 0, "b": 64}
+    basis = c.execute("SELECT DISTINCT cached_basis FROM requests_latency WHERE cached_tokens IS NOT NULL").fetchall()
+    assert basis == [("derived",)]
+
+
+def test_a_pair_of_prompts_split_into_whole_blocks_when_only_one_split_fits():
+    c = tiny(
+        CACHED_LOG,
+        "INSERT INTO requests (run_id, request_id, status, input_tokens, queued_s, scheduled_s) VALUES "
+        "('c', 'a', 'ok', 100, 0.0, 0.1), ('c', 'b', 'ok', 68, 0.1, 0.3), ('c', 'x', 'ok', 40, 0.2, 0.5), "
+        "('c', 'y', 'ok', 16, 0.2, 0.6)",
+    )
+    # x + y = 56 prompt tokens, 40 computed: 16 cached; y (16 tokens) can hold none (at most 15), so x has 16
+    got = dict(c.execute("SELECT request_id, cached_tokens FROM requests_cached_tokens").fetchall())
+    assert got == {"a": 0, "b": 64, "x": 16, "y": 0}
+
+
+def test_cached_tokens_are_not_derived_where_the_pairing_is_not_provable():
+    base = "INSERT INTO requests (run_id, request_id, status, input_tokens, queued_s, scheduled_s) VALUES "
+    cases = {
+        # a request more than the log's context requests: a prompt spread over steps, or a request missing
+        "counts differ": base + "('c', 'a', 'ok', 100, 0, 0.1), ('c', 'b', 'ok', 68, 0, 0.3), "
+        "('c', 'x', 'ok', 40, 0, 0.5), ('c', 'y', 'ok', 16, 0, 0.6), ('c', 'z', 'ok', 9, 0, 0.7)",
+        # b's 68 - 4 = 64 is whole blocks; 70 - 4 = 66 is not: the pairing is wrong
+        "not whole blocks": base + "('c', 'a', 'ok', 100, 0, 0.1), ('c', 'b', 'ok', 70, 0, 0.3), "
+        "('c', 'x', 'ok', 40, 0, 0.5), ('c', 'y', 'ok', 16, 0, 0.6)",
+        # a preempted request is computed again: the log counts it twice
+        "preempted": base.replace("scheduled_s)", "scheduled_s, num_preemptions)")
+        + "('c', 'a', 'ok', 100, 0, 0.1, 1), ('c', 'b', 'ok', 68, 0, 0.3, 0), ('c', 'x', 'ok', 40, 0, 0.5, 0), "
+        "('c', 'y', 'ok', 16, 0, 0.6, 0)",
+    }
+    for why, rows in cases.items():
+        c = tiny(CACHED_LOG, rows)
+        assert c.execute("SELECT count(*) FROM requests_cached_tokens").fetchone() == (0,), why
 
 
 def test_attribution_on_an_empty_run():
     c = tiny()
     assert c.execute("SELECT count(*) FROM attribution_run").fetchone() == (0,)
-    assert c.execute("SELECT count(*) FROM attribution_kv_wait").fetchone() == (0,)
+    for view in ("engine_state", "attribution_queue_causes", "engine_prefix_cache", "requests_cached_tokens"):
+        assert c.execute(f"SELECT count(*) FROM {view}").fetchone() == (0,), view
 
 
 def test_workload_mix_prefix_reuse_and_concurrency():
@@ -376,11 +545,18 @@ def test_a_view_that_does_not_bind_is_an_error_naming_it_and_what_it_lacks():
     from lltrace.errors import QueryError
 
     c = duckdb.connect()
-    with pytest.raises(QueryError, match=r"queries/requests_latency\.sql: needs requests, which this connection"):
+    with pytest.raises(
+        QueryError,
+        match=r"queries/requests_cached_tokens\.sql: needs requests, engine_steps, engine_stats, engine_config, "
+        "which this connection does not have",
+    ):
         install_views(c, ["requests_summary"])
+    canonical_tables(c)
+    c.execute("DROP TABLE requests")
     c.execute("CREATE TABLE requests (run_id VARCHAR, request_id VARCHAR)")  # a requests table lacking columns
     with pytest.raises(
-        QueryError, match=r"queries/requests_latency\.sql: view requests_latency does not bind: .*e2e_s"
+        QueryError,
+        match=r"queries/requests_cached_tokens\.sql: view requests_cached_tokens does not bind: .*(scheduled_s|cached)",
     ):
         install_views(c, ["requests_summary"])
     with pytest.raises(QueryError, match="no query named 'requests'"):
