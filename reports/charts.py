@@ -89,7 +89,7 @@ def size_chart(mix: Rows, crossover: float | None) -> alt.LayerChart | alt.Chart
 
 
 def timeline_chart(timeline: Rows) -> alt.VConcatChart | None:
-    """Running / waiting (for KV room) requests, KV usage and preemptions over time."""
+    """Running, waiting and waiting-for-capacity requests, KV usage and preemptions over time."""
     if not timeline:
         return None
     load = melt(timeline, ["t_s"], ["running", "waiting", "waiting_capacity"], "series", "requests")

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from lltrace.reports.charts import build_charts
+from lltrace.reports.labels import QUEUE_PARTS
 from lltrace.reports.page import offline_page
 from lltrace.reports.replay_rows import replay_cases, replay_notes, validation_rows
 
@@ -93,17 +94,41 @@ def _headline(doc: dict[str, Any]) -> str:
             f"<td data-key='attribution.{c}.share'>{att[c]['share']:.1%}</td><td>{att[c]['basis']}</td></tr>"
             for c in ("queue", "prefill", "decode", "preempted", "overhead")
         )
+        rows += "".join(
+            f"<tr><td>&nbsp;&nbsp;of queue: {label}</td>"
+            f"<td data-key='attribution.{key}.total_s'>{att[key]['total_s']:,.3f}</td>"
+            f"<td data-key='attribution.{key}.share_of_parent'>{att[key]['share_of_parent'] or 0:.1%}</td>"
+            f"<td>{att[key]['basis']}</td></tr>"
+            for key, label in QUEUE_PARTS
+            if att.get(key) and att[key]["total_s"] is not None
+        )
         parts.append(f"<table><tr><th>component</th><th>total s</th><th>share</th><th>basis</th></tr>{rows}</table>")
+        unknown = [label for key, label in QUEUE_PARTS if att.get(key) and att[key]["total_s"] is None]
+        if unknown and att["queue"]["total_s"]:
+            parts.append(f"<p>Queue split unknown for: {', '.join(unknown)} (no engine state in the sources).</p>")
     kv = doc.get("kv")
     if kv and kv.get("preemptions") is not None:
         parts.append(
             f"<p>KV cache: peak usage <span data-key='kv.peak_usage'>{kv['peak_usage']:.1%}</span>, "
             f"<span data-key='kv.preemptions'>{kv['preemptions']:,.0f}</span> preemptions.</p>"
         )
+    if kv and kv.get("prefix_cache_hit_rate") is not None:
+        parts.append(
+            f"<p>Prefix cache: hit rate <span data-key='kv.prefix_cache_hit_rate'>"
+            f"{kv['prefix_cache_hit_rate']:.1%}</span> ({kv['prefix_cache_hit_tokens']:,.0f} of "
+            f"{kv['prefix_cache_queried_tokens']:,.0f} queried tokens, "
+            f"{html.escape(kv['prefix_cache_hit_basis'])}).</p>"
+        )
+    if kv and kv.get("prefix_cached_share") is not None:
+        parts.append(
+            f"<p>Prompt tokens served from the prefix cache: <span data-key='kv.prefix_cached_share'>"
+            f"{kv['prefix_cached_share']:.1%}</span> ({html.escape(kv['prefix_cached_basis'])}).</p>"
+        )
     advice = doc.get("advice") or []
     if advice:
         items = "".join(
-            f"<li><b>{html.escape(a['bottleneck'])}</b>: {html.escape(a['action'])} — "
+            f"<li><b>{html.escape(a['bottleneck'])}</b>"
+            f"{' (' + html.escape(a['setting']) + ')' if a.get('setting') else ''}: {html.escape(a['action'])} — "
             f"{html.escape(a['expected_gain']['metric'])} {a['expected_gain']['from']:,.3f} → "
             f"{a['expected_gain']['to']:,.3f} {a['expected_gain']['unit']} <i>({html.escape(a['formula'])})</i></li>"
             for a in advice

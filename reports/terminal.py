@@ -10,6 +10,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from lltrace.reports.labels import QUEUE_PARTS
+
 
 def _ms(v: float | None) -> str:
     return "-" if v is None else f"{v * 1e3:,.2f}"
@@ -129,12 +131,18 @@ def render(doc: dict[str, Any]) -> Group:
         for c in ("queue", "prefill", "decode", "preempted", "overhead"):
             row = att[c]
             t.add_row(c, f"{row['total_s']:,.3f}", pct(row["share"]), row["basis"] or "-")
-        kvw = att["kv_wait"]
-        if kvw["total_s"] is not None:
-            t.add_row(
-                "  of queue: waiting for KV room", f"{kvw['total_s']:,.3f}", pct(kvw["share_of_parent"]), kvw["basis"]
-            )
+        unknown = []
+        for key, label in QUEUE_PARTS:
+            part = att.get(key)
+            if not part:
+                continue
+            if part["total_s"] is None:
+                unknown.append(label)
+                continue
+            t.add_row(f"  of queue: {label}", f"{part['total_s']:,.3f}", pct(part["share_of_parent"]), part["basis"])
         parts.append(t)
+        if unknown and att["queue"]["total_s"]:
+            parts.append(Text(f"queue split unknown for: {', '.join(unknown)} (no engine state in the sources)"))
         rates = []
         if att.get("prefill_tokens_per_s"):
             rates.append(f"measured prefill rate {att['prefill_tokens_per_s']:,.0f} tok/s")
@@ -147,22 +155,37 @@ def render(doc: dict[str, Any]) -> Group:
     kv = doc.get("kv")
     if kv and any(v is not None for v in kv.values()):
         wait = "-" if kv["kv_wait_s"] is None else f"{kv['kv_wait_s']:,.2f} s"
-        parts.append(
-            Text(
-                f"KV cache: peak usage {pct(kv['peak_usage'])} · preemptions {whole(kv['preemptions'])} · "
-                f"peak requests waiting for capacity {whole(kv['peak_waiting_capacity'])} · "
-                f"queue time waiting for KV room {wait}"
-            )
+        line = (
+            f"KV cache: peak usage {pct(kv['peak_usage'])} · preemptions {whole(kv['preemptions'])} · "
+            f"peak requests waiting {whole(kv['peak_waiting_capacity'])} · "
+            f"queue time waiting for KV room {wait}"
         )
+        prefix = []
+        if kv.get("prefix_cache_hit_rate") is not None:
+            prefix.append(
+                f"hit rate {pct(kv['prefix_cache_hit_rate'])} ({whole(kv['prefix_cache_hit_tokens'])} of "
+                f"{whole(kv['prefix_cache_queried_tokens'])} queried tokens, {kv['prefix_cache_hit_basis']})"
+            )
+        if kv.get("prefix_cached_share") is not None:
+            prefix.append(f"prompt tokens cached {pct(kv['prefix_cached_share'])} ({kv['prefix_cached_basis']})")
+        if kv.get("prefix_cached_requests"):
+            prefix.append(
+                f"cached tokens per request for {whole(kv['prefix_cached_requests'])} requests "
+                f"({kv['prefix_cached_requests_basis']})"
+            )
+        if prefix:
+            line += "\nprefix cache: " + " · ".join(prefix)
+        parts.append(Text(line))
     advice = doc.get("advice") or []
     if advice:
         t = Table(title="Advice (most valuable first)")
-        for col in ("bottleneck", "action", "expected gain"):
+        for col in ("bottleneck", "setting", "action", "expected gain"):
             t.add_column(col)
         for a in advice[:5]:
             g = a["expected_gain"]
             t.add_row(
                 a["bottleneck"],
+                a.get("setting") or "-",
                 a["action"],
                 f"{g['metric']}: {g['from']:,.3f} -> {g['to']:,.3f} {g['unit']}\n({a['formula']})",
             )

@@ -10,6 +10,10 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from lltrace.reports.labels import QUEUE_PARTS
+
+_PART_LABEL = dict(QUEUE_PARTS)
+
 
 def diff_table(doc: dict[str, Any]) -> Group:
     """The diff document: each component's mean per request in both runs, the change, and the verdict."""
@@ -22,7 +26,7 @@ def diff_table(doc: dict[str, Any]) -> Group:
     for c, v in doc["components"].items():
         share = "-" if v["share_of_change"] is None else f"{v['share_of_change']:.0%}"
         t.add_row(
-            c if c != "kv_wait" else "  of queue: kv_wait",
+            f"  of queue: {_PART_LABEL[c]}" if c in _PART_LABEL else c,
             f"{v['baseline_s']:.3f}",
             f"{v['incident_s']:.3f}",
             f"{v['delta_s']:+.3f}",

@@ -111,8 +111,10 @@ def test_replay_document_on_run_b(kv_runs: dict[str, lltrace.Run], kv_store: Pat
     eng = doc["engine"]
     # from the server log: num_gpu_blocks_override 40, max_num_seqs 32, "KV cache size: 5,120 tokens"
     assert (eng["kv_blocks"]["value"], eng["block_size"]["value"], eng["max_num_seqs"]["value"]) == (40, 128, 32)
+    # not in B's log: vLLM 0.32's API-server default on CPU (one worker), which the step log's largest step agrees
+    # with (the inference lltrace falls back on where the version or device is not known)
     assert eng["max_num_batched_tokens"]["value"] == 2048 and eng["max_num_batched_tokens"]["origin"].startswith(
-        "inferred"
+        "default: vLLM 0.32.0 default for the API server on CPU"
     )
     assert doc["baseline"]["measured_preemptions"] == _final_preemptions("B_kvpressure")
     assert doc["baseline"]["preemptions"] == pytest.approx(55, rel=0.30)
@@ -234,7 +236,9 @@ def test_fast_forward_equals_stepping_through(seed: int) -> None:
 def test_run_a_without_step_log_calibrates_on_requests_and_validates(tmp_path: Path) -> None:
     doc = replay(shared_file("vllm_cpu", "A_baseline"), store=tmp_path)
     assert doc["calibration"]["source"].startswith("per-request")
-    assert doc["engine"]["kv_blocks"]["value"] == 2_097_152 // 16  # "KV cache size: 2,097,152 tokens"
+    # "KV cache size: 2,097,152 tokens" in 128-token blocks (vllm:cache_config_info: block_size 128)
+    assert doc["engine"]["kv_blocks"]["value"] == 2_097_152 // 128
+    assert doc["engine"]["block_size"]["value"] == 128
     mape = doc["validation"]["mape"]
     # issue 6: mean TTFT, TPOT and e2e of the held-out requests each within 15 %
     assert mape["ttft_s"]["mean"] <= 0.15 and mape["tpot_s"]["mean"] <= 0.15 and mape["e2e_s"]["mean"] <= 0.15
@@ -384,7 +388,10 @@ def test_design_what_if_keys_on_an_arrival_trace(tmp_path: Path) -> None:
 def test_switch_and_alias_what_ifs_on_run_b(kv_runs: dict[str, lltrace.Run], kv_store: Path) -> None:
     cases = [("rate_scale", 0.5), ("rate", 0.5), ("chunked_prefill", "off"), ("prefix_caching", "off")]
     doc = replay(kv_runs["B_kvpressure"], what_ifs=cases, store=kv_store)
-    assert doc["engine"]["chunked_prefill"] == {"value": True, "origin": "vLLM V1 default (not in the sources)"}
+    assert doc["engine"]["chunked_prefill"] == {
+        "value": True,
+        "origin": "stated: server log: engine config line (enable_chunked_prefill)",
+    }
     scale, rate, no_chunks, no_cache = doc["whatifs"]
     assert scale["summary"] == rate["summary"]  # DESIGN's rate_scale and lltrace's rate are one key
     assert scale["summary"]["queue_s"]["p50"] < doc["baseline"]["summary"]["queue_s"]["p50"]  # half the load
@@ -432,7 +439,11 @@ def test_replay_takes_a_runs_files_like_its_folder(tmp_path: Path) -> None:
     folder = runner.invoke(app, [*args, str(a)])
     assert listed.exit_code == 0 and folder.exit_code == 0, listed.output + folder.output
     one, two = json.loads(listed.stdout), json.loads(folder.stdout)
-    for key in ("calibration", "validation", "engine", "requests"):
+    for key in ("calibration", "validation", "requests"):
         assert one[key] == two[key], key
+    # the same engine; the folder's metrics files state the block size the listed files leave to vLLM's default
+    assert {k: v["value"] for k, v in one["engine"].items()} == {k: v["value"] for k, v in two["engine"].items()}
+    assert one["engine"]["block_size"]["origin"].startswith("default: vLLM 0.32.0 default on CPU")
+    assert two["engine"]["block_size"]["origin"] == "stated: Prometheus vllm:cache_config_info (block_size)"
     assert one["baseline"]["summary"] == two["baseline"]["summary"]
     assert one["baseline"]["measured"] == two["baseline"]["measured"]

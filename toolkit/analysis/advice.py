@@ -48,6 +48,7 @@ def advise_steps(steps: dict[str, Any] | None) -> list[dict[str, Any]]:
     return [
         {
             "bottleneck": "overhead",
+            "setting": "enforce_eager",
             "action": "Capture decode steps as CUDA graphs: the GPU idles while the CPU launches kernels one by one",
             "expected_gain": _gain("mean decode step time", wall, wall - idle),
             "formula": "step_wall_mean - gpu_idle_mean (launch gaps removed at best)",
@@ -56,62 +57,95 @@ def advise_steps(steps: dict[str, Any] | None) -> list[dict[str, Any]]:
     ]
 
 
+def _limit(part: dict[str, Any] | None, setting: str) -> str:
+    found = ((part or {}).get("evidence") or {}).get(setting) or {}
+    return f" (now {found['value']:,.0f}, {found['basis']})" if found.get("value") is not None else ""
+
+
+def _queue_items(
+    att: dict[str, Any], label: str, parts: dict[str, Any], n: int, kv: dict[str, Any] | None
+) -> list[tuple[float, dict[str, Any]]]:
+    """One item per part of queue that matters: KV room, sequence slots, token budget, plain load. Each gain is
+    that part's time removed at best: an upper bound (the replay gives the simulated figure)."""
+    share_needed = thresholds()["queue_part_share_for_advice"]
+    queue_mean = att["queue_s"] / n
+    specs = {
+        "kv_wait": (
+            "room",
+            "gpu_memory_utilization",
+            "Give the KV cache more room: more KV blocks (gpu_memory_utilization, a larger GPU or more "
+            "tensor-parallel ranks), an FP8 KV cache (half the bytes per token), or fewer concurrent sequences "
+            "with admission control: the queue head did not fit the free KV blocks",
+        ),
+        "slot_wait": (
+            "slots",
+            "max_num_seqs",
+            "Raise max_num_seqs{limit}: requests waited for a sequence slot while the KV cache had room for more",
+        ),
+        "budget_wait": (
+            "budget",
+            "max_num_batched_tokens",
+            "Raise max_num_batched_tokens{limit}: steps used the whole token budget while requests waited with a "
+            "slot and KV room free",
+        ),
+        "load_wait": (
+            "queue",
+            None,
+            "Add replicas: requests waited behind other work with none of the engine's limits binding",
+        ),
+    }
+    items = []
+    for name, (bottleneck, setting, action) in specs.items():
+        part = parts.get(name) or {}
+        total = part.get("total_s")
+        if not total or total / att["e2e_s"] < share_needed:
+            continue
+        if name == "load_wait" and label not in ("queue-bound", "capacity-bound"):
+            continue
+        wait_mean = total / n
+        evidence = {f"{name}_s_total": total, "share_of_queue": part.get("share_of_parent"), "requests": n}
+        evidence |= {k: v for k, v in (part.get("evidence") or {}).items() if k != "rule"}
+        if name == "kv_wait" and kv:
+            evidence |= {k: kv.get(k) for k in ("peak_usage", "preemptions")}
+        items.append(
+            (
+                wait_mean,
+                {
+                    "bottleneck": bottleneck,
+                    "setting": setting,
+                    "action": action.format(limit=_limit(part, setting or "")),
+                    "expected_gain": _gain("mean queue time per request", queue_mean, queue_mean - wait_mean),
+                    "formula": f"queue_mean - {name}_mean: that part of queueing removed, at best (an upper bound)",
+                    "evidence": evidence,
+                },
+            )
+        )
+    return items
+
+
 def advise(
     att: dict[str, Any],
     label: str,
-    kv: dict[str, Any] | None,
+    queue_parts: dict[str, Any] | None,
     interference: dict[str, Any] | None = None,
     workload: dict[str, Any] | None = None,
     fp8_decode_ratio: dict[str, Any] | None = None,
+    kv: dict[str, Any] | None = None,
+    prefix_caching: bool | None = None,
 ) -> list[dict[str, Any]]:
-    """Advice items, most valuable (seconds saved per request) first.
+    """Advice items, most valuable (seconds saved per request) first, each naming the engine ``setting`` it
+    changes (None where it is not one setting).
 
-    ``fp8_decode_ratio`` (from the roofline, when the model and GPU are known) replaces the generic
-    halving bound of weight quantization by the modelled ratio of FP8 to BF16 decode time per token.
+    ``queue_parts`` are the attribution's kv_wait, slot_wait, budget_wait and load_wait. ``fp8_decode_ratio``
+    (from the roofline, when the model and GPU are known) replaces the generic halving bound of weight
+    quantization by the modelled ratio of FP8 to BF16 decode time per token. ``kv`` is the document's kv section
+    (its usage and preemptions back the KV-room item; its measured prefix-cache hit rate the prefix item);
+    ``prefix_caching`` whether the engine ran with prefix caching (None: not known).
     """
     t = thresholds()
     n = att["requests"]
     mean = {k: att[f"{k}_s"] / n for k in ("e2e", "queue", "prefill", "decode", "overhead")}
-    items: list[tuple[float, dict[str, Any]]] = []
-    kv_wait_mean = (kv or {}).get("kv_wait_s", 0.0) / n if kv and kv.get("kv_wait_s") is not None else None
-    if kv and kv_wait_mean and (kv.get("preemptions") or 0) + (kv.get("peak_waiting_capacity") or 0) > 0:
-        to = mean["queue"] - kv_wait_mean
-        items.append(
-            (
-                kv_wait_mean,
-                {
-                    "bottleneck": "room",
-                    "action": "Give the KV cache more room: more KV blocks (gpu_memory_utilization, a larger GPU "
-                    "or more tensor-parallel ranks), an FP8 KV cache (half the bytes per token), or fewer "
-                    "concurrent sequences with admission control",
-                    "expected_gain": _gain("mean queue time per request", mean["queue"], to),
-                    "formula": "queue_mean - kv_wait_mean (the queueing spent waiting for KV room removed at best)",
-                    "evidence": {
-                        "kv_wait_s_total": kv["kv_wait_s"],
-                        "preemptions": kv.get("preemptions"),
-                        "peak_kv_usage": kv.get("peak_usage"),
-                        "peak_waiting_for_capacity": kv.get("peak_waiting_capacity"),
-                        "requests": n,
-                    },
-                },
-            )
-        )
-    if label == "queue-bound" or (label == "capacity-bound" and mean["queue"] > (kv_wait_mean or 0)):
-        rest = mean["queue"] - (kv_wait_mean or 0)
-        if rest > 0:
-            items.append(
-                (
-                    rest,
-                    {
-                        "bottleneck": "queue",
-                        "action": "Add replicas or raise the batch limits (max_num_seqs, max_num_batched_tokens): "
-                        "requests wait behind other work, not for memory",
-                        "expected_gain": _gain("mean queue time per request", mean["queue"], mean["queue"] - rest),
-                        "formula": "queue_mean - kv_wait_mean (the load part of queueing removed at best)",
-                        "evidence": {"queue_share": att["queue_share"], "queue_mean_s": mean["queue"]},
-                    },
-                )
-            )
+    items: list[tuple[float, dict[str, Any]]] = _queue_items(att, label, queue_parts or {}, n, kv)
     spt = att.get("decode_s_per_token")
     if spt and att["decode_share"] >= t["pipe_share_for_advice"]:
         if fp8_decode_ratio:
@@ -133,6 +167,7 @@ def advise(
                 saved,
                 {
                     "bottleneck": "pipe",
+                    "setting": "quantization",
                     "action": "Cut the bytes read per decode step: FP8/INT8 weights or speculative decoding "
                     "(more tokens per weight read)",
                     "expected_gain": _gain("mean decode time per request", mean["decode"], mean["decode"] - saved),
@@ -153,6 +188,7 @@ def advise(
                 saved,
                 {
                     "bottleneck": "engine",
+                    "setting": "quantization",
                     "action": "Speed up prefill: prefix caching where prompts share prefixes, FP8 compute, or a larger "
                     "chunked-prefill token budget",
                     "expected_gain": _gain("mean prefill time per request", mean["prefill"], mean["prefill"] - saved),
@@ -169,6 +205,7 @@ def advise(
                 lost,
                 {
                     "bottleneck": "interference",
+                    "setting": "max_num_batched_tokens",
                     "action": "Keep prefills from stalling decodes: a smaller chunked-prefill token budget, or "
                     "prefill-decode disaggregation",
                     "expected_gain": _gain("mean decode time per request", mean["decode"], mean["decode"] - lost),
@@ -181,19 +218,27 @@ def advise(
             )
         )
     reuse = (workload or {}).get("prefix_reuse")
-    if reuse and reuse >= t["prefix_reuse_for_advice"] and att.get("prefill_s"):
+    # the workload's prompts repeat earlier prefixes and the engine is not known to cache them: a cache that is
+    # on shows its own reuse in kv.prefix_cache_hit_rate, and turning it on again gains nothing
+    caching = prefix_caching or bool((kv or {}).get("prefix_cache_hit_rate"))
+    if reuse and reuse >= t["prefix_reuse_for_advice"] and att.get("prefill_s") and not caching:
         saved = mean["prefill"] * reuse
         items.append(
             (
                 saved,
                 {
-                    "bottleneck": "engine",
+                    "bottleneck": "prefix",
+                    "setting": "enable_prefix_caching",
                     "action": "Turn on prefix caching: a measured share of prompt blocks repeats an earlier "
                     "request's prefix",
                     "expected_gain": _gain("mean prefill time per request", mean["prefill"], mean["prefill"] - saved),
                     "formula": "prefill_mean x (1 - prefix_reuse): reused blocks need no recompute (upper bound: cache "
                     "capacity and eviction not modelled)",
-                    "evidence": {"prefix_reuse": reuse, "prefix_blocks": (workload or {}).get("prefix_blocks")},
+                    "evidence": {
+                        "prefix_reuse": reuse,
+                        "prefix_blocks": (workload or {}).get("prefix_blocks"),
+                        "prefix_caching": prefix_caching,
+                    },
                 },
             )
         )
@@ -203,6 +248,7 @@ def advise(
                 mean["overhead"],
                 {
                     "bottleneck": "overhead",
+                    "setting": None,
                     "action": "Look outside the engine: tokenization, detokenization, the API server, network "
                     "and client",
                     "expected_gain": _gain("mean overhead per request", mean["overhead"], 0.0),

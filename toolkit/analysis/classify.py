@@ -5,7 +5,8 @@ The rule (``label``), with the thresholds of ``queries/thresholds.csv``, shown i
 - a component whose share of the summed end-to-end latency is at least ``dominant_share`` names the run:
   queue first (``queue-bound``), then prefill (``prefill-dominant``), then decode (``decode-dominant``);
 - a queue-bound run is ``capacity-bound`` when at least ``capacity_part_of_queue`` of its queue time was
-  spent while the engine reported requests waiting for KV-cache room;
+  spent while the engine had no KV room for the queue head (``kv_wait``: KV room only; a queue held by the
+  sequence limit or the token budget stays ``queue-bound``, its why naming that limit);
 - otherwise the run is ``balanced``.
 
 It reads a run's measured attribution (``classify``), an arrival trace's token mix through the latency model
@@ -54,8 +55,17 @@ def label(
     return "balanced"
 
 
-def classify(att: dict[str, Any], kv_wait_s: float | None) -> dict[str, Any]:
-    """The run's label and why, from ``attribution_run`` figures."""
+_PART_WORDS = {
+    "kv_wait": "waiting for KV room",
+    "slot_wait": "waiting for a sequence slot (max_num_seqs)",
+    "budget_wait": "waiting for token budget (max_num_batched_tokens)",
+    "load_wait": "waiting behind other work with no limit binding",
+}
+
+
+def classify(att: dict[str, Any], kv_wait_s: float | None, queue_parts: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The run's label and why, from ``attribution_run`` figures; ``queue_parts`` (the attribution's kv_wait,
+    slot_wait, budget_wait and load_wait) name the largest part of a queue-bound run's queue."""
     q, p, d = att["queue_share"], att["prefill_share"], att["decode_share"]
     kv_part = (kv_wait_s / att["queue_s"]) if kv_wait_s is not None and att["queue_s"] else None
     dominant, capacity = _limits()
@@ -67,7 +77,13 @@ def classify(att: dict[str, Any], kv_wait_s: float | None) -> dict[str, Any]:
         )
     elif name == "queue-bound":
         why = f"queueing is {q:.0%} of end-to-end latency (threshold {dominant:.0%})"
-        if kv_part is not None:
+        known = {k: v["total_s"] for k, v in (queue_parts or {}).items() if v and v.get("total_s") is not None}
+        if known and att["queue_s"]:
+            top = max(known, key=lambda k: known[k])
+            why += f"; {known[top] / att['queue_s']:.0%} of it {_PART_WORDS[top]}"
+            if top != "kv_wait" and kv_part is not None:
+                why += f", {kv_part:.0%} waiting for KV room"
+        elif kv_part is not None:
             why += f"; only {kv_part:.0%} of it waiting for KV room"
     elif name == "prefill-dominant":
         why = f"prefill is {p:.0%} of end-to-end latency (threshold {dominant:.0%})"

@@ -16,7 +16,7 @@ from lltrace.ingest.targets import Target, as_store, open_run
 from lltrace.queries import thresholds
 from lltrace.store import Store
 
-COMPONENTS = ("overhead", "queue", "kv_wait", "prefill", "decode", "preempted")
+COMPONENTS = ("overhead", "queue", "kv_wait", "slot_wait", "budget_wait", "prefill", "decode", "preempted")
 ADDITIVE = ("overhead", "queue", "prefill", "decode", "preempted")
 
 _BUCKETS = """
@@ -25,9 +25,10 @@ SELECT a.run_id,
        CAST(floor(log2(greatest(a.output_tokens, 1))) AS INTEGER) AS ob,
        count(*) AS n,
        avg(a.overhead_s) AS overhead, avg(a.queue_s) AS queue, avg(coalesce(k.kv_wait_s, 0)) AS kv_wait,
+       avg(coalesce(k.slot_wait_s, 0)) AS slot_wait, avg(coalesce(k.budget_wait_s, 0)) AS budget_wait,
        avg(a.prefill_s) AS prefill, avg(a.decode_s) AS decode, avg(a.preempted_s) AS preempted
 FROM attribution_request a
-LEFT JOIN attribution_kv_wait k ON k.run_id = a.run_id AND k.request_id = a.request_id
+LEFT JOIN attribution_queue_causes k ON k.run_id = a.run_id AND k.request_id = a.request_id
 WHERE a.e2e_s IS NOT NULL AND a.queue_s IS NOT NULL AND a.prefill_s IS NOT NULL AND a.decode_s IS NOT NULL
   AND a.input_tokens IS NOT NULL AND a.output_tokens IS NOT NULL
 GROUP BY ALL
@@ -76,8 +77,10 @@ def diff(baseline: Target, incident: Target, *, store: Store | str | os.PathLike
         f"({comps[lead]['delta_s']:+.3f} s, {abs(comps[lead]['share_of_change'] or 0):.0%} of it)"
     )
     if lead == "queue" and comps["queue"]["delta_s"]:
-        part = comps["kv_wait"]["delta_s"] / comps["queue"]["delta_s"]
-        verdict += f", of which {part:.0%} is waiting for KV-cache room"
+        waits = {"kv_wait": "KV-cache room", "slot_wait": "a sequence slot", "budget_wait": "the token budget"}
+        main = max(waits, key=lambda w: comps[w]["delta_s"] / comps["queue"]["delta_s"])
+        part = comps[main]["delta_s"] / comps["queue"]["delta_s"]
+        verdict += f", of which {part:.0%} is waiting for {waits[main]}"
     if not normalised:
         verdict += f". The two runs' mixes overlap only {overlap:.0%}, so they were not normalised"
     verdict += "."

@@ -1,7 +1,7 @@
 """``analyze``: the analysis document of DESIGN.md from a run's query views.
 
 Sections: the run and its sources, request latencies (``requests_summary``), attribution and its parts
-(``attribution_run``, ``attribution_kv_wait``, ``interference_*``), classification and advice (``classify``,
+(``attribution_run``, ``attribution_queue_causes``, ``interference_*``), classification and advice (``classify``,
 ``advice``), engine steps with their roofline bound (``profiler_*``, ``lltrace.physics.roofline``), the
 profile, KV-cache pressure and the workload mix. A section whose tables the run does not have is null.
 """
@@ -16,6 +16,7 @@ import duckdb
 
 from lltrace.analysis.advice import advise, advise_steps, fp8_decode_ratio
 from lltrace.analysis.classify import classify, classify_steps, classify_token_mix, has_phases
+from lltrace.analysis.queue import PARTS, queue_split
 from lltrace.analysis.sql import clean, rows
 from lltrace.ingest.pipeline import ProgressFn
 from lltrace.ingest.targets import Target, open_run
@@ -23,6 +24,12 @@ from lltrace.physics.catalog import GPU, Model, gpu_of_run, model_or_error
 from lltrace.physics.roofline import step_roofline
 from lltrace.store import Run, Store
 from lltrace.tables import STEP_KINDS
+
+
+def _prefix_caching(con: duckdb.DuckDBPyConnection) -> bool | None:
+    """Whether the engine ran with prefix caching, as engine_config resolves it (None: not known)."""
+    found = con.execute("SELECT any_value(value) FROM engine_config WHERE setting = 'prefix_caching'").fetchone()
+    return None if found is None or found[0] is None else bool(found[0])
 
 
 @dataclass
@@ -116,7 +123,7 @@ def analyze(
             "classification": None,
             "steps": _steps(con, gpu_obj, model_obj) if "engine_steps" in present else None,
             "profile": _profile(con) if "kernels" in present else None,
-            "kv": _kv(con, "requests" in present) if "engine_stats" in present else None,
+            "kv": _kv(con) if present & {"engine_stats", "engine_steps"} else None,
             "workload": (rows(con, "SELECT * EXCLUDE (run_id) FROM workload_mix") or [None])[0]
             if "requests" in present
             else None,
@@ -125,8 +132,10 @@ def analyze(
         att = rows(con, "SELECT * EXCLUDE (run_id) FROM attribution_run") if "requests" in present else []
         if att and att[0]["requests"]:
             a = att[0]
+            doc["attribution"] = _attribution(a) | queue_split(con, a["queue_s"])
             kv = doc["kv"]
-            doc["attribution"] = _attribution(a, kv)
+            if kv is not None:
+                kv["kv_wait_s"] = doc["attribution"]["kv_wait"]["total_s"]
             if "engine_steps" in present:
                 suffered, caused, n_mixed = con.execute(
                     "SELECT sum(suffered_s), sum(caused_s), (SELECT count(*) FROM interference_steps) "
@@ -142,14 +151,18 @@ def analyze(
                         "method": "mixed-step time minus a decode-only fit of step time on decode tokens, "
                         "charged by time overlap (see queries/interference_*.sql)",
                     }
-            doc["classification"] = classify(a, kv["kv_wait_s"] if kv else None)
+            doc["classification"] = classify(
+                a, doc["attribution"]["kv_wait"]["total_s"], {p: doc["attribution"][p] for p in (*PARTS, "load_wait")}
+            )
             doc["advice"] = advise(
                 a,
                 doc["classification"]["label"],
-                kv,
+                {p: doc["attribution"][p] for p in (*PARTS, "load_wait")},
                 doc["attribution"]["interference"],
                 doc.get("workload"),
                 fp8_decode_ratio(model_obj, gpu_obj, doc.get("workload")),
+                doc["kv"],
+                _prefix_caching(con),
             )
         elif "requests" in present and model_obj and gpu_obj:
             doc["classification"] = classify_token_mix(con, model_obj.name, gpu_obj.name)
@@ -222,7 +235,7 @@ def _steps(con: duckdb.DuckDBPyConnection, gpu: GPU | None, model: Model | None)
 _COMPONENTS = ("overhead", "queue", "prefill", "decode", "preempted")
 
 
-def _attribution(a: dict[str, Any], kv: dict[str, Any] | None) -> dict[str, Any]:
+def _attribution(a: dict[str, Any]) -> dict[str, Any]:
     basis = {
         "overhead": "derived",
         "preempted": "measured" if a["preempted_s"] else "derived",
@@ -235,12 +248,6 @@ def _attribution(a: dict[str, Any], kv: dict[str, Any] | None) -> dict[str, Any]
     }
     if not a["preempted_s"]:
         out["preempted"]["note"] = "no source timed preemptions: preempted time stays inside prefill/decode"
-    kv_wait = kv["kv_wait_s"] if kv else None
-    out["kv_wait"] = {
-        "total_s": kv_wait,
-        "share_of_parent": kv_wait / a["queue_s"] if kv_wait is not None and a["queue_s"] else None,
-        "basis": "derived" if kv_wait is not None else None,
-    }
     out["interference"] = {"total_s": None, "share_of_parent": None, "basis": None}
     out["requests"] = a["requests"]
     out["requests_incomplete"] = a["requests_incomplete"]
@@ -251,18 +258,30 @@ def _attribution(a: dict[str, Any], kv: dict[str, Any] | None) -> dict[str, Any]
     return out
 
 
-def _kv(con: duckdb.DuckDBPyConnection, has_requests: bool) -> dict[str, Any]:
-    peak, pre, waitcap = con.execute(
-        "SELECT max(kv_usage), max(preemptions_total), max(waiting_capacity) FROM engine_stats"
+def _kv(con: duckdb.DuckDBPyConnection) -> dict[str, Any] | None:
+    """KV-cache pressure and the prefix cache (``kv_wait_s`` is filled from the attribution's queue split)."""
+    peak, pre, waitcap, samples = con.execute(
+        "SELECT max(kv_usage), max(preemptions_total), max(waiting_capacity), count(*) FROM engine_stats"
     ).fetchone()
-    kv_wait = None
-    if has_requests:
-        (kv_wait,) = con.execute("SELECT sum(kv_wait_s) FROM attribution_kv_wait").fetchone()
+    cache = (rows(con, "SELECT * EXCLUDE (run_id) FROM engine_prefix_cache") or [{}])[0]
+    per_request, bases = con.execute(
+        "SELECT count(*), string_agg(DISTINCT basis, ' and ' ORDER BY basis) FROM requests_cached_tokens"
+    ).fetchone()
+    if not samples and not cache:
+        return None
     return {
         "peak_usage": clean(peak),
         "preemptions": clean(pre),
         "peak_waiting_capacity": clean(waitcap),
-        "kv_wait_s": clean(kv_wait),
+        "kv_wait_s": None,
+        "prefix_cache_hit_rate": cache.get("hit_rate"),
+        "prefix_cache_hit_basis": cache.get("hit_basis"),
+        "prefix_cache_hit_tokens": cache.get("hit_tokens"),
+        "prefix_cache_queried_tokens": cache.get("queried_tokens"),
+        "prefix_cached_share": cache.get("cached_share"),
+        "prefix_cached_basis": cache.get("cached_basis"),
+        "prefix_cached_requests": per_request or None,
+        "prefix_cached_requests_basis": bases,
     }
 
 

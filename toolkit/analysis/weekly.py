@@ -136,7 +136,10 @@ def weekly(
                     f"traffic turned {win['label']} (was {prev['label']}): the advice changes with it (engine vs pipe)"
                 )
             if (win.get("peak_waiting_capacity") or 0) > 0 and not (prev.get("peak_waiting_capacity") or 0):
-                win["changes"].append("requests started waiting for KV-cache room: capacity advice applies")
+                win["changes"].append(
+                    "requests started waiting for scheduling capacity (slots, token budget or KV room: the run's "
+                    "queue split says which)"
+                )
         prev = win
     return {
         "window": window,

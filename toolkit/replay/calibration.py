@@ -11,7 +11,6 @@ import numpy as np
 import polars as pl
 
 from lltrace.physics.catalog import Model, find_model, model_or_error
-from lltrace.queries import thresholds
 from lltrace.replay.cost import StepCost, nonneg_lstsq
 from lltrace.store import Run
 
@@ -20,47 +19,33 @@ def _setting(value: Any, origin: str) -> dict[str, Any]:
     return {"value": value, "origin": origin}
 
 
-def engine_config_for(run: Run, steps: pl.DataFrame) -> dict[str, dict[str, Any]]:
-    """The replayed engine's limits, each with where it came from (log, inferred or vLLM default)."""
-    logged: dict[str, Any] = {}
-    for src in run.metadata.get("sources", []):
-        logged.update(src.get("engine_config") or {})
-    out: dict[str, dict[str, Any]] = {}
-    kv_tokens = logged.get("kv_cache_tokens")
-    blocks = logged.get("num_gpu_blocks_override")
-    if "block_size" in logged:
-        out["block_size"] = _setting(logged["block_size"], "server log args")
-    elif kv_tokens and blocks:
-        out["block_size"] = _setting(kv_tokens // blocks, "server log: KV cache tokens / blocks")
-    else:
-        out["block_size"] = _setting(16, "vLLM default (not in the sources)")
-    bs = out["block_size"]["value"]
-    if blocks:
-        out["kv_blocks"] = _setting(blocks, "server log args")
-    elif kv_tokens:
-        out["kv_blocks"] = _setting(kv_tokens // bs, "server log: KV cache size")
-    else:
-        out["kv_blocks"] = _setting(None, "unknown")
-    out["max_num_seqs"] = (
-        _setting(logged["max_num_seqs"], "server log args")
-        if "max_num_seqs" in logged
-        else _setting(256, "vLLM default (not in the sources)")
-    )
-    if "max_num_batched_tokens" in logged:
-        out["max_num_batched_tokens"] = _setting(logged["max_num_batched_tokens"], "server log args")
-    elif steps.height >= thresholds()["budget_inference_steps"]:  # under load the budget bound at least once
-        largest = int((steps["prefill_tokens"].fill_null(0) + steps["decode_tokens"].fill_null(0)).max() or 0)
-        # the budget is a power of two in every vLLM default; the largest step is at most the budget
-        budget = 1 << max(largest - 1, 1).bit_length()
-        out["max_num_batched_tokens"] = _setting(budget, f"inferred: largest step had {largest} tokens")
-    else:
-        out["max_num_batched_tokens"] = _setting(8192, "vLLM default (not in the sources)")
-    if "enable_chunked_prefill" in logged:
-        out["chunked_prefill"] = _setting(bool(logged["enable_chunked_prefill"]), "server log args")
-    else:
-        out["chunked_prefill"] = _setting(True, "vLLM V1 default (not in the sources)")
-    tp = logged.get("tensor_parallel_size")
-    out["tp"] = _setting(int(tp), "server log args") if tp else _setting(1, "assumed: the sources name no TP degree")
+# What the replay assumes where no source, engine default or step log tells a setting (labelled as such).
+_ASSUMED = {
+    "block_size": (16, "assumed: vLLM's block size on GPUs (no source states it)"),
+    "max_num_seqs": (256, "assumed: vLLM's default on GPUs under 70 GiB (no source states it)"),
+    "max_num_batched_tokens": (8192, "assumed: vLLM's default on large GPUs (no source states it)"),
+    "chunked_prefill": (True, "assumed: vLLM V1's default (no source states it)"),
+    "tensor_parallel_size": (1, "assumed: the sources name no TP degree"),
+}
+
+
+def engine_config_for(run: Run) -> dict[str, dict[str, Any]]:
+    """The replayed engine's limits, each with where it came from: the run's ``engine_config`` (the one
+    resolution of the engine's settings: stated, derived, engine default or inferred), else the replay's
+    labelled assumption; the KV capacity stays unknown (None) where nothing states it."""
+    known = {r["setting"]: r for r in run.table("engine_config").to_dicts()}
+
+    def get(setting: str, key: str | None = None) -> dict[str, Any]:
+        if setting in known:
+            r = known[setting]
+            value = bool(r["value"]) if setting == "chunked_prefill" else int(r["value"])
+            return _setting(value, f"{r['basis']}: {r['origin']}")
+        if setting in _ASSUMED:
+            return _setting(*_ASSUMED[setting])
+        return _setting(None, "unknown")
+
+    out = {k: get(k) for k in ("block_size", "kv_blocks", "max_num_seqs", "max_num_batched_tokens", "chunked_prefill")}
+    out["tp"] = get("tensor_parallel_size")
     return out
 
 
@@ -82,13 +67,23 @@ def run_model(run: Run, model: str | None, reference_model: str | None) -> tuple
 def prefix_hits(run: Run, measured: pl.DataFrame) -> tuple[np.ndarray | None, str | None]:
     """Prompt tokens served from the prefix cache per request, and how that is known.
 
-    The engine's own ``cached_tokens`` where the sources give them; else the leading prefix blocks an earlier
+    The engine's own ``cached_tokens`` where the sources give them or its iteration log lets them be derived
+    (``requests_latency.cached_basis``); else the leading prefix blocks an earlier
     request already had (``requests_prefix_reuse``: the one definition of prefix reuse; an upper bound that
     assumes the cache kept every block) times the source's block size. None where the sources say nothing
     about reuse.
     """
     if measured["cached_tokens"].null_count() < measured.height:
-        return measured["cached_tokens"].fill_null(0).to_numpy(), "measured (engine cached tokens)"
+        bases = sorted(set(measured["cached_basis"].drop_nulls().to_list()))
+        known = measured.height - measured["cached_tokens"].null_count()
+        how = {
+            "measured": "measured (engine cached tokens)",
+            "derived": "derived (cached tokens from the engine's iteration log: requests_cached_tokens)",
+        }
+        label = " and ".join(how[b] for b in bases)
+        if known < measured.height:
+            label += f"; {measured.height - known} of {measured.height} requests without a figure replayed uncached"
+        return measured["cached_tokens"].fill_null(0).to_numpy(), label
     if measured["prefix_blocks"].null_count() == measured.height:
         return None, None
     block = next(

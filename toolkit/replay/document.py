@@ -239,7 +239,7 @@ def replay(
     steps = run.table("engine_steps").filter(pl.col("source") == "log")
     from_log = steps.height >= 3
     measured = _measured(run)
-    settings = engine_config_for(run, steps)
+    settings = engine_config_for(run)
     ref = None
     if reference:
         ref_model, at, ref_gpu = reference.partition("@")

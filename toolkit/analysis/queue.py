@@ -1,0 +1,113 @@
+"""Why requests waited: the queue split of the analysis document (DESIGN.md, Attribution: the parts of queue),
+from ``attribution_queue_causes`` over ``engine_state``, with the evidence each part rests on.
+
+Each part is the queue time of the attributed requests spent while the engine was out of that resource; a part
+the run's sources cannot tell is null with a note saying what is missing, never a guess. The rest of the queue
+is load: waiting behind other work with none of the limits binding.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import duckdb
+
+from lltrace.analysis.sql import clean, rows
+
+PARTS = ("kv_wait", "slot_wait", "budget_wait")
+_CAUSE = {"kv_wait": "kv", "slot_wait": "slot", "budget_wait": "budget"}
+_LIMIT = {"slot_wait": "max_num_seqs", "budget_wait": "max_num_batched_tokens"}
+_RULE = {
+    "kv_wait": "the free KV tokens could not hold the blocks the queue head needed next (its prompt, capped by the "
+    "step's budget with chunked prefill), or KV usage near full where the cache's size is unknown, or requests "
+    "swapped out or paused for room",
+    "slot_wait": "every sequence slot was taken (scheduled or running requests at max_num_seqs) with KV room to spare",
+    "budget_wait": "the step used the whole token budget (max_num_batched_tokens) with a slot and KV room to spare",
+}
+_MISSING = {
+    "kv_wait": "no KV usage, swap or preemption readings in the run's sources",
+    "slot_wait": "max_num_seqs is not known (not in the server log, no engine default for the device), or no running "
+    "counts",
+    "budget_wait": "the token budget is not known, or no per-iteration log to compare it with",
+}
+
+
+def _limits(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, Any]]:
+    found = rows(con, "SELECT setting, value, basis, origin FROM engine_config")
+    return {r.pop("setting"): r for r in found}
+
+
+def queue_split(con: duckdb.DuckDBPyConnection, queue_total_s: float | None) -> dict[str, dict[str, Any]]:
+    """The parts of queue (kv_wait, slot_wait, budget_wait, load_wait) over the attributed requests, each with
+    ``total_s``, ``share_of_parent`` (of the queue time), ``basis`` and ``evidence`` (or a ``note``)."""
+    # each attributed request with its own split; an id the run holds twice is joined to neither (its queue is
+    # left to load, never counted twice)
+    (kv, slot, budget, timed, unplaced) = con.execute(
+        """
+        WITH a AS (
+            SELECT run_id, request_id, sum(queue_s) AS queue_s, count(*) AS n FROM attribution_request
+            WHERE e2e_s IS NOT NULL AND queue_s IS NOT NULL AND prefill_s IS NOT NULL AND decode_s IS NOT NULL
+            GROUP BY run_id, request_id
+        ), c AS (
+            SELECT run_id, request_id, sum(kv_wait_s) AS kv, sum(slot_wait_s) AS slot, sum(budget_wait_s) AS budget
+            FROM attribution_queue_causes WHERE request_id IS NOT NULL
+            GROUP BY run_id, request_id HAVING count(*) = 1
+        )
+        SELECT sum(c.kv), sum(c.slot), sum(c.budget), count(c.request_id),
+               sum(a.queue_s) FILTER (WHERE c.request_id IS NULL)
+        FROM a LEFT JOIN c
+            ON a.run_id = c.run_id AND a.request_id = c.request_id AND a.n = 1 AND a.request_id IS NOT NULL
+        """
+    ).fetchone()
+    by_cause = con.execute("SELECT cause, count(*), any_value(basis) FROM engine_state GROUP BY cause").fetchall()
+    counts = {cause: n for cause, n, _ in by_cause if cause is not None}
+    basis = (next((b for _, _, b in by_cause if b), None), sum(n for _, n, _ in by_cause))
+    limits = _limits(con)
+    totals = {"kv_wait": kv, "slot_wait": slot, "budget_wait": budget}
+    out: dict[str, dict[str, Any]] = {}
+    for part in PARTS:
+        total = clean(totals[part])
+        if total is None or not timed:
+            out[part] = {
+                "total_s": None,
+                "share_of_parent": None,
+                "basis": None,
+                "note": f"no source to tell: {_MISSING[part]}" if timed else "no request with engine queue times",
+            }
+            continue
+        evidence: dict[str, Any] = {
+            "rule": _RULE[part],
+            "timeline": "the engine's iteration log" if basis[0] == "steps" else "the engine's metrics samples",
+            "segments": counts.get(_CAUSE[part], 0),
+            "of_segments": basis[1],
+        }
+        if part in _LIMIT and _LIMIT[part] in limits:
+            evidence[_LIMIT[part]] = limits[_LIMIT[part]]
+        if part == "kv_wait" and "kv_cache_tokens" in limits:
+            evidence["kv_cache_tokens"] = limits["kv_cache_tokens"]
+        out[part] = {
+            "total_s": total,
+            "share_of_parent": total / queue_total_s if queue_total_s else None,
+            "basis": "derived",
+            "evidence": evidence,
+        }
+    # load is the rest of the queue: the split requests' time with no limit binding, plus the queue time of
+    # requests the engine's state cannot place (no measured queue interval: an estimated queue, no engine span)
+    if queue_total_s is None:
+        total = None
+    else:
+        total = max(0.0, queue_total_s - sum(out[p]["total_s"] or 0.0 for p in PARTS))
+    unsplit = clean(unplaced)
+    note = "queue time with none of the limits binding: waiting behind other work"
+    if not all(out[p]["total_s"] is not None for p in PARTS):
+        note += ", and the parts no source can tell"
+    if unsplit:
+        note += f"; {unsplit:,.3f} s of it is the queue of requests with no engine queue interval to place"
+    out["load_wait"] = {
+        "total_s": total,
+        "share_of_parent": total / queue_total_s if total is not None and queue_total_s else None,
+        "basis": "derived" if total is not None else None,
+        "note": note,
+        "evidence": {"requests_split": timed, "unplaced_s": unsplit},
+    }
+    return out
