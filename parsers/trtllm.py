@@ -93,6 +93,10 @@ def ingest_trtllm_iterations(path: str, stage: Path, part: int, **_: Any) -> Sou
                 "source": "log",
             }
         )
+        # the block manager's cumulative reuse counts, in blocks: tokens are blocks x tokensPerBlock
+        per_block = kv.get("tokensPerBlock")
+        reused, missed = kv.get("reusedBlocks"), kv.get("missedBlocks")
+        counted = per_block is not None and reused is not None and missed is not None
         stats.append(
             {
                 "part": part,
@@ -103,10 +107,37 @@ def ingest_trtllm_iterations(path: str, stage: Path, part: int, **_: Any) -> Sou
                 "waiting": r.get("numQueuedRequests"),
                 "swapped": ifb.get("numPausedRequests"),
                 "kv_usage": kv["usedNumBlocks"] / kv["maxNumBlocks"] if kv.get("maxNumBlocks") else None,
+                "prefix_cache_hits_total": float(reused * per_block) if counted else None,
+                "prefix_cache_queries_total": float((reused + missed) * per_block) if counted else None,
             }
         )
     for table, rows in (("engine_steps", steps), ("engine_stats", stats)):
         write_rows(stage, table, part, rows)
     info.records = len(records)
     info.details["paused_is_preempted"] = "numPausedRequests (requests paused for KV room) is kept in swapped"
+    config, origin = _limits(records)
+    if config:
+        info.details["engine_config"] = {"engine": "trtllm", **config}
+        info.details["engine_config_origin"] = origin
     return info
+
+
+# setting <- (where in an iteration record, its key); the scheduler's runtime limits and the KV pool
+_LIMITS = {
+    "max_num_seqs": (None, "maxBatchSizeRuntime"),
+    "max_num_batched_tokens": (None, "maxNumTokensRuntime"),
+    "kv_blocks": ("kvCacheStats", "maxNumBlocks"),
+    "block_size": ("kvCacheStats", "tokensPerBlock"),
+}
+
+
+def _limits(records: list[dict[str, Any]]) -> tuple[dict[str, int], dict[str, str]]:
+    """The limits every iteration record states alike (a value the batch tuner changed, or the PyTorch backend's
+    0 for "not tracked", states nothing)."""
+    config, origin = {}, {}
+    for setting, (section, key) in _LIMITS.items():
+        seen = {(r.get(section) or {}).get(key) if section else r.get(key) for r in records}
+        if len(seen) == 1 and isinstance(value := next(iter(seen)), int) and value > 0:
+            config[setting] = value
+            origin[setting] = f"TensorRT-LLM iteration stats ({f'{section}.' if section else ''}{key})"
+    return config, origin

@@ -1,8 +1,8 @@
 -- engine_prefix_cache: how much of the prompts the engine's prefix cache served, per run.
 -- requires: engine_stats, engine_steps, requests
 -- hit_rate is the engine's own counters: prompt tokens found in the cache over tokens looked up (vLLM
--- prefix_cache_hits / queries), from the first to the last sample of each source (the whole count when there
--- is one sample), summed over engines; else SGLang's prefill batch lines (#cached-token over #cached-token +
+-- prefix_cache_hits / queries; TensorRT-LLM's reused / reused + missed blocks), from the first to the last
+-- reading of each source (the whole count when there is one), summed over engines; else SGLang's prefill batch lines (#cached-token over #cached-token +
 -- #new-token). cached_share is cached prompt tokens over prompt tokens: summed per-request cached tokens where
 -- a source gives them, else the engine's iteration log (vLLM Iteration(k) lines count only the context tokens
 -- computed: one minus their sum over the engine's prompt-token counter; the log must start at iteration 0,
@@ -17,15 +17,14 @@
 --   cached_basis    requests cached_tokens | iteration log context tokens vs the prompt-token counter
 CREATE OR REPLACE VIEW engine_prefix_cache AS
 WITH counted AS (
+    -- cumulative counters only grow: their change is the largest less the smallest reading (no clock needed)
     SELECT run_id, source, engine,
-           arg_max(prefix_cache_hits_total, ts_s) - CASE WHEN count(*) > 1 THEN arg_min(prefix_cache_hits_total, ts_s)
-                                                         ELSE 0 END AS hits,
-           arg_max(prefix_cache_queries_total, ts_s) - CASE WHEN count(*) > 1
-                                                            THEN arg_min(prefix_cache_queries_total, ts_s) ELSE 0 END
+           max(prefix_cache_hits_total) - CASE WHEN count(*) > 1 THEN min(prefix_cache_hits_total) ELSE 0 END AS hits,
+           max(prefix_cache_queries_total) - CASE WHEN count(*) > 1 THEN min(prefix_cache_queries_total) ELSE 0 END
                AS queries,
            max(prompt_tokens_total) AS prompt_counter
     FROM engine_stats
-    WHERE ts_s IS NOT NULL AND prefix_cache_hits_total IS NOT NULL AND prefix_cache_queries_total IS NOT NULL
+    WHERE prefix_cache_hits_total IS NOT NULL AND prefix_cache_queries_total IS NOT NULL
     GROUP BY run_id, source, engine
 ), counters AS (
     -- one source per run: the one that counted the most queries (scrapes and stats lines count the same)

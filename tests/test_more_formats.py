@@ -374,3 +374,52 @@ def test_tgi_response_headers(kind, store, tmp_path):
         (0.023, 1.21, 550, 62)
     ]
     assert run.metadata["sources"][0]["format"] == "tgi-response-headers"
+
+
+def test_trtllm_iteration_stats_state_the_kv_pool_and_its_reuse(store):
+    """The real docs example: kvCacheStats gives the KV pool (blocks, tokens per block) and the block manager's
+    reuse counts; their ratio is the record's own cacheHitRate."""
+    from conftest import shared_file
+
+    path = shared_file("serving", "trtllm", "trtllm-serve_metrics_iter154.docs-example.json")
+    (raw,) = json.loads(path.read_text())
+    kv = raw["kvCacheStats"]
+    run = lltrace.ingest([path], store=store)
+    config = {r["setting"]: (r["value"], r["basis"]) for r in run.table("engine_config").to_dicts()}
+    assert config["block_size"] == (kv["tokensPerBlock"], "stated")
+    assert config["kv_blocks"] == (kv["maxNumBlocks"], "stated")
+    assert config["kv_cache_tokens"] == (kv["tokensPerBlock"] * kv["maxNumBlocks"], "derived")
+    assert "max_num_seqs" not in config  # the example has no maxBatchSizeRuntime
+    hit_rate, basis = run.sql("SELECT hit_rate, hit_basis FROM engine_prefix_cache").row(0)
+    assert hit_rate == pytest.approx(kv["cacheHitRate"], abs=5e-6) and basis == "engine counters"
+
+
+def test_trtllm_runtime_limits_bind_per_iteration(store, tmp_path):
+    """maxBatchSizeRuntime and maxNumTokensRuntime (the micro-batch scheduler's limits, in every record of newer
+    versions): an iteration at the batch limit is a slot wait, at the token limit a budget wait."""
+
+    def rec(i: int, ctx: int, gen: int, tokens: int, batch: int = 4) -> dict:
+        return {
+            "iter": i,
+            "timestamp": 1000.0 + i,
+            "iterLatencyMS": 500.0,
+            "numActiveRequests": ctx + gen,
+            "numQueuedRequests": 3,
+            "maxBatchSizeRuntime": batch,
+            "maxNumTokensRuntime": 256,
+            "kvCacheStats": {"maxNumBlocks": 1000, "usedNumBlocks": 10, "tokensPerBlock": 32},
+            "inflightBatchingStats": {"numContextRequests": ctx, "numGenRequests": gen, "numCtxTokens": tokens},
+        }
+
+    path = tmp_path / "iter.log"
+    path.write_text("\n".join(json.dumps(r) for r in (rec(0, 1, 3, 10), rec(1, 1, 1, 255), rec(2, 0, 2, 0))) + "\n")
+    run = lltrace.ingest([path], store=store)
+    config = {r["setting"]: (r["value"], r["origin"]) for r in run.table("engine_config").to_dicts()}
+    assert config["max_num_seqs"] == (4, "TensorRT-LLM iteration stats (maxBatchSizeRuntime)")
+    assert config["max_num_batched_tokens"] == (256, "TensorRT-LLM iteration stats (maxNumTokensRuntime)")
+    causes = run.sql("SELECT cause FROM engine_state ORDER BY start_s")["cause"].to_list()
+    assert causes == ["slot", "budget", None]  # 4 scheduled; 255 context + 1 generation tokens; 2 of 4, 2 tokens
+    tuned = tmp_path / "tuned.log"  # the batch tuner changed the limit: no one value is stated
+    tuned.write_text("\n".join(json.dumps(r) for r in (rec(0, 1, 3, 10, batch=4), rec(1, 1, 1, 10, batch=8))) + "\n")
+    run = lltrace.ingest([tuned], store=store)
+    assert "max_num_seqs" not in set(run.table("engine_config")["setting"])

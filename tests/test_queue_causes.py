@@ -208,3 +208,13 @@ def test_runs_bound_by_one_scheduler_limit(tmp_path, name, label, part, setting,
     evidence = doc["attribution"][part]["evidence"]
     assert evidence["segments"] == sum(1 for it in iterations(folder) if at_limit(it))
     assert evidence[setting]["basis"] == "stated"
+
+
+def test_prefix_cache_counts_every_prompt_token_of_each_run(runs):
+    """vLLM looks up every prompt token in the prefix cache: the queried tokens are the run's prompt tokens
+    (its final scrape's counter, timed or not), the hits its cached-token counter."""
+    for name, (_, doc) in runs.items():
+        prom = DATA / "vllm_cpu" / name / "metrics_final.prom"
+        kv = doc["kv"]
+        assert kv["prefix_cache_queried_tokens"] == counter(prom, "vllm:prompt_tokens_total"), name
+        assert kv["prefix_cache_hit_tokens"] == counter(prom, "vllm:prefix_cache_hits_total"), name

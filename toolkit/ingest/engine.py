@@ -33,7 +33,7 @@ _KEYS = {
     "chunked_prefill": ("enable_chunked_prefill",),
     "prefix_caching": ("enable_prefix_caching",),
     "block_size": ("block_size",),
-    "kv_blocks": ("num_gpu_blocks", "num_gpu_blocks_override"),
+    "kv_blocks": ("num_gpu_blocks", "num_gpu_blocks_override", "kv_blocks"),
     "kv_cache_tokens": ("kv_cache_tokens",),
     "tensor_parallel_size": ("tensor_parallel_size",),
 }
