@@ -36,10 +36,11 @@ _ATTR = {
     "gen_ai.latency.e2e": "e2e_s",
     "gen_ai.usage.prompt_tokens": "prompt_tokens",
     "gen_ai.usage.completion_tokens": "completion_tokens",
+    "gen_ai.usage.cached_tokens": "cached_tokens",  # engines that report prefix-cache hits per request
     "gen_ai.request.max_tokens": "max_tokens",
     "gen_ai.request.id": "request_id",
 }
-_INT_COLS = {"prompt_tokens", "completion_tokens", "max_tokens"}
+_INT_COLS = {"prompt_tokens", "completion_tokens", "cached_tokens", "max_tokens"}
 
 
 def _otlp_value(v: dict) -> Any:

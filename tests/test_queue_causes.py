@@ -218,3 +218,29 @@ def test_prefix_cache_counts_every_prompt_token_of_each_run(runs):
         kv = doc["kv"]
         assert kv["prefix_cache_queried_tokens"] == counter(prom, "vllm:prompt_tokens_total"), name
         assert kv["prefix_cache_hit_tokens"] == counter(prom, "vllm:prefix_cache_hits_total"), name
+
+
+def test_an_engine_span_that_reports_cached_tokens_is_measured(tmp_path):
+    """Engines whose request spans carry gen_ai.usage.cached_tokens (the OpenTelemetry GenAI name): E's real spans
+    with that attribute added to each are read as measured cached tokens, winning over the derived ones."""
+    import json
+
+    src = (DATA / "vllm_cpu" / "E_prefix" / "otlp" / "traces.otlp.jsonl").read_text().splitlines()
+    out = []
+    for line in src:
+        doc = json.loads(line)
+        for rs in doc["resourceSpans"]:
+            for ss in rs["scopeSpans"]:
+                for sp in ss["spans"]:
+                    if sp["name"] == "llm_request":
+                        sp["attributes"].append({"key": "gen_ai.usage.cached_tokens", "value": {"intValue": "256"}})
+        out.append(json.dumps(doc))
+    spans = tmp_path / "otlp" / "traces.otlp.jsonl"
+    spans.parent.mkdir()
+    spans.write_text("\n".join(out) + "\n")
+    run = lltrace.ingest([spans, DATA / "vllm_cpu" / "E_prefix" / "server.log"], store=tmp_path / "s")
+    got = run.sql(
+        "SELECT basis, count(*), min(cached_tokens), max(cached_tokens) FROM requests_cached_tokens GROUP BY 1"
+    )
+    assert got.rows() == [("measured", 120, 256, 256)]
+    assert run.sql("SELECT DISTINCT cached_basis FROM requests_latency").rows() == [("measured",)]

@@ -432,6 +432,7 @@ SPANS = Table(
         _seconds("e2e_s", "gen_ai.latency.e2e"),
         _count("prompt_tokens", "gen_ai.usage.prompt_tokens", "tokens"),
         _count("completion_tokens", "gen_ai.usage.completion_tokens", "tokens"),
+        _count("cached_tokens", "gen_ai.usage.cached_tokens: prompt tokens from the prefix cache", "tokens"),
         _count("max_tokens", "gen_ai.request.max_tokens", "tokens"),
         _count("num_preemptions", "journey PREEMPTED events"),
         _c("finish_status", S, None, "the FINISHED event's finish.status"),

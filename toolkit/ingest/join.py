@@ -223,7 +223,7 @@ def assemble_requests(stage: Path, sources: list[dict[str, Any]]) -> dict[str, A
                 "output_tokens": s["completion_tokens"]
                 if s["completion_tokens"] is not None
                 else (b or {}).get("output_tokens"),
-                "cached_tokens": None,
+                "cached_tokens": s.get("cached_tokens"),
                 "prefix_block_ids": None,
                 "num_preemptions": s["num_preemptions"],
                 "status": (b["status"] if b else None) or s["finish_status"] or "finished",
