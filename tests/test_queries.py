@@ -20,6 +20,11 @@ def tiny(*statements: str) -> duckdb.DuckDBPyConnection:
     return c
 
 
+def by_first(c: duckdb.DuckDBPyConnection, sql: str) -> dict:
+    """A query's rows keyed by their first column."""
+    return {r[0]: r[1:] for r in c.execute(sql).fetchall()}
+
+
 KERNELS = """
 INSERT INTO kernels (run_id, part, device, ts_ns, dur_ns, kernel_class, attention_variant) VALUES
     -- run a: two overlapping gemm kernels on two streams, one attention, one zero-length, one sync
@@ -178,13 +183,11 @@ INSERT INTO engine_stats (run_id, ts_s, waiting_capacity) VALUES
 
 def test_attribution_request_edge_rows():
     c = tiny(ATTRIB_REQUESTS, ATTRIB_STATS)
-    rows = {
-        r[0]: r[1:]
-        for r in c.execute(
-            "SELECT request_id, e2e_basis, queue_basis, prefill_basis, decode_basis, decode_s, preempted_s, "
-            "overhead_s, num_preemptions, clock_error FROM attribution_request"
-        ).fetchall()
-    }
+    rows = by_first(
+        c,
+        "SELECT request_id, e2e_basis, queue_basis, prefill_basis, decode_basis, decode_s, preempted_s, "
+        "overhead_s, num_preemptions, clock_error FROM attribution_request",
+    )
     assert set(rows) == {"a", "b", "c", "d", "e", "f"}  # the failed request is left out
     assert rows["a"] == ("client", "measured", "measured", "measured", 1.0, 0.0, pytest.approx(0.25), None, False)
     assert rows["b"][5:] == (0.0, pytest.approx(0.0), 2, False)
@@ -254,13 +257,10 @@ def test_engine_state_is_a_step_function_of_what_the_engine_was_out_of():
 
 def test_queue_split_is_exact_and_never_exceeds_the_queue():
     c = tiny(LIMITS, STATE_STEPS, STATE_REQUESTS)
-    got = {
-        r[0]: r[1:]
-        for r in c.execute(
-            "SELECT request_id, queue_s, kv_wait_s, slot_wait_s, budget_wait_s, load_wait_s "
-            "FROM attribution_queue_causes"
-        ).fetchall()
-    }
+    got = by_first(
+        c,
+        "SELECT request_id, queue_s, kv_wait_s, slot_wait_s, budget_wait_s, load_wait_s FROM attribution_queue_causes",
+    )
     assert set(got) == {"q1", "q2", "q3", "v1"}  # q4 has no queue interval
     # q1 queued 0.5-5.5: [0.5, 1) none, [1, 2) slot, [2, 3) budget, [3, 4) kv, [4, 5) slot, [5, 5.5) none
     assert got["q1"] == pytest.approx((5.0, 1.0, 2.0, 1.0, 1.0))
@@ -346,13 +346,18 @@ INSERT INTO engine_steps (run_id, source, detection, step_id, prefill_reqs, pref
 """
 
 
-def test_cached_tokens_per_request_derived_from_the_iteration_log():
-    c = tiny(
+def _with_pair(x_tokens: int, y_tokens: int) -> duckdb.DuckDBPyConnection:
+    """CACHED_LOG's four requests in the order scheduled, the last two with these prompt lengths."""
+    return tiny(
         CACHED_LOG,
         "INSERT INTO requests (run_id, request_id, status, input_tokens, queued_s, scheduled_s) VALUES "
-        "('c', 'a', 'ok', 100, 0.0, 0.1), ('c', 'b', 'ok', 68, 0.1, 0.3), ('c', 'x', 'ok', 36, 0.2, 0.5), "
-        "('c', 'y', 'ok', 36, 0.2, 0.6)",
+        f"('c', 'a', 'ok', 100, 0.0, 0.1), ('c', 'b', 'ok', 68, 0.1, 0.3), ('c', 'x', 'ok', {x_tokens}, 0.2, 0.5), "
+        f"('c', 'y', 'ok', {y_tokens}, 0.2, 0.6)",
     )
+
+
+def test_cached_tokens_per_request_derived_from_the_iteration_log():
+    c = _with_pair(36, 36)
     got = dict(c.execute("SELECT request_id, cached_tokens FROM requests_cached_tokens").fetchall())
     # x and y: 36 + 36 - 40 = 32 cached tokens in 16-token blocks, each at most 35: 0/32, 16/16 and 32/0 all fit,
     # so the split is not unique and both stay NULL
@@ -362,14 +367,8 @@ def test_cached_tokens_per_request_derived_from_the_iteration_log():
 
 
 def test_a_pair_of_prompts_split_into_whole_blocks_when_only_one_split_fits():
-    c = tiny(
-        CACHED_LOG,
-        "INSERT INTO requests (run_id, request_id, status, input_tokens, queued_s, scheduled_s) VALUES "
-        "('c', 'a', 'ok', 100, 0.0, 0.1), ('c', 'b', 'ok', 68, 0.1, 0.3), ('c', 'x', 'ok', 40, 0.2, 0.5), "
-        "('c', 'y', 'ok', 16, 0.2, 0.6)",
-    )
     # x + y = 56 prompt tokens, 40 computed: 16 cached; y (16 tokens) can hold none (at most 15), so x has 16
-    got = dict(c.execute("SELECT request_id, cached_tokens FROM requests_cached_tokens").fetchall())
+    got = dict(_with_pair(40, 16).execute("SELECT request_id, cached_tokens FROM requests_cached_tokens").fetchall())
     assert got == {"a": 0, "b": 64, "x": 16, "y": 0}
 
 
