@@ -103,9 +103,13 @@ def _headline(doc: dict[str, Any]) -> str:
             if att.get(key) and att[key]["total_s"] is not None
         )
         parts.append(f"<table><tr><th>component</th><th>total s</th><th>share</th><th>basis</th></tr>{rows}</table>")
-        unknown = [label for key, label in QUEUE_PARTS if att.get(key) and att[key]["total_s"] is None]
+        unknown = [
+            f"{label}: {att[key].get('note') or 'unknown'}"
+            for key, label in QUEUE_PARTS
+            if att.get(key) and att[key]["total_s"] is None
+        ]
         if unknown and att["queue"]["total_s"]:
-            parts.append(f"<p>Queue split unknown for: {', '.join(unknown)} (no engine state in the sources).</p>")
+            parts.append(f"<p>Queue split, not known: {html.escape('; '.join(unknown))}.</p>")
     kv = doc.get("kv")
     if kv and kv.get("preemptions") is not None:
         parts.append(

@@ -137,12 +137,12 @@ def render(doc: dict[str, Any]) -> Group:
             if not part:
                 continue
             if part["total_s"] is None:
-                unknown.append(label)
+                unknown.append(f"{label}: {part.get('note') or 'unknown'}")
                 continue
             t.add_row(f"  of queue: {label}", f"{part['total_s']:,.3f}", pct(part["share_of_parent"]), part["basis"])
         parts.append(t)
         if unknown and att["queue"]["total_s"]:
-            parts.append(Text(f"queue split unknown for: {', '.join(unknown)} (no engine state in the sources)"))
+            parts.append(Text("queue split, not known: " + "; ".join(unknown)))
         rates = []
         if att.get("prefill_tokens_per_s"):
             rates.append(f"measured prefill rate {att['prefill_tokens_per_s']:,.0f} tok/s")

@@ -111,7 +111,8 @@ def test_the_parts_of_queue_add_up_to_it_on_every_run(runs):
 def test_a_without_an_iteration_log_says_what_it_cannot_split(runs):
     att = runs["A_baseline"][1]["attribution"]
     assert att["kv_wait"]["evidence"]["timeline"] == "the engine's metrics samples"
-    assert att["budget_wait"]["total_s"] is None and "no source to tell" in att["budget_wait"]["note"]
+    # the budget is known (vLLM's default) but a timeline of samples has no per-step tokens to hold against it
+    assert att["budget_wait"]["total_s"] is None and "no per-step token counts" in att["budget_wait"]["note"]
     # vLLM 0.32 on CPU: 128 sequences by default, never reached by A's 4 req/s
     assert att["slot_wait"]["evidence"]["max_num_seqs"] == {
         "value": 128.0,

@@ -26,10 +26,19 @@ _RULE = {
 }
 _MISSING = {
     "kv_wait": "no KV usage, swap or preemption readings in the run's sources",
-    "slot_wait": "max_num_seqs is not known (not in the server log, no engine default for the device), or no running "
-    "counts",
-    "budget_wait": "the token budget is not known, or no per-iteration log to compare it with",
+    "slot_wait": "no running or scheduled request counts in the run's sources",
+    "budget_wait": "no per-step token counts (vLLM logs them with --enable-logging-iteration-details; TensorRT-LLM "
+    "in its iteration stats)",
 }
+_UNKNOWN_LIMIT = "{limit} is not known (not in the sources; no documented engine default for its version and device)"
+
+
+def _missing(part: str, limits: dict[str, Any]) -> str:
+    """Why a part cannot be told: its limit unknown (or only inferred), else no state to hold it against."""
+    limit = _LIMIT.get(part)
+    if limit and (limit not in limits or limits[limit]["basis"] == "inferred"):
+        return _UNKNOWN_LIMIT.format(limit=limit)
+    return _MISSING[part]
 
 
 def _limits(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, Any]]:
@@ -72,7 +81,9 @@ def queue_split(con: duckdb.DuckDBPyConnection, queue_total_s: float | None) -> 
                 "total_s": None,
                 "share_of_parent": None,
                 "basis": None,
-                "note": f"no source to tell: {_MISSING[part]}" if timed else "no request with engine queue times",
+                "note": f"no source to tell: {_missing(part, limits)}"
+                if timed
+                else "no request with engine queue times",
             }
             continue
         evidence: dict[str, Any] = {
