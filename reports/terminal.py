@@ -99,6 +99,34 @@ def render(doc: dict[str, Any]) -> Group:
             )
         elif a.get("source") == "server log":
             head.append(f"  clock: server log — {a['method']}; zone {a['zone']}\n")
+    join = run.get("join")
+    for c in (join or {}).get("clients", []):
+        if c.get("method") == "request_id":
+            how = f"by request id ({c.get('prefix_from')})"
+        elif c.get("method") == "features":
+            how = "on what both saw (send/arrival, first and last token, token counts)"
+        else:
+            how = "not joined"
+        line = f"  join: {c['client_id']}: {whole(c['matched'])} of {whole(c['requests'])} {how}"
+        if c.get("ties"):
+            line += f" · {whole(c['ties'])} tied (indistinguishable: same sizes and times)"
+        if c.get("unmatched"):
+            line += f" · {whole(c['unmatched'])} unmatched ({c.get('unmatched_why') or 'no engine record'})"
+        head.append(line + "\n", style="yellow" if c.get("unmatched") else None)
+    if join and join.get("features"):
+        res = join["features"].get("residuals") or {}
+        shown = [
+            f"{name} {res[key]['median'] * 1e3:,.2f} / {res[key]['p90'] * 1e3:,.2f} ms"
+            for key, name in (("arrival", "arrival"), ("first_token", "first token"), ("last_token", "last token"))
+            if key in res
+        ]
+        if shown:
+            head.append(f"  join residuals (median / p90): {', '.join(shown)}\n")
+    if join and join.get("unmatched_spans"):
+        head.append(
+            f"  join: {whole(join['unmatched_spans'])} engine records with no client record (their own rows)\n",
+            style="yellow",
+        )
     gpu = run.get("gpu")
     model = run.get("model")
     head.append(

@@ -74,9 +74,11 @@ def test_prefix_inferred_from_spans_without_the_client_log(store, tmp_path):
             "client_id": "bench_kvpressure_64req.json",
             "requests": 64,
             "matched": 64,
+            "method": "request_id",
             "prefix": "bench-9e5fd91b-",
             "prefix_from": "inferred from span ids and token counts",
             "token_mismatches": 0,
+            "unmatched": 0,
         }
     ]
 

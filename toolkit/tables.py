@@ -149,7 +149,8 @@ REQUESTS = Table(
             "matched_by",
             S,
             None,
-            "how the client's row was joined to the engine's (request_id); NULL unjoined",
+            "how the client's row was joined to the engine's: request_id, or features (what both saw, "
+            "toolkit/ingest/match.py); NULL unjoined",
             "derived",
         ),
         _seconds("preempted_s", "preemption to rescheduling, summed (vLLM journey events)", "derived"),

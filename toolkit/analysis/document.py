@@ -26,6 +26,21 @@ from lltrace.store import Run, Store
 from lltrace.tables import STEP_KINDS
 
 
+def _join(join: dict[str, Any] | None) -> dict[str, Any] | None:
+    """How the client's records were joined to the engine's: per client the method and counts, the feature
+    join's residuals and ties, and the engine records no client record took."""
+    if not join or not join.get("clients"):
+        return None
+    keep = ("client_id", "method", "requests", "matched", "unmatched", "unmatched_why", "ties", "prefix_from")
+    features = join.get("features") or {}
+    return {
+        "clients": [{k: c.get(k) for k in keep if k in c} for c in join["clients"]],
+        "unmatched_spans": join.get("unmatched_spans"),
+        "features": {k: features[k] for k in ("method", "residuals", "ties", "exact_token_counts") if k in features}
+        or None,
+    }
+
+
 def _prefix_caching(con: duckdb.DuckDBPyConnection) -> bool | None:
     """Whether the engine ran with prefix caching, as engine_config resolves it (None: not known)."""
     found = con.execute("SELECT any_value(value) FROM engine_config WHERE setting = 'prefix_caching'").fetchone()
@@ -115,6 +130,7 @@ def analyze(
                     for a in (meta.get("clock") or {}).get("alignment", [])
                     if a.get("method", "").startswith("profiler clock") is False
                 ],
+                "join": _join(meta.get("join")),
                 "gpu": {"name": gpu_obj.name, "origin": gpu_origin} if gpu_obj else None,
                 "model": {"name": model_obj.name, "origin": "option --model"} if model_obj else None,
             },

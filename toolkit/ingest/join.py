@@ -1,11 +1,13 @@
 """Join the files of one run into the canonical ``requests`` table, on one clock.
 
-Bench rows (client side, ``perf_counter`` clock) are matched to ``llm_request`` spans (engine side, wall
-clock) by request id: vLLM's bench client sends ``cmpl-<request_id_prefix><i>-0`` for its i-th request.
-The prefix comes from the client log naming the bench file; without one it is inferred from the spans (the
-prefix whose ids cover 0..n-1 with the same token counts). The client clock is then mapped onto the wall
-clock by the median offset between each matched request's send time and its span's start; the method,
-offset and residual (median and p90 of the absolute mismatch) go into the run metadata.
+Client records (the vLLM bench's staged rows, and the ``requests`` rows of other client formats) are paired
+with engine records (``llm_request`` spans, and the ``requests`` rows of engine formats such as TGI's log):
+by request id where the engine kept the client's (vLLM's bench client sends ``cmpl-<request_id_prefix><i>-0``
+for its i-th request; the prefix from the client log naming the bench file, else inferred from the spans),
+else on what both saw (``match``: clock offset from the arrival sequences, then an optimal one-to-one
+assignment). Each client clock is mapped onto the engine's wall clock by the median offset of its joined
+pairs; the method, offsets and residuals (median and p90 of the absolute mismatch), the unmatched records and
+the ties go into the run metadata.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 import statistics
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +23,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from lltrace.ingest.match import Side, clock_offset, match
 from lltrace.queries import install_views
 from lltrace.tables import REQUEST_EVENTS, REQUESTS, table_from_rows
 
@@ -67,6 +71,129 @@ def _infer_prefix(bench: list[dict], spans_by_id: dict[str, dict]) -> str | None
         if hits > best_hits:
             best, best_hits = prefix, hits
     return best if best_hits >= max(1, len(bench) // 2) else None
+
+
+@dataclass
+class FeatureJoin:
+    """What :func:`join_on_features` found: the (client row, span) pairs, per client its report entry, and the
+    join's summary (method, residuals, ties, unmatched spans)."""
+
+    pairs: list[tuple[dict, dict]]
+    clients: dict[str, dict[str, Any]]
+    summary: dict[str, Any]
+
+
+_CLIENT_KEYS = {
+    "arrival": "client_start_s",
+    "first_token": "_first_s",
+    "last_token": "_last_s",
+    "input_tokens": "input_tokens",
+    "output_tokens": "output_tokens",
+}
+_SPAN_KEYS = {
+    "arrival": "_arrival_s",
+    "first_token": "_first_s",
+    "last_token": "_last_s",
+    "input_tokens": "prompt_tokens",
+    "output_tokens": "completion_tokens",
+}
+FEATURE_METHOD = (
+    "features: send time against the engine's arrival (clock offset from the two arrival sequences), first- and "
+    "last-token times, prompt and output token counts; optimal one-to-one assignment (toolkit/ingest/match.py)"
+)
+
+
+def _client_times(b: dict[str, Any]) -> dict[str, Any]:
+    start = b["client_start_s"]
+    ok = start is not None and b["status"] == "ok"
+    return b | {
+        "_first_s": start + b["ttft_s"] if ok and b["ttft_s"] is not None else None,
+        "_last_s": start + b["e2e_s"] if ok and b["e2e_s"] is not None else None,
+    }
+
+
+def _span_times(s: dict[str, Any]) -> dict[str, Any]:
+    arrival = s["start_ns"] / 1e9 if s["start_ns"] is not None else None
+    end = s["end_ns"] / 1e9 if s["end_ns"] is not None else None
+    return s | {
+        "_arrival_s": arrival,
+        "_first_s": arrival + s["ttft_s"] if arrival is not None and s["ttft_s"] is not None else None,
+        "_last_s": arrival + s["e2e_s"] if arrival is not None and s["e2e_s"] is not None else end,
+    }
+
+
+def _clock(source: str, method: str, offsets: list[float]) -> dict[str, Any]:
+    """A client clock's alignment: the median of the joined pairs' offsets and the residuals around it."""
+    offset = statistics.median(offsets)
+    residuals = sorted(abs(o - offset) for o in offsets)
+    return {
+        "source": source,
+        "method": method,
+        "offset_s": offset,
+        "residual_median_s": residuals[len(residuals) // 2],
+        "residual_p90_s": residuals[min(len(residuals) - 1, int(0.9 * len(residuals)))],
+        "matched_events": len(offsets),
+    }
+
+
+def join_on_features(clients: dict[str, list[dict]], spans: list[dict]) -> FeatureJoin:
+    """Join client rows without ids in common with the engine's spans on what both saw (``match``): each client
+    file's clock offset from its own arrival sequence, then one assignment over all of them, so no span is
+    taken twice."""
+    engine = [_span_times(s) for s in spans]
+    engine_side = Side.of(engine, _SPAN_KEYS)
+    shifted: list[dict] = []
+    owner: list[str] = []
+    position: list[int] = []
+    entries: dict[str, dict[str, Any]] = {}
+    for client_id, rows in clients.items():
+        timed = [_client_times(b) for b in rows]
+        side = Side.of(timed, _CLIENT_KEYS)
+        offset = clock_offset(side.arrival, engine_side.arrival)
+        entries[client_id] = {"client_id": client_id, "requests": len(rows), "method": "features"}
+        entries[client_id]["clock_offset_s"] = offset
+        for k, b in enumerate(timed):
+            position.append(k)
+            shifted.append(
+                {
+                    k: (v + offset if k in ("client_start_s", "_first_s", "_last_s") and v is not None else v)
+                    for k, v in b.items()
+                }
+                if offset is not None
+                else b | {"client_start_s": None}
+            )
+            owner.append(client_id)
+    result = match(Side.of(shifted, _CLIENT_KEYS), engine_side, offset=0.0)
+    pairs = [(clients[owner[ci]][position[ci]], spans[ej]) for ci, ej in result.pairs]
+    for client_id, entry in entries.items():
+        mine = [ci for ci, who in enumerate(owner) if who == client_id]
+        got = [(ci, ej) for ci, ej in result.pairs if owner[ci] == client_id]
+        lags = [engine[ej]["_arrival_s"] - shifted[ci]["client_start_s"] for ci, ej in got]
+        no_send = sum(1 for ci in mine if shifted[ci]["client_start_s"] is None)
+        entry.update(
+            matched=len(got),
+            unmatched=len(mine) - len(got),
+            unmatched_why="no engine record within the request's client lifetime with its token counts"
+            + (f"; {no_send} without a send time" if no_send else ""),
+            ties=sum(1 for ci in mine if ci in result.tied),
+        )
+        if entry["clock_offset_s"] is not None and lags:
+            entry["clock"] = _clock(
+                f"{client_id}: client clock",
+                "clock offset from the client's and the engine's arrival sequences (no ids in common)",
+                [entry["clock_offset_s"] + x for x in lags],
+            )
+    summary = {
+        "method": FEATURE_METHOD,
+        "residuals": result.residuals,
+        "systematic": result.systematic,
+        "exact_token_counts": result.exact_tokens,
+        "ties": len(result.tied),
+        "ties_note": "requests the features cannot tell apart (same sizes, sent and answered within the "
+        "residuals): which of them got which span is arbitrary, the set of pairs is not",
+        "unmatched_spans": len(result.unmatched_engine),
+    }
+    return FeatureJoin(pairs, entries, summary)
 
 
 def _request_events(spans_by_id: dict[str, dict], requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -128,14 +255,110 @@ def preempted_times(events: list[dict[str, Any]]) -> dict[str, dict[str, float]]
     return {rid: {"preempted_s": total, "preempted_in_prefill_s": first} for rid, total, first in rows}
 
 
+def _request_parts(stage: Path) -> tuple[list[tuple[Path, list[dict]]], list[tuple[Path, list[dict]]]]:
+    """The ``requests`` parts the formats wrote, as (client parts, engine parts): client latencies and no engine
+    measures (AIPerf, guidellm, GenAI-Perf, trtllm-bench …), or engine measures and no client latencies (TGI's
+    router log …). The join pairs the one with the other like the vLLM bench's records with its spans."""
+    client_parts, engine_parts = [], []
+    for f in sorted((stage / "requests").glob("part-*.parquet")):
+        rows = pq.read_table(f).to_pylist()
+        client = any(r.get("ttft_s") is not None or r.get("e2e_s") is not None for r in rows)
+        engine = any(r.get("server_e2e_s") is not None or r.get("queue_s") is not None for r in rows)
+        if client and not engine:
+            client_parts.append((f, rows))
+        elif engine and not client:
+            engine_parts.append((f, rows))
+    return client_parts, engine_parts
+
+
+def _engine_row(row: dict[str, Any], b: dict[str, Any] | None, how: str | None) -> dict[str, Any]:
+    """An engine format's request row with its client record's measures joined on."""
+    if b is None:
+        return row
+    client = b.get("_row") or {}
+    return row | {
+        "client_id": b["client_id"],
+        "client_index": b["idx"],
+        "ttft_s": b["ttft_s"],
+        "e2e_s": b["e2e_s"],
+        "client_start_s": client.get("client_start_s", b["client_start_s"]),
+        "input_tokens": row.get("input_tokens") if row.get("input_tokens") is not None else b["input_tokens"],
+        "output_tokens": row.get("output_tokens") if row.get("output_tokens") is not None else b["output_tokens"],
+        "status": b["status"] if b["status"] != "ok" else row.get("status"),
+        "matched_by": how,
+    }
+
+
+def _as_engine_record(row: dict[str, Any], part: Path, k: int) -> dict[str, Any]:
+    """An engine format's request row in the shape of a staged span (its own row kept whole in ``_row``)."""
+    arrival, finished = row.get("arrival_s"), row.get("finished_s")
+    if finished is None and arrival is not None and row.get("server_e2e_s") is not None:
+        finished = arrival + row["server_e2e_s"]
+    rid = row.get("request_id") or f"{row.get('client_id') or part.stem}:{k}"
+    return {
+        "request_id": rid,
+        "start_ns": round(arrival * 1e9) if arrival is not None else None,
+        "end_ns": round(finished * 1e9) if finished is not None else None,
+        "ttft_s": row.get("server_ttft_s"),
+        "e2e_s": row.get("server_e2e_s"),
+        "queue_s": row.get("queue_s"),
+        "prefill_s": row.get("prefill_s"),
+        "decode_s": row.get("decode_s"),
+        "prompt_tokens": row.get("input_tokens"),
+        "completion_tokens": row.get("output_tokens"),
+        "cached_tokens": row.get("cached_tokens"),
+        "num_preemptions": row.get("num_preemptions"),
+        "finish_status": row.get("status"),
+        "journey": None,
+        "_row": row | {"request_id": rid},
+    }
+
+
+def _as_client_record(row: dict[str, Any], part: Path, k: int) -> dict[str, Any]:
+    """A client format's request row in the shape the join reads (its own row kept whole in ``_row``)."""
+    ok = row.get("status") in (None, "ok", "finished", "success")
+    start = row.get("client_start_s") if row.get("client_start_s") is not None else row.get("arrival_s")
+    return {
+        "client_id": row.get("client_id") or part.stem,
+        "client_file": row.get("client_id") or part.stem,
+        "idx": row.get("client_index") if row.get("client_index") is not None else k,
+        "input_tokens": row.get("input_tokens"),
+        "output_tokens": row.get("output_tokens"),
+        "ttft_s": row.get("ttft_s"),
+        "e2e_s": row.get("e2e_s"),
+        "client_start_s": start,
+        "status": "ok" if ok else "error",
+        "_row": row,
+        "_part": part,
+    }
+
+
+def _span_for_id(rid: str | None, spans_by_id: dict[str, dict]) -> dict | None:
+    """The span of the id a client sent: the same id, or the engine's ``cmpl-<id>-0`` / ``chatcmpl-<id>``."""
+    if not rid:
+        return None
+    for candidate in (rid, f"cmpl-{rid}-0", f"chatcmpl-{rid}", f"cmpl-{rid}"):
+        if candidate in spans_by_id:
+            return spans_by_id[candidate]
+    return None
+
+
 def assemble_requests(stage: Path, sources: list[dict[str, Any]]) -> dict[str, Any] | None:
     """Build ``stage/requests`` from the staged ``_bench`` and ``_spans`` rows; returns the join report."""
-    has_bench = any((stage / "_bench").glob("*.parquet"))
-    has_spans = any((stage / "_spans").glob("*.parquet"))
-    if not has_bench and not has_spans:
-        return None
     bench = staged_rows(stage / "_bench")
     spans = staged_rows(stage / "_spans")
+    client_parts, engine_parts = _request_parts(stage)
+    if (bench or client_parts) and (spans or engine_parts):
+        # both sides of the requests are here: every client format against every engine format
+        others = client_parts + engine_parts
+        for f, rows in client_parts:
+            bench.extend(_as_client_record(r, f, k) for k, r in enumerate(rows))
+        for f, rows in engine_parts:
+            spans.extend(_as_engine_record(r, f, k) for k, r in enumerate(rows))
+    elif not bench and not spans:
+        return None
+    else:
+        others = []
     spans_by_id: dict[str, dict] = {}
     duplicates = 0
     for s in spans:
@@ -153,17 +376,54 @@ def assemble_requests(stage: Path, sources: list[dict[str, Any]]) -> dict[str, A
         by_client.setdefault(b["client_id"], []).append(b)
     report: dict[str, Any] = {"clients": [], "duplicate_span_ids": duplicates}
     matched: dict[str, dict] = {}
+    how_matched: dict[int, str] = {}  # id(bench row) -> request_id | features
     offsets: list[float] = []
+    unjoined: dict[str, list[dict]] = {}
+    own_offset: dict[str, float] = {}  # client formats on their own clocks
     for client_id, rows in by_client.items():
+        if rows[0].get("_row") is not None:
+            # another client's records: joined by the ids it sent where the engine kept them, else on features
+            found = [(b, _span_for_id(b["_row"].get("request_id"), spans_by_id)) for b in rows]
+            found = [(b, s) for b, s in found if s is not None and s["request_id"] not in matched]
+            if 2 * len(found) < len(rows):
+                unjoined[client_id] = rows
+                continue
+            lags = []
+            for b, s in found:
+                matched[s["request_id"]] = b
+                how_matched[id(b)] = "request_id"
+                if b["client_start_s"] is not None and s["start_ns"] is not None:
+                    lags.append(s["start_ns"] / 1e9 - b["client_start_s"])
+            entry = {
+                "client_id": client_id,
+                "requests": len(rows),
+                "matched": len(found),
+                "method": "request_id",
+                "prefix_from": "the ids the client sent",
+                "unmatched": len(rows) - len(found),
+            }
+            if lags:
+                entry["clock"] = _clock(
+                    f"{client_id}: client clock",
+                    "median offset of the id-joined requests' send times to span starts",
+                    lags,
+                )
+                own_offset[client_id] = entry["clock"]["offset_s"]
+            report["clients"].append(entry)
+            continue
         file = rows[0]["client_file"]
         prefix = prefixes.get(file) if "#" not in client_id else None
         how = "client log request_id_prefix"
         if prefix is None and spans_by_id:
             prefix = _infer_prefix(rows, spans_by_id)
             how = "inferred from span ids and token counts"
-        n_match = mismatched = 0
+        if prefix is None:
+            unjoined[client_id] = rows  # no ids in common: joined on what both saw, below
+            continue
+        mismatched = 0
+        found: list[tuple[dict, dict]] = []
         for b in rows:
-            s = spans_by_id.get(f"cmpl-{prefix}{b['idx']}-0") if prefix is not None else None
+            s = spans_by_id.get(f"cmpl-{prefix}{b['idx']}-0")
             if s is None or s["request_id"] in matched:
                 continue
             if (
@@ -173,38 +433,76 @@ def assemble_requests(stage: Path, sources: list[dict[str, Any]]) -> dict[str, A
             ):
                 mismatched += 1
                 continue
+            found.append((b, s))
+        if 2 * len(found) < len(rows):
+            unjoined[client_id] = rows  # the ids the client sent are not the engine's (a proxy rewrote them)
+            continue
+        n_match = len(found)
+        for b, s in found:
             matched[s["request_id"]] = b
-            n_match += 1
-            if b["client_start_s"] is not None:
+            how_matched[id(b)] = "request_id"
+            if b["client_start_s"] is not None and s["start_ns"] is not None:
                 offsets.append(s["start_ns"] / 1e9 - b["client_start_s"])
         report["clients"].append(
             {
                 "client_id": client_id,
                 "requests": len(rows),
                 "matched": n_match,
+                "method": "request_id",
                 "prefix": prefix,
-                "prefix_from": how if prefix is not None else None,
+                "prefix_from": how,
                 "token_mismatches": mismatched,
+                "unmatched": len(rows) - n_match,
             }
         )
     offset = statistics.median(offsets) if offsets else None
-    clock = None
+    clocks: list[dict[str, Any]] = []
     if offset is not None:
-        residuals = sorted(abs(o - offset) for o in offsets)
-        clock = {
-            "source": "bench client perf_counter",
-            "method": "median offset of matched request send times to span starts (frontend wall clock)",
-            "offset_s": offset,
-            "residual_median_s": residuals[len(residuals) // 2],
-            "residual_p90_s": residuals[min(len(residuals) - 1, int(0.9 * len(residuals)))],
-            "matched_events": len(offsets),
-        }
-    report["clock"] = clock
+        clocks.append(
+            _clock(
+                "bench client perf_counter",
+                "median offset of matched request send times to span starts (frontend wall clock)",
+                offsets,
+            )
+        )
+    client_offset = dict.fromkeys(by_client, offset) | own_offset
+    clocks.extend(c["clock"] for c in report["clients"] if c.get("clock"))
+    free = [s for rid, s in spans_by_id.items() if rid not in matched]
+    if unjoined and free:
+        joined = join_on_features(unjoined, free)
+        for b, s in joined.pairs:
+            matched[s["request_id"]] = b
+            how_matched[id(b)] = "features"
+        for client_id, entry in joined.clients.items():
+            report["clients"].append(entry)
+            client_offset[client_id] = entry["clock_offset_s"]
+            if entry.get("clock"):
+                clocks.append(entry["clock"])
+        report["features"] = joined.summary
+    elif unjoined:
+        for client_id, rows in unjoined.items():
+            report["clients"].append(
+                {
+                    "client_id": client_id,
+                    "requests": len(rows),
+                    "matched": 0,
+                    "method": None,
+                    "unmatched": len(rows),
+                    "unmatched_why": "no engine records left to join",
+                }
+            )
+    report["clock"] = clocks[0] if clocks else None
+    report["clocks"] = clocks
+    if bench and spans_by_id:
+        report["unmatched_spans"] = len(spans_by_id) - len(matched)
 
     out: list[dict[str, Any]] = []
     bench_matched = {id(b) for b in matched.values()}
     for rid, s in spans_by_id.items():
         b = matched.get(rid)
+        if s.get("_row") is not None:  # an engine format's row: itself, with the client's side joined on
+            out.append(_engine_row(s["_row"], b, how_matched.get(id(b)) if b else None))
+            continue
         arrival = s["start_ns"] / 1e9
         first = arrival + s["ttft_s"] if s["ttft_s"] is not None else None
         sched = first - s["prefill_s"] if first is not None and s["prefill_s"] is not None else None
@@ -236,13 +534,26 @@ def assemble_requests(stage: Path, sources: list[dict[str, Any]]) -> dict[str, A
                 "server_e2e_s": s["e2e_s"],
                 "client_start_s": b["client_start_s"] if b else None,
                 "arrival_ns": s["start_ns"],
-                "matched_by": "request_id" if b else None,
+                "matched_by": how_matched.get(id(b)) if b else None,
             }
         )
+        if b is not None and b.get("_row") is not None:
+            row = b["_row"]  # what the client format gives and the span does not
+            joined = out[-1]
+            joined["client_start_s"] = row.get("client_start_s")
+            for key in ("cached_tokens", "prefix_block_ids"):
+                if joined.get(key) is None:
+                    joined[key] = row.get(key)
+            if row.get("status") not in (None, "ok", "finished", "success"):
+                joined["status"] = row["status"]
     for b in bench:
         if id(b) in bench_matched:
             continue
-        arrival = b["client_start_s"] + offset if b["client_start_s"] is not None and offset is not None else None
+        shift = client_offset.get(b["client_id"])
+        arrival = b["client_start_s"] + shift if b["client_start_s"] is not None and shift is not None else None
+        if b.get("_row") is not None:
+            out.append(b["_row"] | {"arrival_s": arrival if arrival is not None else b["_row"].get("arrival_s")})
+            continue
         out.append(
             {
                 "request_id": f"{b['client_id']}:{b['idx']}",
@@ -267,6 +578,8 @@ def assemble_requests(stage: Path, sources: list[dict[str, Any]]) -> dict[str, A
             r.update(preempted.get(r["request_id"], {}))
     report["request_events"] = len(events)
     (stage / "requests").mkdir(exist_ok=True)
+    for f, _ in others:
+        f.unlink()  # its rows are in the joined part now
     table = table_from_rows(out, REQUESTS).sort_by([("arrival_s", "ascending")])
     pq.write_table(table, stage / "requests" / "part-joined.parquet", compression="zstd")
     report["requests"] = len(out)

@@ -153,8 +153,8 @@ def ingest(
             for s in sources
             if s["format"] == KINETO
         ]
-        if join and join.get("clock"):
-            alignment.append(join["clock"])
+        if join:
+            alignment.extend(join.get("clocks") or [])
         if log_clock:
             alignment.append(log_clock)
         run_id = identify()
