@@ -97,15 +97,29 @@ def clock_offset(client: np.ndarray, engine: np.ndarray) -> float | None:
     return guess + float(np.median(_nearest(c + guess, e)[1]))
 
 
-def _shorth_offset(sample: np.ndarray, e: np.ndarray) -> float:
-    """Every sampled client record against every engine record proposes an offset; the true one is where the
-    proposals crowd: the shortest window holding half the sampled records' worth (the shorth)."""
-    d = np.sort((e[None, :] - sample[:, None]).ravel())
-    k = max(1, len(sample) // 2)  # half the sampled records: the shorth tolerates up to half without a partner
+def _shorth(proposals: np.ndarray, records: int) -> float:
+    """The median of the shortest window holding half the records' worth of the proposed offsets (the shorth:
+    it tolerates up to half the records without a partner)."""
+    d = np.sort(proposals)
+    k = max(1, records // 2)
     if len(d) <= k:
         return float(np.median(d))
     start = int(np.argmin(d[k:] - d[:-k]))
     return float(np.median(d[start : start + k + 1]))
+
+
+def _ranges(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every index of every half-open range [lo[i], hi[i]), flattened: (the range's i, the index)."""
+    counts = np.maximum(hi - lo, 0)
+    owner = np.repeat(np.arange(len(lo)), counts)
+    within = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+    return owner, np.repeat(lo, counts) + within
+
+
+def _shorth_offset(sample: np.ndarray, e: np.ndarray) -> float:
+    """Every sampled client record against every engine record proposes an offset; the true one is where the
+    proposals crowd (their shorth)."""
+    return _shorth((e[None, :] - sample[:, None]).ravel(), len(sample))
 
 
 def _correlated_offset(c: np.ndarray, e: np.ndarray) -> tuple[float, float]:
@@ -130,19 +144,10 @@ def _correlated_offset(c: np.ndarray, e: np.ndarray) -> tuple[float, float]:
 def _local_shorth(c: np.ndarray, e: np.ndarray, guess: float, radius: float) -> float:
     """The shorth of the offsets every client record proposes with the engine arrivals within ``radius`` of
     ``guess``: the coarse lag made as fine as the records allow."""
-    lo = np.searchsorted(e, c + guess - radius, side="left")
-    hi = np.searchsorted(e, c + guess + radius, side="right")
-    counts = hi - lo
-    if counts.sum() < max(1, len(c) // 2):
+    owner, at = _ranges(np.searchsorted(e, c + guess - radius, "left"), np.searchsorted(e, c + guess + radius, "right"))
+    if len(at) < max(1, len(c) // 2):
         return guess
-    starts = np.repeat(lo, counts)
-    offsets = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
-    d = np.sort(e[starts + offsets] - np.repeat(c, counts))
-    k = max(1, len(c) // 2)
-    if len(d) <= k:
-        return float(np.median(d))
-    start = int(np.argmin(d[k:] - d[:-k]))
-    return float(np.median(d[start : start + k + 1]))
+    return _shorth(e[at] - c[owner], len(c))
 
 
 def _nearest(x: np.ndarray, sorted_e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -315,12 +320,8 @@ def _candidates(
     clients = np.flatnonzero(np.isfinite(c_arrival))
     lo = np.searchsorted(e_sorted, c_arrival[clients] + systematic["arrival"] + window["arrival"], side="left")
     hi = np.searchsorted(e_sorted, np.fmax(c_end[clients], c_arrival[clients] + systematic["arrival"]), side="right")
-    counts = np.maximum(hi - lo, 0)
-    total = int(counts.sum())
-    ci = np.repeat(clients, counts)
-    starts = np.repeat(lo, counts)
-    offsets = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
-    return ci, timed[starts + offsets]
+    owner, at = _ranges(lo, hi)
+    return clients[owner], timed[at]
 
 
 def _assign(
