@@ -24,10 +24,14 @@ span contains it, and flagged as ``orphan`` in ``kernels``.
 
 from __future__ import annotations
 
+import csv
 import json
 import re
 from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -274,6 +278,91 @@ def _forward_passes_from_shapes(con: duckdb.DuckDBPyConnection) -> list[dict]:
     return sorted(steps, key=lambda s: s["start_ns"])
 
 
+# a backward pass: the kernels autograd launches (PyTorch's *_backward / *Backward*, cuDNN/CUTLASS wgrad and
+# dgrad, FlashAttention's bwd); a step that runs them is a training step, never prefill or decode
+_BACKWARD = r"(?i)backward|_bwd|bwd_|wgrad|dgrad"
+
+
+@dataclass(frozen=True)
+class KindRule:
+    """One row of step_kinds.csv: the kind it gives (None: no kind) when every condition it sets holds."""
+
+    kind: str | None
+    conditions: dict[str, str]
+    why: str
+
+
+@lru_cache(maxsize=1)
+def kind_rules() -> tuple[KindRule, ...]:
+    """The packaged rules that read a step's kind from its kernels, in match order."""
+    text = resources.files("lltrace.parsers").joinpath("step_kinds.csv").read_text()
+    out = []
+    for row in csv.DictReader(text.splitlines()):
+        why = row.pop("why")
+        kind = row.pop("kind") or None
+        out.append(KindRule(kind, {k: v for k, v in row.items() if v}, why))
+    return tuple(out)
+
+
+def step_kind_from_kernels(ev: dict[str, Any]) -> tuple[str | None, str | None]:
+    """The step's kind by the first rule of step_kinds.csv its kernel evidence satisfies, and the rule's why;
+    (None, None) when no rule applies."""
+    for rule in kind_rules():
+        ok = True
+        for key, want in rule.conditions.items():
+            if key == "busy_share_below":
+                share = ev.get("busy_share")
+                ok = share is not None and share < float(want)
+            else:
+                ok = bool(ev.get(key)) == (want == "yes")
+            if not ok:
+                break
+        if ok:
+            return rule.kind, rule.why
+    return None, None
+
+
+def _kernel_evidence(con: duckdb.DuckDBPyConnection, busy: dict[int, tuple[int, int, int]]) -> dict[int, dict]:
+    """Per step, what its kernels say (the conditions of step_kinds.csv): backward kernels, any attention or GEMM,
+    attention of each variant, attention run eager or inside a graph, GPU busy time over the median step's."""
+    rows = con.execute(
+        f"""
+        SELECT step_id,
+               bool_or(regexp_matches(name, '{_BACKWARD}')) AS backward,
+               bool_or(kernel_class IN ('attention', 'gemm')) AS compute,
+               bool_or(kernel_class = 'attention' AND attention_variant = 'prefill') AS prefill_attention,
+               bool_or(kernel_class = 'attention' AND attention_variant = 'decode') AS decode_attention,
+               bool_or(kernel_class = 'attention' AND NOT coalesce(cuda_graph, false)) AS attention_eager,
+               bool_or(kernel_class = 'attention' AND coalesce(cuda_graph, false)) AS attention_in_graph
+        FROM attributed WHERE kernel_class <> 'sync' GROUP BY step_id
+        """
+    ).fetchall()
+    anywhere = bool(con.execute("SELECT count(*) FROM attributed WHERE kernel_class = 'attention'").fetchone()[0])
+    times = sorted(b for b, _, _ in busy.values() if b)
+    median = times[len(times) // 2] if times else None
+    out = {}
+    for step_id, *flags in rows:
+        ev = dict(
+            zip(
+                (
+                    "backward",
+                    "compute",
+                    "prefill_attention",
+                    "decode_attention",
+                    "attention_eager",
+                    "attention_in_graph",
+                ),
+                flags,
+                strict=True,
+            )
+        )
+        b = busy.get(step_id, (None,))[0]
+        ev["busy_share"] = b / median if b is not None and median else None
+        ev["attention_in_trace"] = anywhere
+        out[step_id] = ev
+    return out
+
+
 _STEPS_IN = pa.schema(
     [
         ("step_id", pa.int64()),
@@ -359,12 +448,14 @@ def detect_steps(stage: Path, part: int) -> tuple[pa.Table, dict]:
         """
         CREATE TEMP TABLE attributed AS
         WITH launched AS (
-            SELECT s.step_id, k.ts_ns, k.dur_ns, k.kernel_class, k.cuda_graph, k.correlation, k.orphan
+            SELECT s.step_id, k.ts_ns, k.dur_ns, k.kernel_class, k.cuda_graph, k.correlation, k.orphan,
+                   k.attention_variant, k.name
             FROM kernels k
             ASOF JOIN st s ON k.launch_pid = s.pid AND k.launch_ts_ns >= s.start_ns
             WHERE NOT k.orphan AND k.launch_ts_ns <= s.end_ns
         ), orphans AS (
-            SELECT s.step_id, k.ts_ns, k.dur_ns, k.kernel_class, k.cuda_graph, k.correlation, k.orphan
+            SELECT s.step_id, k.ts_ns, k.dur_ns, k.kernel_class, k.cuda_graph, k.correlation, k.orphan,
+                   k.attention_variant, k.name
             FROM kernels k
             ASOF JOIN st s ON k.ts_ns >= s.start_ns
             WHERE k.orphan AND k.ts_ns < coalesce(s.next_start_ns, 9223372036854775807)
@@ -389,6 +480,7 @@ def detect_steps(stage: Path, part: int) -> tuple[pa.Table, dict]:
             """
         ).fetchall()
     }
+    evidence = _kernel_evidence(con, busy)
     ncols = 7 + len(KERNEL_TIME_CLASSES)
     shapes: dict[int, list[tuple[str, str]]] = {}
     for step_id, name, dims in con.execute(
@@ -424,6 +516,13 @@ def detect_steps(stage: Path, part: int) -> tuple[pa.Table, dict]:
             elif kind == "prefill" and ql is not None:
                 pt, pr, dt, dr = tok, reqs, 0, 0
             kind_from = "shapes" if kind else None
+        why = None
+        if kind is None and evidence:
+            # a step of a GPU trace that ran no kernel at all is as empty as one that ran no attention or GEMM
+            # the kernels the step ran (parsers/step_kinds.csv); token and request counts stay unknown
+            empty = {"busy_share": 0.0, "attention_in_trace": next(iter(evidence.values()))["attention_in_trace"]}
+            kind, why = step_kind_from_kernels(evidence.get(s["step_id"], empty))
+            kind_from = "kernels" if kind else None
         wall_ns = s["end_ns"] - s["start_ns"]
         span_end = max(s["end_ns"], last_ns or s["end_ns"])
         rows.append(
@@ -436,6 +535,7 @@ def detect_steps(stage: Path, part: int) -> tuple[pa.Table, dict]:
                 "end_s": s["end_ns"] / 1e9,
                 "kind": kind,
                 "kind_from": kind_from,
+                "kind_why": why,
                 "prefill_reqs": pr,
                 "prefill_tokens": pt,
                 "decode_reqs": dr,

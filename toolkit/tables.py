@@ -206,6 +206,14 @@ ENGINE_STEPS = Table(
             "derived",
             values=("marker", "shapes", "kernels", "log counts", "log line"),
         ),
+        _c(
+            "kind_why",
+            S,
+            None,
+            "where the kernels were read (kind_from kernels, or no kind): the rule of parsers/step_kinds.csv that "
+            "decided or declined",
+            "derived",
+        ),
         _count("prefill_reqs", "requests prefilling in the step", "requests"),
         _count("prefill_tokens", "prompt tokens computed in the step", "tokens"),
         _count("decode_reqs", "requests decoding in the step", "requests"),
