@@ -279,6 +279,25 @@ def render(doc: dict[str, Any]) -> Group:
         if not steps["count"]:
             t.caption = "no engine step markers, ProfilerStep, execute_model or CUDA graph launches found"
         parts.append(t)
+        by_kernels = (steps.get("count_by_kind_from") or {}).get("kernels")
+        if by_kernels:
+            parts.append(
+                Text(
+                    f"step kinds of {whole(by_kernels)} steps inferred from their kernels (no marker, no input "
+                    "shapes: parsers/step_kinds.csv); their token and request counts are unknown"
+                )
+            )
+        for u in steps.get("undecided") or []:
+            parts.append(Text(f"{whole(u['steps'])} steps without a kind: {u['why']}", style="yellow"))
+        ranks = steps.get("ranks")
+        if ranks and not ranks["agree"]:
+            parts.append(
+                Text(
+                    f"ranks disagree: steps per rank {ranks['steps_per_rank']}; parts {ranks['disagree_parts']} "
+                    "differ from the first rank in count or kinds",
+                    style="yellow",
+                )
+            )
         share = steps.get("phase_share")
         if share:
             basis = "GPU busy time" if share["basis"] == "gpu_busy" else "step wall time (no GPU data)"

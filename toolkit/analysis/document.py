@@ -26,6 +26,23 @@ from lltrace.store import Run, Store
 from lltrace.tables import STEP_KINDS
 
 
+def _ranks(items: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Whether every rank's (trace file's) steps line up: the same count and the same kinds in order."""
+    by_part: dict[int, list[str | None]] = {}
+    for it in items:
+        by_part.setdefault(it["part"], []).append(it["kind"])
+    if len(by_part) < 2:
+        return None
+    first = min(by_part)
+    disagree = [part for part, kinds in by_part.items() if kinds != by_part[first]]
+    return {
+        "ranks": len(by_part),
+        "agree": not disagree,
+        "disagree_parts": disagree,
+        "steps_per_rank": {str(part): len(kinds) for part, kinds in sorted(by_part.items())},
+    }
+
+
 def _join(join: dict[str, Any] | None) -> dict[str, Any] | None:
     """How the client's records were joined to the engine's: per client the method and counts, the feature
     join's residuals and ties, and the engine records no client record took."""
@@ -211,7 +228,8 @@ def _steps(con: duckdb.DuckDBPyConnection, gpu: GPU | None, model: Model | None)
         SELECT part, step_id, kind, kind_from, start_s, wall_s AS dur_s, prefill_reqs, prefill_tokens,
                decode_reqs, decode_tokens, gpu_busy_s, launch_gap_s, gpu_idle_s, kernels, cuda_graph,
                graph_launches, t_gemm_s, t_attention_s, t_communication_s, t_memory_s, t_elementwise_s,
-               t_other_s, shape_tokens, shape_reqs, shape_query_len, shape_context_tokens, marker, detection
+               t_other_s, shape_tokens, shape_reqs, shape_query_len, shape_context_tokens, marker, detection,
+               kind_why
         FROM engine_steps {where} ORDER BY part, start_s, step_id
         """,
     )
@@ -235,9 +253,29 @@ def _steps(con: duckdb.DuckDBPyConnection, gpu: GPU | None, model: Model | None)
             "compute- vs memory-bound per step needs the model and the GPU: pass --model and --gpu "
             "(the GPU is read from deviceProperties when the trace has it)"
         )
+    elif items and not any(it["bound"] for it in items):
+        note = (
+            "compute- vs memory-bound per step needs each step's token count, which no step here has"
+            + (
+                " (their kinds came from the kernels, which do not give counts: trace with record_shapes=True "
+                "or keep the engine's step markers)"
+                if any(it["kind_from"] == "kernels" for it in items)
+                else ""
+            )
+        )
+    kind_from: dict[str, int] = {}
+    undecided: dict[str, int] = {}
+    for it in items:
+        if it["kind"] is not None:
+            kind_from[it["kind_from"] or "unknown"] = kind_from.get(it["kind_from"] or "unknown", 0) + 1
+        elif it["kind_why"]:
+            undecided[it["kind_why"]] = undecided.get(it["kind_why"], 0) + 1
     return {
         "count": sum(counts.values()) + unknown,
         "count_by_kind": counts | ({"unknown": unknown} if unknown else {}),
+        "count_by_kind_from": kind_from,
+        "undecided": [{"why": why, "steps": n} for why, n in undecided.items()],
+        "ranks": _ranks(items) if src == "profiler" else None,
         "source": src,
         "count_by_source": sources,
         "by_kind": by_kind,
