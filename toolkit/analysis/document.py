@@ -254,14 +254,11 @@ def _steps(con: duckdb.DuckDBPyConnection, gpu: GPU | None, model: Model | None)
             "(the GPU is read from deviceProperties when the trace has it)"
         )
     elif items and not any(it["bound"] for it in items):
-        note = (
-            "compute- vs memory-bound per step needs each step's token count, which no step here has"
-            + (
-                " (their kinds came from the kernels, which do not give counts: trace with record_shapes=True "
-                "or keep the engine's step markers)"
-                if any(it["kind_from"] == "kernels" for it in items)
-                else ""
-            )
+        note = "compute- vs memory-bound per step needs each step's token count, which no step here has" + (
+            " (their kinds came from the kernels, which do not give counts: trace with record_shapes=True "
+            "or keep the engine's step markers)"
+            if any(it["kind_from"] == "kernels" for it in items)
+            else ""
         )
     kind_from: dict[str, int] = {}
     undecided: dict[str, int] = {}
