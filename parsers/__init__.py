@@ -328,6 +328,7 @@ def detect(path: str | Path) -> Format | None:
     Raises ``UnknownFormat`` when the head fits more than one format (ambiguous).
     """
     head = read_head(path)
+    head = head[3:] if head.startswith(b"\xef\xbb\xbf") else head  # a byte-order mark: accepted everywhere
     hits = [fmt for fmt in FORMATS if fmt.sniff(head)]
     if len(hits) > 1:
         raise UnknownFormat(f"{path}: ambiguous: the file looks like {', '.join(f.name for f in hits)}")

@@ -4,13 +4,15 @@ durations and ids, and write a canonical or staging table's rows for one source 
 from __future__ import annotations
 
 import json
+import time
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
 
 from lltrace.errors import TraceFormatError
-from lltrace.parsers._lines import json_lines, read_text
+from lltrace.parsers._lines import DuplicateKey, duplicate_at, json_lines, read_text, unique_keys
 from lltrace.tables import STAGING, TABLES, SourceInfo, table_from_rows
 
 
@@ -30,10 +32,13 @@ def strip_bom(head: bytes) -> bytes:
 
 def load_json(path: str) -> Any:
     """One JSON document; broken JSON or UTF-8 is a one-line error with the line or byte."""
+    text = read_text(path)
     try:
-        return json.loads(read_text(path))
+        return json.loads(text, object_pairs_hook=unique_keys)
     except json.JSONDecodeError as exc:
         raise TraceFormatError(path, f"line {exc.lineno}", f"invalid JSON ({exc.msg})") from None
+    except DuplicateKey as exc:
+        raise TraceFormatError(path, duplicate_at(text, exc.key), f"invalid JSON ({exc})") from None
     except UnicodeDecodeError as exc:
         raise TraceFormatError(path, f"byte {exc.start}", "invalid UTF-8") from None
 
@@ -47,15 +52,6 @@ def json_objects(path: str, info: SourceInfo | None = None) -> list[dict]:
     return out
 
 
-def check_durations(path: str, rows: list[dict[str, Any]], where: str) -> None:
-    """Negative latencies mean broken clocks or fields: a bad-input error, not data."""
-    for i, r in enumerate(rows):
-        for k in ("ttft_s", "e2e_s", "queue_s", "server_e2e_s"):
-            v = r.get(k)
-            if v is not None and v < 0:
-                raise TraceFormatError(path, f"{where} {i}", f"negative duration {k}={v}")
-
-
 def check_ids(path: str, rows: list[dict[str, Any]]) -> None:
     """A request id given twice in one file is an error naming the record."""
     seen: set[str] = set()
@@ -66,3 +62,25 @@ def check_ids(path: str, rows: list[dict[str, Any]]) -> None:
         if rid in seen:
             raise TraceFormatError(path, f"record {i}", f"duplicate request id {rid!r}")
         seen.add(rid)
+
+
+# A wall clock (epoch times: profiler baseTimeNanoseconds, span times, scrape times, CSV dates) read before
+# this moment or more than a day after now is a broken clock, not a run: LLM serving traces start in the
+# 2020s, and 2015-01-01 leaves every real file a wide margin. Clocks with an arbitrary origin (perf_counter,
+# monotonic stamps, relative milliseconds) are not wall clocks and are not held to this.
+WALL_CLOCK_FLOOR_S = 1_420_070_400.0  # 2015-01-01T00:00:00Z
+WALL_CLOCK_SLACK_S = 86_400.0
+
+
+def check_wall_clock(path: str, where: str, seconds: float, what: str) -> None:
+    """Raise the one-line ``TraceFormatError`` when an epoch time ``seconds`` is before 2015 or in the
+    future (more than a day past now); ``what`` names the clock (``baseTimeNanoseconds``, a span start)."""
+    now = time.time()
+    if WALL_CLOCK_FLOOR_S <= seconds <= now + WALL_CLOCK_SLACK_S:
+        return
+    try:
+        when = datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    except (OverflowError, OSError, ValueError):
+        when = f"{seconds:.6g} s from the epoch"
+    side = "before 2015" if seconds < WALL_CLOCK_FLOOR_S else "in the future"
+    raise TraceFormatError(path, where, f"{what} is dated {when}, {side}: a wall clock no real run has")

@@ -120,6 +120,9 @@ def read_blocks(
             on_truncated(f"gzip stream ends early after {done + len(out)} decompressed bytes")
 
 
+_BOM = b"\xef\xbb\xbf"
+
+
 class EventArrayScanner:
     """Splits a Chrome-trace JSON stream into batches of NDJSON events (see module docstring)."""
 
@@ -248,6 +251,8 @@ class EventArrayScanner:
             self._started = True
             first = block[int(sp[0])]
             prefix = (bytes(self._head) + block[: int(sp[0])]).strip()
+            if prefix.startswith(_BOM):  # a UTF-8 byte-order mark is accepted in every format
+                prefix = prefix[len(_BOM) :].strip()
             if sk[0] != 1 or prefix:
                 raise self._error(base, "not a JSON object or array: not a profiler trace")
             if first == ord("["):
@@ -330,7 +335,7 @@ class EventArrayScanner:
             self._carry = b""
         if res.array_form:
             return
-        head = bytes(self._head[: self._head_end])
+        head = bytes(self._head[: self._head_end]).removeprefix(_BOM)
         tail_bytes = bytes(self._tail) if self._phase == _TAIL else b"}"
         doc = head + b'"traceEvents": null' + tail_bytes
         try:
@@ -395,7 +400,7 @@ def locate_event_array(path: str, size: int) -> ArrayLocation | None:
         with open(path, "rb") as f:
             f.seek(close + 1)
             tail_bytes = f.read()
-    doc = bytes(head._head[: head._head_end]) + b'"traceEvents": null' + tail_bytes
+    doc = bytes(head._head[: head._head_end]).removeprefix(_BOM) + b'"traceEvents": null' + tail_bytes
     try:
         meta = orjson.loads(doc)
     except orjson.JSONDecodeError:

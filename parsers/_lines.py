@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -69,12 +70,41 @@ def without_last_line(path: str, size: int, folder: Path) -> str:
 
 
 def read_text(path: str) -> str:
-    """The file as UTF-8 text; invalid UTF-8 is the one-line error naming its byte offset."""
+    """The file as UTF-8 text, without a leading byte-order mark (accepted in every format, as CSV readers
+    do); invalid UTF-8 is the one-line error naming its byte offset."""
     data = Path(path).read_bytes()
     try:
-        return data.decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise TraceFormatError(path, f"byte {exc.start}", "invalid UTF-8") from None
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+class DuplicateKey(ValueError):
+    """An object names a key twice: which value the tool meant is unknown (one policy for every reader: the
+    profiler reader rejects them too)."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        super().__init__(f"key {key!r} appears twice in one object")
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` for ``json.loads``: a dict, or ``DuplicateKey`` when a key repeats."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        raise DuplicateKey(next(k for k, _ in pairs if k in seen or seen.add(k)))
+    return out
+
+
+def duplicate_at(text: str, key: str) -> str:
+    """``line N`` of the repeat where ``key`` is named exactly twice in the text, else ``key 'k'`` (which of
+    many objects repeats it is not worth a second parse)."""
+    starts = [m.start() for m in re.finditer(re.escape(f'"{key}"') + r"\s*:", text)]
+    if len(starts) != 2:
+        return f"key {key!r}"
+    return f"line {text.count(chr(10), 0, starts[1]) + 1}"
 
 
 def json_lines(path: str, info: Any = None, what: str = "JSON line", text: str | None = None) -> list[Any]:
@@ -91,7 +121,9 @@ def json_lines(path: str, info: Any = None, what: str = "JSON line", text: str |
         if not line.strip():
             continue
         try:
-            out.append(json.loads(line))
+            out.append(json.loads(line, object_pairs_hook=unique_keys))
         except json.JSONDecodeError as exc:
             raise TraceFormatError(path, f"line {n}", f"invalid {what} ({exc.msg})") from None
+        except DuplicateKey as exc:
+            raise TraceFormatError(path, f"line {n}", f"invalid {what} ({exc})") from None
     return out

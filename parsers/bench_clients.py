@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from lltrace.errors import TraceFormatError
-from lltrace.parsers._io import check_durations, check_ids, json_objects, load_json, write_rows
+from lltrace.parsers._io import check_ids, json_objects, load_json, write_rows
 from lltrace.tables import SourceInfo
 
 LLMPERF = "llmperf"
@@ -119,7 +119,6 @@ def ingest_genai_perf(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
                     "status": "ok" if resp else "error",
                 }
             )
-    check_durations(path, rows, "request")
     info.records = write_rows(stage, "requests", part, rows)
     info.details["service_kind"] = data.get("service_kind")
     return info
@@ -170,7 +169,6 @@ def ingest_aiperf(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
                 "status": "error" if r.get("error") else ("cancelled" if md.get("was_cancelled") else "ok"),
             }
         )
-    check_durations(path, rows, "line")
     check_ids(path, rows)
     info.records = write_rows(stage, "requests", part, rows)
     return info
@@ -236,7 +234,6 @@ def ingest_guidellm(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
                             "status": status,
                         }
                     )
-    check_durations(path, rows, "request")
     info.version = "<= 0.3 schema" if old and old == len(rows) else "current schema"
     info.records = write_rows(stage, "requests", part, rows)
     return info

@@ -14,6 +14,7 @@ import duckdb
 
 from lltrace.errors import TraceFormatError
 from lltrace.parsers import kineto_fast
+from lltrace.parsers._io import check_wall_clock
 from lltrace.parsers.kernel_classes import classify_pairs
 from lltrace.tables import ANNOTATIONS, FLOWS, KERNELS, OPS, SourceInfo, Table
 
@@ -173,6 +174,8 @@ def finalize(
     if base is not None and not isinstance(base, int):
         raise TraceFormatError(path, "baseTimeNanoseconds", f"expected an integer, found {base!r}")
     base_ns = int(base or 0)
+    if base is not None:
+        check_wall_clock(path, "baseTimeNanoseconds", base_ns / 1e9, "the trace's clock base")
     staged = f"read_parquet('{scratch}/ev-*.parquet')"
     if fast is not None:
         counts: dict[str, Any] = dict(fast.counts) | {"distinct_events": fast.distinct_events}

@@ -12,8 +12,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from lltrace.parsers._io import strip_bom, write_rows
-from lltrace.parsers._lines import json_lines, read_text
+from lltrace.errors import TraceFormatError
+from lltrace.parsers._io import check_wall_clock, strip_bom, write_rows
+from lltrace.parsers._lines import DuplicateKey, duplicate_at, json_lines, read_text, unique_keys
 from lltrace.tables import SPANS, SourceInfo
 
 OTLP = "otlp-traces"
@@ -47,7 +48,11 @@ def _otlp_value(v: dict) -> Any:
     for key in ("stringValue", "doubleValue", "intValue", "boolValue"):
         if key in v:
             val = v[key]
-            return int(val) if key == "intValue" else val  # OTLP/JSON writes int64 as a string
+            if key == "intValue":
+                return int(val)  # OTLP/JSON writes int64 as a string
+            if key == "doubleValue" and isinstance(val, str):
+                return float(val)  # proto3 JSON: "NaN", "Infinity", "-Infinity" or a decimal as text
+            return val
     return None
 
 
@@ -147,8 +152,10 @@ def ingest_otlp(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     docs: list[dict] = []
     stripped = text.strip()
     try:
-        docs = [json.loads(stripped)]
+        docs = [json.loads(stripped, object_pairs_hook=unique_keys)]
         info.version = "OTLP/JSON document"
+    except DuplicateKey as exc:
+        raise TraceFormatError(path, duplicate_at(text, exc.key), f"invalid OTLP/JSON ({exc})") from None
     except json.JSONDecodeError:
         info.version = "OTLP/JSON lines (collector file exporter)"
         docs = json_lines(path, info, "JSON", text)
@@ -171,6 +178,10 @@ def ingest_otlp(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
                         rows.append(row)
     sglang = _sglang_requests(part, all_spans)
     rows.extend(sglang)
+    for r in rows:  # span times are epoch nanoseconds: a wall clock
+        for key in ("start_ns", "end_ns"):
+            if r.get(key) is not None:
+                check_wall_clock(path, f"span {r.get('span_id') or r.get('request_id')}", r[key] / 1e9, key)
     other = len(all_spans) - sum(1 + r.pop("_stage_spans") for r in sglang)
     if sglang:
         info.version += ", SGLang request spans with stage spans"

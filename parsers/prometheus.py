@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from lltrace.errors import TraceFormatError
-from lltrace.parsers._io import strip_bom, write_rows
+from lltrace.parsers._io import check_wall_clock, strip_bom, write_rows
 from lltrace.parsers._lines import read_text
 from lltrace.tables import SourceInfo
 
@@ -69,6 +69,7 @@ def ingest_prometheus(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
     for n, line in enumerate(read_text(path).splitlines(), start=1):
         if line.startswith("# scrape_unix_ts"):
             ts = _number(path, n, line.split()[2] if len(line.split()) > 2 else "")
+            check_wall_clock(path, f"line {n}", ts, "the scrape time")
             continue
         if not line.strip() or line.startswith("#"):
             continue
@@ -83,6 +84,7 @@ def ingest_prometheus(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
         stats = per_engine.setdefault(engine, {})
         if sample_ts is not None and ts is None:
             ts = int(sample_ts) / 1000
+            check_wall_clock(path, f"line {n}", ts, "the sample's timestamp")
         v = _number(path, n, value)
         if name == "vllm:cache_config_info":
             config.update(_cache_config(lab))

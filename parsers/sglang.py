@@ -97,12 +97,13 @@ def ingest_scheduler_log(path: str, stage: Path, part: int, **_: Any) -> SourceI
     stats: list[dict[str, Any]] = []
     reqs: list[dict[str, Any]] = []
     retracted = 0
-    suspicious = 0
+    suspicious = impossible = 0
     last_ts: float | None = None
     for line in _records(Path(path).read_text(encoding="utf-8", errors="replace")):
         h = _HEAD.match(line)
         body = line[h.end() :] if h else line
         ts = _epoch(h.group(1)) if h else None
+        impossible += bool(h) and ts is None
         rank = (h.group(2) or "").strip() or None if h else None
         last_ts = ts or last_ts
         if (m := _LIMITS.search(body)) and "engine_config" not in info.details:
@@ -191,6 +192,12 @@ def ingest_scheduler_log(path: str, stage: Path, part: int, **_: Any) -> SourceI
     for table, rows in (("engine_steps", steps), ("engine_stats", stats), ("requests", reqs)):
         if rows:
             write_rows(stage, table, part, rows)
+    if impossible:
+        info.dropped["impossible_log_dates"] = impossible
+        info.warnings.append(
+            f"{path}: {impossible} line(s) stamped with an impossible date or time: their values are kept, "
+            "their times are NULL"
+        )
     if suspicious:
         info.warnings.append(
             f"{path}: {suspicious} Req Time Stats lines have forward_duration beyond 1e9 ms "

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from lltrace.errors import TraceFormatError
-from lltrace.parsers._io import check_durations, json_objects, write_rows
+from lltrace.parsers._io import json_objects, write_rows
 from lltrace.parsers._lines import read_text
 from lltrace.tables import SourceInfo
 
@@ -63,7 +63,6 @@ def ingest_tgi_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
                 "arrival_s": finished - d["total_time"] if finished is not None and "total_time" in d else None,
             }
         )
-    check_durations(path, rows, "request")
     info.records = write_rows(stage, "requests", part, rows)
     return info
 
@@ -115,6 +114,5 @@ def ingest_tgi_headers(path: str, stage: Path, part: int, **_: Any) -> SourceInf
             v = num(key)
             row[col] = v / 1e3 if v is not None else None
         rows.append(row)
-    check_durations(path, rows, "response")
     info.records = write_rows(stage, "requests", part, rows)
     return info

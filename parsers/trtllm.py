@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from lltrace.errors import TraceFormatError
-from lltrace.parsers._io import check_durations, check_ids, json_objects, load_json, write_rows
+from lltrace.parsers._io import check_ids, json_objects, load_json, write_rows
 from lltrace.parsers._lines import read_text
 from lltrace.tables import SourceInfo
 
@@ -45,7 +45,6 @@ def ingest_trtllm_requests(path: str, stage: Path, part: int, **_: Any) -> Sourc
                 "client_start_s": start / 1e9 if start is not None else None,
             }
         )
-    check_durations(path, rows, "record")
     check_ids(path, rows)
     info.records = write_rows(stage, "requests", part, rows)
     info.details["clock"] = {"origin": "trtllm-bench monotonic ns (not aligned to wall clock)"}

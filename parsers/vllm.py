@@ -17,7 +17,7 @@ from typing import Any
 
 from lltrace.errors import TraceFormatError
 from lltrace.parsers._io import strip_bom, write_rows
-from lltrace.parsers._lines import read_text
+from lltrace.parsers._lines import DuplicateKey, duplicate_at, read_text, unique_keys
 from lltrace.tables import SourceInfo
 
 BENCH = "vllm-bench"
@@ -44,7 +44,7 @@ _PER_REQUEST = ("input_lens", "output_lens", "ttfts", "latencies", "start_times"
 
 def bench_objects(path: str, text: str) -> list[dict]:
     """One or more JSON objects (``--append-result`` puts them back to back); ``Infinity``/``NaN`` allowed."""
-    dec = json.JSONDecoder()
+    dec = json.JSONDecoder(object_pairs_hook=unique_keys)
     objs, pos = [], 0
     while True:
         while pos < len(text) and text[pos] in " \t\r\n":
@@ -56,6 +56,10 @@ def bench_objects(path: str, text: str) -> list[dict]:
         except json.JSONDecodeError as exc:
             line = text.count("\n", 0, exc.pos) + 1
             raise TraceFormatError(path, f"line {line}", f"invalid JSON in a bench result ({exc.msg})") from None
+        except DuplicateKey as exc:
+            raise TraceFormatError(
+                path, duplicate_at(text, exc.key), f"invalid JSON in a bench result ({exc})"
+            ) from None
         if not isinstance(obj, dict):
             raise TraceFormatError(path, f"line {text.count(chr(10), 0, pos) + 1}", "expected a JSON object")
         objs.append(obj)
@@ -73,6 +77,27 @@ def _num(v: Any) -> float | None:
         except ValueError:
             return None
     return float(v) if isinstance(v, (int, float)) else None
+
+
+# the summary figures benchmark_serving.py / bench_serving.py write as numbers (counts, seconds, ms, rates)
+_NUMERIC_SUMMARY = re.compile(
+    r"^(completed|failed|num_prompts|max_concurrency|duration|burstiness|request_goodput|total_\w+|"
+    r"\w+_(ms|throughput|tokens|concurrency))$"
+)
+
+
+def _clean_summary(summary: dict[str, Any]) -> list[tuple[str, Any]]:
+    """Drop (set to None) each numeric summary figure that is not a finite non-negative number (text such as
+    ``"40"``, a boolean, NaN, a negative count); returns what was dropped."""
+    bad = []
+    for key, val in summary.items():
+        if val is None or isinstance(val, (list, dict)) or not _NUMERIC_SUMMARY.match(key):
+            continue  # structures (percentile tables) are not figures
+        number = isinstance(val, (int, float)) and not isinstance(val, bool)
+        if not number or not math.isfinite(val) or val < 0:
+            bad.append((key, val))
+            summary[key] = None
+    return bad
 
 
 def ingest_bench(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
@@ -93,6 +118,14 @@ def ingest_bench(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
         if isinstance(summary.get("request_rate"), str) or summary.get("request_rate") == math.inf:
             summary["request_rate"] = "inf"
         summary["client_id"] = client_id
+        bad = _clean_summary(summary)
+        if bad:
+            info.dropped["summary_values_not_numbers"] = info.dropped.get("summary_values_not_numbers", 0) + len(bad)
+            shown = ", ".join(f"{key}={val!r}" for key, val in bad[:4])
+            info.warnings.append(
+                f"{path}: result {k + 1}: {len(bad)} summary figures that are not finite non-negative numbers "
+                f"dropped ({shown})"
+            )
         summaries.append(summary)
         lens = obj.get("input_lens")
         if not isinstance(lens, list):

@@ -9,6 +9,7 @@ when the run is assembled (``lltrace.ingest.clocks``). Field facts: docs/SERVING
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +103,15 @@ def _engine_config(text: str) -> tuple[dict[str, Any], dict[str, str]]:
     return config, origin
 
 
+def _possible_stamp(month: int, day: int, hour: int, minute: int, second: int) -> bool:
+    """Whether ``MM-DD HH:MM:SS`` names a moment of some year (2000 is a leap year, so 02-29 passes)."""
+    try:
+        datetime(2000, month, day, hour, minute, second)
+    except ValueError:
+        return False
+    return True
+
+
 def ingest_server_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     """Stats lines (V0 and V1) → ``engine_stats``; ``Iteration(k)`` lines → ``engine_steps`` (source log).
 
@@ -114,9 +124,13 @@ def ingest_server_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
     steps: list[dict[str, Any]] = []
     heads = list(_HEADER.finditer(text))
     v0 = v1 = unparsed = 0
+    impossible: list[int] = []  # line numbers of stamps on days no year has
     for i, h in enumerate(heads):
         body = text[h.end() : heads[i + 1].start() if i + 1 < len(heads) else len(text)]
-        stamp = f"{h.group(1)}-{h.group(2)} {h.group(3)}:{h.group(4)}:{h.group(5)}"
+        stamp: str | None = f"{h.group(1)}-{h.group(2)} {h.group(3)}:{h.group(4)}:{h.group(5)}"
+        if not _possible_stamp(*(int(g) for g in h.groups()[:5])):
+            impossible.append(text.count("\n", 0, h.start()) + 1)
+            stamp = None  # the line's values stand; its time is unknown
         if m := _ITERATION.search(body):
             eng, k, nc, tc, ng, tg, ms, kv = m.groups()
             tc_i, tg_i = int(tc), int(tg)
@@ -188,6 +202,12 @@ def ingest_server_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
             )
         elif "Avg prompt throughput:" in body or _ITERATION_START.search(body):
             unparsed += 1  # a stats or iteration line mangled past reading
+    if impossible:
+        info.dropped["impossible_log_dates"] = len(impossible)
+        info.warnings.append(
+            f"{path}: line {impossible[0]}: {len(impossible)} line(s) stamped with an impossible date or time: "
+            "their values are kept, their times are NULL"
+        )
     if unparsed:
         info.dropped["unreadable_stats_lines"] = unparsed
         info.warnings.append(f"{path}: {unparsed} stats or iteration lines that do not parse: skipped")

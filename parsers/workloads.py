@@ -21,6 +21,7 @@ import duckdb
 import pyarrow.parquet as pq
 
 from lltrace.errors import TraceFormatError
+from lltrace.parsers._io import check_wall_clock
 from lltrace.parsers._lines import partial_last_line, truncation_note, without_last_line
 from lltrace.tables import REQUESTS, SourceInfo
 
@@ -147,6 +148,20 @@ def ingest_azure(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
         """
         info.records = _copy(con, path, stage, part, select, [Path(path).name, path])
         (short,) = con.execute(f"SELECT count(*) FROM {source} WHERE NOT ({complete})", [path]).fetchone()
+        lo, hi = con.execute(
+            f"SELECT min(epoch_ns(TIMESTAMP)), max(epoch_ns(TIMESTAMP)) FROM {source} WHERE {complete}", [path]
+        ).fetchone()
+        # dates are a wall clock: the first row dated outside 2015..now is the error
+        for ns in (x for x in (lo, hi) if x is not None):
+            try:
+                check_wall_clock(path, "TIMESTAMP column", ns / 1e9, "a row")
+            except TraceFormatError as exc:
+                (line,) = con.execute(
+                    f"SELECT n FROM (SELECT row_number() OVER () + 1 AS n, TIMESTAMP FROM {source}) "
+                    "WHERE epoch_ns(TIMESTAMP) = ? ORDER BY n LIMIT 1",
+                    [path, ns],
+                ).fetchone()
+                raise TraceFormatError(path, f"line {line}", exc.message) from None
     finally:
         con.close()
     if short:

@@ -5,8 +5,8 @@ numbers; ``values`` for a closed set of words), a one-line meaning, and its ``or
 a file), ``derived`` (arithmetic by lltrace on what the sources give) or ``estimated`` (a model's figure,
 labelled). Parsers write these schemas, the store's views always have every column (NULL where no source
 gives it), and the views' documentation test checks their ``requests.*``-style expansions against this
-module. The ranges are declared here and enforced at ingest by a later issue. Also here: ``SourceInfo`` (what the run
-metadata records of one source file) and ``table_from_rows``.
+module. The ranges and row rules are declared here and enforced at ingest (``lltrace.ingest.checks``). Also
+here: ``SourceInfo`` (what the run metadata records of one source file) and ``table_from_rows``.
 
 A leaf: it imports nothing of lltrace, so a parser can use it without loading the analysis stack.
 """
@@ -49,6 +49,20 @@ class Column:
 
 
 @dataclass(frozen=True)
+class RowRule:
+    """A physical law between two columns of one row: ``lhs <= rhs`` (a first token never after the end)."""
+
+    lhs: str
+    rhs: str
+    doc: str
+
+    @property
+    def name(self) -> str:
+        """The rule as written in warnings and the run metadata."""
+        return f"{self.lhs} <= {self.rhs}"
+
+
+@dataclass(frozen=True)
 class Table:
     """One canonical table: what a row is, and its columns in order."""
 
@@ -57,6 +71,7 @@ class Table:
     doc: str
     columns: tuple[Column, ...]
     internal: bool = False  # a staging table of the ingest, never in the store
+    rules: tuple[RowRule, ...] = ()  # laws between columns; a row that breaks one has both values NULLed
 
     @property
     def names(self) -> list[str]:
@@ -159,6 +174,12 @@ REQUESTS = Table(
         _seconds("prefill_s_est", "prefill part of a client-measured TTFT (prompt / calibrated rate)", "estimated"),
         _c("split_basis", S, None, "how queue_s_est and prefill_s_est were estimated", "derived"),
     ),
+    rules=(
+        RowRule("ttft_s", "e2e_s", "the first token comes before the end (else TPOT is negative)"),
+        RowRule("server_ttft_s", "server_e2e_s", "the first token comes before the end, on the server's clock"),
+        RowRule("arrival_s", "finished_s", "a request ends after it arrives"),
+        RowRule("first_token_s", "finished_s", "the first token comes before the end"),
+    ),
 )
 
 REQUEST_EVENTS = Table(
@@ -243,6 +264,10 @@ ENGINE_STEPS = Table(
         _c("engine", S, None, "engine index as the log writes it (data-parallel engines)"),
         _c("kv_usage", F64, "fraction", "KV-cache usage logged with the step", lo=0.0, hi=1.0),
         _c("log_stamp", S, None, "the log line's time as written (MM-DD HH:MM:SS: no year, no zone)"),
+    ),
+    rules=(
+        RowRule("start_ns", "end_ns", "a step ends after it starts"),
+        RowRule("start_s", "end_s", "a step ends after it starts"),
     ),
 )
 
@@ -497,12 +522,43 @@ _NUMPY = {
 }
 
 
+class IntegerOverflow(ValueError):
+    """A whole number too large for its 64-bit integer column: the source is damaged (no tool writes one)."""
+
+    def __init__(self, column: str, row: int, value: int) -> None:
+        self.column, self.row, self.value = column, row, value
+        super().__init__(f"{value} in {column} (row {row + 1}) does not fit a 64-bit integer")
+
+
+_INT64 = (-(2**63), 2**63 - 1)
+
+
 def table_from_rows(rows: Sequence[Mapping[str, Any]], schema: pa.Schema | Table) -> pa.Table:
     """``pa.Table.from_pylist(rows, schema)``, for numbers, booleans, strings and lists of integers, built from
-    buffers: pyarrow converts Python lists only after importing pandas where it is installed (0.2 s a run)."""
+    buffers: pyarrow converts Python lists only after importing pandas where it is installed (0.2 s a run).
+    Raises ``IntegerOverflow`` for a whole number beyond int64 in an integer column."""
     if isinstance(schema, Table):
         schema = schema.schema
-    return pa.Table.from_arrays([_column([r.get(f.name) for r in rows], f.type) for f in schema], schema=schema)
+    columns = []
+    for f in schema:
+        values = [r.get(f.name) for r in rows]
+        try:
+            columns.append(_column(values, f.type))
+        except (OverflowError, pa.ArrowInvalid):
+            _fits_int64(f.name, values)  # raises IntegerOverflow where that was the cause
+            raise
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _fits_int64(name: str, values: list[Any]) -> None:
+    lo, hi = _INT64
+    for i, v in enumerate(values):
+        if type(v) is int and not lo <= v <= hi:
+            raise IntegerOverflow(name, i, v)
+        if type(v) is list:
+            for x in v:
+                if type(x) is int and not lo <= x <= hi:
+                    raise IntegerOverflow(name, i, x)
 
 
 def _validity(values: list[Any]) -> tuple[pa.Buffer | None, int]:

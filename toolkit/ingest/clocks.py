@@ -56,14 +56,18 @@ def place_log_times(stage: Path) -> dict[str, Any] | None:
     year = datetime.fromtimestamp(anchor, tz=timezone.utc).year
     report["method"] = f"year {year} from the {what}; zone UTC unless the spans say otherwise"
 
-    def epoch(stamp: str) -> float:
-        return datetime.strptime(f"{year}-{stamp}", "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc).timestamp()
+    def epoch(stamp: str) -> float | None:
+        try:
+            when = datetime.strptime(f"{year}-{stamp}", "%Y-%m-%d %H:%M:%S")
+        except ValueError:  # 02-29 in a year without one: the row keeps no time
+            return None
+        return when.replace(tzinfo=timezone.utc).timestamp()
 
     shift = 0.0
     step_rows = [r for f in step_files if f in logged for r in pq.read_table(f).to_pylist()]
     step_rows = [r for r in step_rows if _needs_year(r.get("log_stamp"))]
-    if spans and step_rows:
-        first_log = min(epoch(r["log_stamp"]) for r in step_rows)
+    first_log = min((t for r in step_rows if (t := epoch(r["log_stamp"])) is not None), default=None)
+    if spans and first_log is not None:
         gap = first_log - min(s["start_ns"] for s in spans) / 1e9
         hours = round(gap / 3600)
         if hours:
@@ -73,21 +77,31 @@ def place_log_times(stage: Path) -> dict[str, Any] | None:
         report["first_iteration_minus_first_span_s"] = gap + shift
         if not hours:
             report["zone"] = f"UTC (checked: the first iteration is {gap:+.2f} s from the first span)"
+    unplaced = 0
     for f in logged:
         rows = pq.read_table(f).to_pylist()
         schema = pq.read_schema(f)
         if "ts_s" in schema.names:  # engine_stats
             for r in rows:
                 if _needs_year(r.get("log_stamp")) and r.get("ts_s") is None:
-                    r["ts_s"] = epoch(r["log_stamp"]) + shift
+                    t = epoch(r["log_stamp"])
+                    r["ts_s"] = None if t is None else t + shift
+                    unplaced += t is None
         else:  # engine_steps from iteration lines
             prev_end = None
             for r in sorted(rows, key=lambda r: r["step_id"]):
                 if not _needs_year(r.get("log_stamp")) or r.get("end_s") is not None:
                     continue
-                stamp = epoch(r["log_stamp"]) + shift
+                t = epoch(r["log_stamp"])
+                if t is None:
+                    unplaced += 1
+                    continue
+                stamp = t + shift
                 end = stamp if prev_end is None else max(stamp, prev_end + (r["wall_s"] or 0.0))
                 r["end_s"], r["start_s"] = end, end - (r["wall_s"] or 0.0)
                 prev_end = end
         pq.write_table(table_from_rows(rows, schema), f)
+    if unplaced:
+        report["unplaced_rows"] = unplaced
+        report["unplaced_why"] = f"stamped on a day the year {year} does not have"
     return report

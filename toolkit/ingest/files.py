@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -20,12 +21,18 @@ def expand_inputs(paths: Sequence[str | os.PathLike[str]]) -> tuple[list[tuple[P
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
-            for f in sorted(x for x in p.rglob("*") if x.is_file()):
+            for f in sorted(x for x in p.rglob("*") if not x.is_dir()):
+                if why := cannot_read(f):
+                    skipped.append(Skipped(str(f), why))
+                    continue
                 if f.stat().st_size == 0:
                     skipped.append(Skipped(str(f), "empty file"))
                     continue
                 try:
                     fmt = detect(f)
+                except OSError as exc:
+                    skipped.append(Skipped(str(f), f"cannot read ({exc.strerror or type(exc).__name__})"))
+                    continue
                 except TraceFormatError as exc:
                     skipped.append(Skipped(str(f), exc.message))
                     continue
@@ -34,13 +41,21 @@ def expand_inputs(paths: Sequence[str | os.PathLike[str]]) -> tuple[list[tuple[P
                     continue
                 if fmt is None:
                     near = closest_formats(read_head(f))
-                    skipped.append(
-                        Skipped(str(f), "no known format" + (f" (closest: {', '.join(near)})" if near else ""))
-                    )
+                    named = looks_like(f)
+                    why = "no known format" + (f" (closest: {', '.join(near)})" if near else "")
+                    if named and not near:
+                        why += f" (named like a {named})"
+                    skipped.append(Skipped(str(f), why))
                 else:
                     found.append((f, fmt))
-        elif p.is_file():
-            fmt = detect(p) if p.stat().st_size else None
+        elif p.is_file() or p.is_symlink() or p.exists():
+            if why := cannot_read(p):
+                raise TraceFormatError(str(p), "byte 0", why)
+            try:
+                fmt = detect(p) if p.stat().st_size else None
+            except OSError as exc:
+                why = f"cannot read ({exc.strerror or type(exc).__name__})"
+                raise TraceFormatError(str(p), "byte 0", why) from None
             if fmt is None:
                 if p.stat().st_size == 0:
                     raise TraceFormatError(str(p), "byte 0", "empty file: no JSON document")
@@ -54,6 +69,37 @@ def expand_inputs(paths: Sequence[str | os.PathLike[str]]) -> tuple[list[tuple[P
         where = ", ".join(str(p) for p in paths)
         raise UnknownFormat(f"{where}: no file of a known format found (see `lltrace formats`)")
     return found, skipped
+
+
+# file names the tools write: a file so named that does not sniff is likely a damaged part of the run
+_NAMED = (
+    (re.compile(r"\.pt\.trace\.json(\.gz)?$|trace.*\.json\.gz$"), "profiler trace"),
+    (re.compile(r"\.otlp\.jsonl?$|traces?\.jsonl?$"), "span export"),
+    (re.compile(r"\.prom$|metrics.*\.txt$"), "Prometheus scrape"),
+    (re.compile(r"server.*\.log$|vllm.*\.log$|sglang.*\.log$"), "server log"),
+    (re.compile(r"profile_export.*\.jsonl$|\.benchmarks\.json$"), "benchmark export"),
+)
+
+
+def looks_like(p: Path) -> str | None:
+    """What the file's name says it is (a profiler trace, a span export, ...), else None."""
+    return next((what for pattern, what in _NAMED if pattern.search(p.name)), None)
+
+
+def cannot_read(p: Path) -> str | None:
+    """Why a path that is named (or found in a folder) cannot be read as a file, else None: a dangling link or a
+    link loop, a FIFO, a socket or a device (reading one would block or never end), no permission."""
+    try:
+        mode = p.stat().st_mode
+    except OSError as exc:
+        if p.is_symlink():
+            return "cannot read: a symbolic link that leads nowhere (dangling, or a loop)"
+        return f"cannot read ({exc.strerror or type(exc).__name__})"
+    if not stat.S_ISREG(mode):
+        return "cannot read: not a regular file (a FIFO, a socket or a device)"
+    if not os.access(p, os.R_OK):
+        return "cannot read (permission denied)"
+    return None
 
 
 def default_run_id(files: list[Path], digest: str, folder: Path | None = None) -> str:
