@@ -47,10 +47,13 @@ def test_trtllm_request_json(store, tmp_path):
         ("1", 0.2, pytest.approx(0.3), "error"),
     ]
     assert run.metadata["sources"][0]["format"] == "trtllm-bench-requests"
-    recs[1]["end_timestamp"] = 1_000_000_000  # ends before it starts
+    recs[1]["end_timestamp"] = 1_000_000_000  # ends before it starts: one policy for every format
     path.write_text(json.dumps(recs))
-    with pytest.raises(TraceFormatError, match="record 1: negative duration e2e_s"):
-        lltrace.ingest([path], store=store)
+    with pytest.warns(lltrace.errors.InputWarning, match=r"requests: \d+ rows break physical limits"):
+        run, rows = _one(path, store)
+    assert {r["request_id"]: r["e2e_s"] for r in rows}["1"] is None  # NULL, counted, never used
+    with pytest.raises(TraceFormatError, match=r"requests\.e2e_s: 1 values break >= 0"):
+        lltrace.ingest([path], store=tmp_path / "strict", strict=True)
 
 
 def test_trtllm_iteration_log(store, tmp_path):
@@ -211,7 +214,7 @@ def test_sglang_otel_stage_spans_win_over_root_attributes(store, tmp_path):
             "attributes": [{"key": k, "value": v} for k, v in attrs],
         }
 
-    t0 = 1_800_000_000_000_000_000
+    t0 = 1_700_000_000_000_000_000
     ms = 1_000_000
     spans = [
         span(
@@ -255,7 +258,7 @@ def test_jaeger_ui_export(store, tmp_path):
                         "traceID": "abc",
                         "spanID": "1",
                         "operationName": "llm_request",
-                        "startTime": 1_800_000_000_000_000,
+                        "startTime": 1_700_000_000_000_000,
                         "duration": 1_500_000,
                         "tags": [
                             {"key": "gen_ai.request.id", "type": "string", "value": "cmpl-x-0"},
@@ -280,7 +283,7 @@ def test_jaeger_ui_export(store, tmp_path):
     path.write_text(json.dumps(doc))
     run, rows = _one(path, store)
     assert [(r["request_id"], r["queue_s"], r["prefill_s"], r["finished_s"]) for r in rows] == [
-        ("cmpl-x-0", 0.25, 0.05, pytest.approx(1_800_000_001.5))
+        ("cmpl-x-0", 0.25, 0.05, pytest.approx(1_700_000_001.5))
     ]
     src = run.metadata["sources"][0]
     assert src["version"] == "Jaeger UI export" and src["dropped"] == {"spans other than request spans": 1}
@@ -325,14 +328,14 @@ def test_sglang_prometheus_names(store, tmp_path):
     """SGLang's metric names (docs.sglang.io production metrics; no scrape in shared/)."""
     path = tmp_path / "sglang.prom"
     path.write_text(
-        "# scrape_unix_ts 1800000000.5\n# HELP sglang:num_running_reqs running\n"
+        "# scrape_unix_ts 1700000000.5\n# HELP sglang:num_running_reqs running\n"
         "# TYPE sglang:num_running_reqs gauge\n"
         'sglang:num_running_reqs{model_name="m"} 12.0\nsglang:num_queue_reqs{model_name="m"} 40.0\n'
         'sglang:token_usage{model_name="m"} 0.97\n'
     )
     run = lltrace.ingest([path], store=store)
     row = run.table("engine_stats").to_dicts()[0]
-    assert (row["ts_s"], row["running"], row["waiting"], row["kv_usage"]) == (1800000000.5, 12.0, 40.0, 0.97)
+    assert (row["ts_s"], row["running"], row["waiting"], row["kv_usage"]) == (1700000000.5, 12.0, 40.0, 0.97)
 
 
 def test_vllm_journey_events_give_request_events_and_measured_preemption(store, tmp_path):

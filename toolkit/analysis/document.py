@@ -142,6 +142,7 @@ def analyze(
                     for s in meta["sources"]
                 ],
                 "skipped": meta.get("skipped") or [],
+                "checks": meta.get("checks"),
                 "clock_alignment": [
                     a
                     for a in (meta.get("clock") or {}).get("alignment", [])

@@ -23,6 +23,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from lltrace.ingest.identity import unique_spans
 from lltrace.ingest.match import Side, clock_offset, match
 from lltrace.queries import install_views
 from lltrace.tables import REQUEST_EVENTS, REQUESTS, table_from_rows
@@ -359,12 +360,8 @@ def assemble_requests(stage: Path, sources: list[dict[str, Any]]) -> dict[str, A
         return None
     else:
         others = []
-    spans_by_id: dict[str, dict] = {}
-    duplicates = 0
-    for s in spans:
-        if s["request_id"] in spans_by_id:
-            duplicates += 1
-        spans_by_id[s["request_id"]] = s  # a repeated id keeps the last span; counted in the report
+    spans, duplicates = unique_spans(spans, sources)
+    spans_by_id: dict[str, dict] = {s["request_id"]: s for s in spans}
     prefixes = {}
     for src in sources:
         client = src.get("client")

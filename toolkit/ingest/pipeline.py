@@ -23,12 +23,15 @@ import duckdb
 
 from lltrace.errors import InputWarning, TraceFormatError, TruncatedInput, UnexpectedContent
 from lltrace.ingest import engine
+from lltrace.ingest.checks import check_stage, warnings_for
 from lltrace.ingest.clocks import place_log_times
 from lltrace.ingest.estimates import estimate_ttft_split
 from lltrace.ingest.files import default_run_id, expand_inputs
 from lltrace.ingest.join import PROVENANCE, assemble_requests
+from lltrace.ingest.locate import locate, locate_depth
 from lltrace.parsers.kineto import NAME as KINETO
 from lltrace.store import Run, Store, check_run_id
+from lltrace.tables import IntegerOverflow
 from lltrace.version import __version__
 
 ProgressFn = Callable[[str, int, int], None]
@@ -127,11 +130,16 @@ def ingest(
                 warnings.simplefilter("ignore", InputWarning)
                 try:
                     info = fmt.ingest(str(path), stage, part, keep_python=keep_python, progress=cb)
-                except (KeyError, TypeError, AttributeError, IndexError, ValueError, duckdb.Error) as exc:
+                except IntegerOverflow as exc:
+                    where = locate(path, str(exc.value).encode()) or f"record {exc.row + 1}"
+                    raise TraceFormatError(str(path), where, f"{exc.value} does not fit a 64-bit integer") from None
+                except RecursionError:
+                    where = locate_depth(path, _MAX_DEPTH) or "content"
+                    why = f"JSON nested deeper than {_MAX_DEPTH} levels (no tool writes one)"
+                    raise TraceFormatError(str(path), where, why) from None
+                except _UNEXPECTED as exc:
                     # a structure the parser did not expect: still one line, and nothing stored
-                    what = f"{type(exc).__name__}: {str(exc).splitlines()[0][:120] if str(exc) else ''}"
-                    why = f"not a {fmt.name} file lltrace can read ({what})"
-                    raise UnexpectedContent(str(path), "content", why) from None
+                    raise UnexpectedContent(str(path), "content", _not_readable(fmt.name, exc)) from None
             if strict and info.truncated:
                 raise TraceFormatError(str(path), "end of file", f"truncated trace ({info.truncated})")
             for w in info.warnings:
@@ -143,11 +151,18 @@ def ingest(
                 src["rows"].update(summary.pop("rows", {}))
                 detection.append({"part": part, **summary})
             sources.append(src)
-        join = assemble_requests(stage, sources)
-        log_clock = place_log_times(stage)
-        split = estimate_ttft_split(stage)
-        detected = _detected(sources)
-        engine.write(stage, engine.resolve(sources, detected["gpu"], stage))
+        try:  # the run's assembly reads what every parser wrote: a value no check caught fails here, in one line
+            join = assemble_requests(stage, sources)
+            log_clock = place_log_times(stage)
+            split = estimate_ttft_split(stage)
+            detected = _detected(sources)
+            engine.write(stage, engine.resolve(sources, detected["gpu"], stage))
+            checks = check_stage(stage, sources, strict=strict)
+        except _UNEXPECTED as exc:
+            where = str(folder or files[0][0])
+            text = str(exc).splitlines()[0][:120] if str(exc) else ""
+            why = f"the files hold values lltrace cannot put together ({type(exc).__name__}: {text})"
+            raise UnexpectedContent(where, "assembling the run", why) from None
         alignment: list[dict[str, Any]] = [
             {"part": s["part"], "source": s["path"], "method": "profiler clock (epoch ns), as written"}
             for s in sources
@@ -157,6 +172,8 @@ def ingest(
             alignment.extend(join.get("clocks") or [])
         if log_clock:
             alignment.append(log_clock)
+        for w in warnings_for(checks):
+            warnings.warn(w, InputWarning, stacklevel=2)
         run_id = identify()
         for src, sha in zip(sources, hashing.result(), strict=True):
             src["sha256"] = sha
@@ -180,9 +197,10 @@ def ingest(
             "detected": detected,
             "step_detection": detection,
             "join": join,
+            "checks": checks,
             "ttft_split": split,
             "provenance": {
-                "engine_steps.kind": "derived from step markers, else from attention input shapes (kind_from)",
+                "engine_steps.kind": "derived from step markers, else attention input shapes, else kernels (kind_from)",
                 "engine_steps.decode_tokens": "measured from markers; SGLang DECODE = bs x 1 (derived)",
                 "engine_steps.gpu_busy_s": "derived: union of attributed GPU op intervals",
                 "kernels.kernel_class": "derived: parsers/kernel_classes.csv rules",
@@ -191,6 +209,24 @@ def ingest(
         }
         (stage / "run.json").write_text(json.dumps(meta, indent=2, default=str))
     return Run(run_id, st, skipped)
+
+
+_UNEXPECTED = (
+    KeyError,
+    TypeError,
+    AttributeError,
+    IndexError,
+    ValueError,
+    ArithmeticError,
+    RecursionError,
+    duckdb.Error,
+)
+_MAX_DEPTH = 512  # deeper than any file a tool writes, shallower than Python's recursion limit
+
+
+def _not_readable(what: str, exc: BaseException) -> str:
+    text = str(exc).splitlines()[0][:120] if str(exc) else ""
+    return f"not a {what} file lltrace can read ({type(exc).__name__}: {text})"
 
 
 def _detected(sources: list[dict[str, Any]]) -> dict[str, Any]:
