@@ -1,12 +1,15 @@
-"""Fuzz every parser with mutated real inputs for a set time; report crashes (anything but a named error).
+"""Fuzz every parser and every step after it with mutated real inputs for a set time; report crashes.
 
-Each seed is a real file of one format (from sample_traces/, tests/data/bad/ and ../shared/data). Hypothesis
+Each seed is a real file of one format (from sample_traces/, tests/data/bad/ and ../shared/data), or a real
+run folder with one of its files mutated (the joins and the log clock then run on damage). Hypothesis
 mutates it (truncate, flip bits, delete, insert, duplicate spans), ``lltrace.ingest`` reads it into a
 throw-away store, and the outcome is sorted: ingested, rejected with a named ``LltraceError`` (the one-line
 error the CLI prints), "unexpected content" (``UnexpectedContent``: still one line, but from the safety
 net around the parsers rather than a check of their own: worth a precise error), or a crash (any other
-exception: a bug). Hypothesis shrinks a crash to a small input,
-which is saved under ``benchmarks/fuzz_findings/`` so it can join the corpus in tests/data/bad/.
+exception: a bug). What ingests then goes through every step a user runs on a run: ``analyze``, ``report``
+(HTML, no PNGs), ``replay`` and ``export_perfetto``; a committed run that crashes one is a crash too
+("poisoned": nothing that breaks the analysis may be committed). Hypothesis shrinks a crash to a small
+input, which is saved under ``benchmarks/fuzz_findings/`` so it can join the corpus in tests/data/bad/.
 
 With ``--readers``, each profiler trace is read twice, by the compiled reader and by DuckDB's
 (``LLTRACE_PURE=1``), and any difference in outcome (tables, or the error) counts as a finding too.
@@ -55,6 +58,16 @@ SEEDS = {  # format -> a small real file of it
     "mooncake": REPO / "tests" / "data" / "bad" / "mooncake_truncated.jsonl",
     "llmperf": DATA / "serving" / "llmperf" / "individual__bedrock_70b.json",
     "prometheus": DATA / "vllm_cpu" / "B2_kv2x" / "metrics_final.prom",
+    "vllm-bench": DATA / "vllm_cpu" / "A_baseline" / "bench" / "bench_profiled_8req.json",
+    "aiperf": DATA / "serving" / "aiperf" / "aiperf-2025-11_qwen3-0.6b_c1_rtx6000ada.profile_export.jsonl",
+    "guidellm": DATA / "serving" / "guidellm" / "guidellm-0.3dev_stripped_1req.benchmarks.json",
+    "sglang-bench": DATA / "serving" / "sglang_bench_serving" / "datacrunch-h200__llama_3_3_70b_online_output.jsonl",
+}
+# a run folder: the file mutated, and the real files it is ingested beside (joins, log clock, checks)
+RUN = DATA / "vllm_cpu" / "A_baseline"
+FOLDERS = {
+    "run-bench": (RUN / "bench" / "bench_profiled_8req.json", [RUN / "server.log", RUN / "otlp" / "traces.otlp.jsonl"]),
+    "run-log": (RUN / "server.log", [RUN / "bench" / "bench_profiled_8req.json", RUN / "metrics_final.prom"]),
 }
 
 
@@ -120,7 +133,28 @@ def _record(found: dict[str, str], kind: str, message: str, data: bytes, prefix:
     print(f"  {kind}: {found[kind]}")
 
 
-def fuzz(name: str, seed_path: Path, seconds: float, found: dict[str, str], readers: bool = False) -> Counter:
+def _after_ingest(run: lltrace.Run, store: Path, work: Path) -> None:
+    """Every step a user runs on a committed run; any exception but a named error propagates."""
+    for step in (
+        lambda: lltrace.analyze(run.id, store=store),
+        lambda: lltrace.report(run.id, work / "report.html", store=store),
+        lambda: lltrace.replay(run.id, store=store),
+        lambda: lltrace.export_perfetto(run.id, work / "trace.json", store=store),
+    ):
+        try:
+            step()
+        except lltrace.LltraceError:
+            pass  # a run the step cannot use (no requests to replay, say) is told in one line
+
+
+def fuzz(
+    name: str,
+    seed_path: Path,
+    seconds: float,
+    found: dict[str, str],
+    readers: bool = False,
+    beside: list[Path] | None = None,
+) -> Counter:
     """Run one seed for about ``seconds``; returns the outcome counts. Each new kind of crash is saved under
     FINDINGS with the input that showed it and recorded in ``found`` (kind -> message)."""
     outcomes: Counter = Counter()
@@ -132,7 +166,17 @@ def fuzz(name: str, seed_path: Path, seconds: float, found: dict[str, str], read
     @settings(max_examples=25, deadline=None, database=None, suppress_health_check=list(HealthCheck))
     @given(data=_mutations(seed))
     def one(data: bytes) -> None:
-        path = work / f"input{suffix}"
+        if beside is None:
+            path = work / f"input{suffix}"
+            target = [path]
+        else:  # the mutated file among the run's other real files, ingested as one folder
+            folder = work / "run"
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            for other in beside:
+                shutil.copy(other, folder / other.name)
+            path = folder / seed_path.name
+            target = [folder]
         path.write_bytes(data)
         if readers and name.startswith("kineto"):
             with warnings.catch_warnings():
@@ -150,7 +194,7 @@ def fuzz(name: str, seed_path: Path, seconds: float, found: dict[str, str], read
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
-                lltrace.ingest([path], store=store)
+                run = lltrace.ingest(target, store=store)
                 outcomes["ingested"] += 1
             except UnexpectedContent:
                 outcomes["gave up"] += 1  # one line, but from the safety net, not the parser's own check
@@ -160,6 +204,14 @@ def fuzz(name: str, seed_path: Path, seconds: float, found: dict[str, str], read
                 outcomes["crash"] += 1
                 message = str(exc).splitlines()[0] if str(exc) else ""
                 _record(found, f"{name}: {_kind(exc)}", message, data, name, suffix)
+            else:
+                try:
+                    _after_ingest(run, store, work)
+                except Exception as exc:
+                    outcomes["poisoned"] += 1
+                    message = str(exc).splitlines()[0] if str(exc) else ""
+                    _record(found, f"{name}: poisoned run, {_kind(exc)}", message, data, f"{name}-poisoned", suffix)
+            shutil.rmtree(store, ignore_errors=True)
 
     while time.monotonic() < deadline:
         one()
@@ -170,25 +222,27 @@ def main() -> None:
     warnings.filterwarnings("ignore", message="Generating overly large repr")
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=20.0, help="time per seed")
-    ap.add_argument("--only", help="one format of: " + ", ".join(SEEDS))
+    ap.add_argument("--only", help="one seed of: " + ", ".join([*SEEDS, *FOLDERS]))
     ap.add_argument("--readers", action="store_true", help="also compare the two profiler readers")
     args = ap.parse_args()
     total: Counter = Counter()
     found: dict[str, str] = {}
-    for name, path in SEEDS.items():
+    cases = [(n, p, None) for n, p in SEEDS.items()] + [(n, p, b) for n, (p, b) in FOLDERS.items()]
+    for name, path, beside in cases:
         if args.only and name != args.only:
             continue
         if not path.exists():
             print(f"{name:<12} seed missing: {path}")
             continue
-        c = fuzz(name, path, args.seconds, found, args.readers)
+        c = fuzz(name, path, args.seconds, found, args.readers, beside)
         total += c
         print(
             f"{name:<12} {c.total():>6} inputs: {c['ingested']:>5} ingested, {c['rejected']:>5} rejected, "
-            f"{c['gave up']:>4} unexpected content, {c['crash']} crashes"
+            f"{c['gave up']:>4} unexpected content, {c['crash']} crashes, {c['poisoned']} poisoned runs"
             + (f", readers differ on {c['readers differ']}" if args.readers else "")
         )
-    print(f"{'all':<12} {total.total():>6} inputs, {total['crash']} crashes of {len(found)} kinds")
+    bad = total["crash"] + total["poisoned"]
+    print(f"{'all':<12} {total.total():>6} inputs, {bad} crashes or poisoned runs of {len(found)} kinds")
 
 
 if __name__ == "__main__":

@@ -64,6 +64,10 @@ def test_bad_input(name: str, tmp_path: Path) -> None:
         assert errors[0].startswith(f"lltrace: error: {path}")  # ... naming the file
     else:
         assert r.exit_code == 0 and runs == [r.stdout.strip()], r.output
+        # nothing committed may crash the analysis: every value passed the physical checks
+        a = CliRunner().invoke(app, ["analyze", runs[0], "--store", str(store), "--json", "-q"])
+        assert a.exit_code == 0 and a.exception is None, (a.exception, a.output[-500:])
+        assert json.loads(a.stdout)["run"]["checks"] is not None  # the run went through the checks
         if want == "warning":
             assert warned and all(re.search(r"\d", w) for w in warned)  # says how much was dropped
         elif name in ORIGINALS:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import gzip
 import json
 import random
+import re
+from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -126,12 +128,170 @@ def build() -> dict[str, str]:
     case("fuzz_otlp_invalid_utf8.otlp.jsonl", spans[:348] + b"\xda" + spans[349:], "error")
     case("fuzz_otlp_attribute_without_key.otlp.jsonl", spans.replace(b'{"key":', b'{"kex":', 1), "error")
     stamp = next(iter(__import__("re").findall(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)", slog)))
-    case("fuzz_sglang_impossible_date.log", slog.replace(stamp, stamp[:5] + "13-45" + stamp[10:], 1).encode(), "ok")
+    impossible = slog.replace(stamp, stamp[:5] + "13-45" + stamp[10:], 1)
+    case("fuzz_sglang_impossible_date.log", impossible.encode(), "warning")
+
+    _request_level_damage(case, log)
+    _clock_damage(case, doc, otlp, prom, azure)
+    _policies(case, base, otlp, prom)
 
     for name, data in out.items():
         (HERE / name).write_bytes(data)
     (HERE / "expected.json").write_text(json.dumps(expected, indent=1, sort_keys=True) + "\n")
     return expected
+
+
+def _request_level_damage(case: Callable[[str, bytes, str], None], v1_log: str) -> None:
+    """Damage in request-level sources and logs (issue 16): numbers beyond int64 and JSON nested past any
+    tool's output (one-line errors with the line or byte); impossible values (infinite or negative latencies,
+    TTFT after the end, text where a summary has numbers) and impossible log dates (warnings, values NULL)."""
+    otlp_line = next(
+        ln
+        for ln in (DATA / "vllm_cpu" / "A_baseline" / "otlp" / "traces.otlp.jsonl").read_text().splitlines()
+        if '"llm_request"' in ln and "gen_ai.latency.e2e" in ln
+    )
+    bench = (DATA / "vllm_cpu" / "A_baseline" / "bench" / "bench_profiled_8req.json").read_text().rstrip()
+    llmperf = json.loads((DATA / "serving" / "llmperf" / "individual__lepton_70b.json").read_text())[:6]
+    aiperf = (DATA / "serving" / "aiperf" / "aiperf-2025-11_qwen3-0.6b_c1_rtx6000ada.profile_export.jsonl").read_text()
+    aiperf_lines = aiperf.splitlines()[:5]
+    guidellm = (DATA / "serving" / "guidellm" / "guidellm-0.3dev_stripped_1req.benchmarks.json").read_text().rstrip()
+    v0_log = (DATA / "serving" / "log_excerpts" / "vllm_v0_metrics_log_lines.txt").read_text()
+    big = "99999999999999999999999"
+    deep = "[" * 20_000 + "]" * 20_000
+
+    def attr(line: str, key: str, value: str) -> str:
+        found = re.search(rf'"key": ?"{re.escape(key)}", ?"value": ?\{{"(?:double|int)Value": ?("?[0-9.e+-]+"?)', line)
+        assert found, key
+        return line.replace(found.group(0), found.group(0)[: -len(found.group(1))] + value, 1)
+
+    # numbers beyond int64: one-line errors naming the line
+    case(
+        "int64_otlp_intvalue.otlp.jsonl",
+        (attr(otlp_line, "gen_ai.usage.prompt_tokens", f'"{big}"') + "\n").encode(),
+        "error",
+    )
+    b = json.loads(bench)
+    b["output_lens"][2] = int(big)
+    case("int64_vllm_bench_list.json", json.dumps(b).encode(), "error")
+    rows = [dict(r) for r in llmperf]
+    rows[1]["number_input_tokens"] = int(big)
+    case("int64_llmperf.individual.json", json.dumps(rows, indent=1).encode(), "error")
+    lines = list(aiperf_lines)
+    lines[1] = re.sub(r'("input_sequence_length":\{"value":)\d+', rf"\g<1>{big}", lines[1], count=1)
+    assert big in lines[1]
+    case("int64_aiperf.profile_export.jsonl", ("\n".join(lines) + "\n").encode(), "error")
+    # JSON nested deeper than any tool writes, after the keys that identify the format
+    case("deep_otlp.otlp.jsonl", (otlp_line.rstrip()[:-1] + f', "x": {deep}}}\n').encode(), "error")
+    case("deep_vllm_bench.json", (bench[:-1] + f', "x": {deep}}}').encode(), "error")
+    case("deep_guidellm.benchmarks.json", (guidellm[:-1] + f', "x": {deep}}}').encode(), "error")
+    # identity: two requests with one id (an error, never one request), a re-exported file, a span without ids
+    ids = re.findall(r'"key": ?"gen_ai.request.id", ?"value": ?\{"stringValue": ?"([^"]+)"', otlp_line)
+    assert len(set(ids)) >= 2
+    case("dup_request_id_otlp.otlp.jsonl", (otlp_line.replace(ids[1], ids[0]) + "\n").encode(), "error")
+    case("reexported_otlp.otlp.jsonl", (otlp_line + "\n" + otlp_line + "\n").encode(), "warning")
+    bare = json.loads(otlp_line)
+    spans = [sp for rs in bare["resourceSpans"] for ss in rs["scopeSpans"] for sp in ss["spans"]]
+    first = next(sp for sp in spans if sp["name"] == "llm_request")
+    first["attributes"] = []
+    case("span_without_attributes_otlp.otlp.jsonl", (json.dumps(bare) + "\n").encode(), "warning")
+    # impossible per-request values: ingested with a warning, the values NULL
+    case("inf_otlp_e2e.otlp.jsonl", (attr(otlp_line, "gen_ai.latency.e2e", "Infinity") + "\n").encode(), "warning")
+    case(
+        "inf_text_otlp_e2e.otlp.jsonl", (attr(otlp_line, "gen_ai.latency.e2e", '"Infinity"') + "\n").encode(), "warning"
+    )
+    case(
+        "nan_otlp_ttft.otlp.jsonl",
+        (attr(otlp_line, "gen_ai.latency.time_to_first_token", '"NaN"') + "\n").encode(),
+        "warning",
+    )
+    case(
+        "ttft_after_e2e_otlp.otlp.jsonl",
+        (attr(otlp_line, "gen_ai.latency.time_to_first_token", "99.5") + "\n").encode(),
+        "warning",
+    )
+    b = json.loads(bench)
+    b["ttfts"][1] = b["latencies"][1] + 5.0
+    case("ttft_after_e2e_vllm_bench.json", json.dumps(b).encode(), "warning")
+    b = json.loads(bench)
+    b["latencies"][3] = -2.5
+    case("negative_e2e_vllm_bench.json", json.dumps(b).encode(), "warning")
+    rows = [dict(r) for r in llmperf]
+    rows[2]["ttft_s"] = rows[2]["end_to_end_latency_s"] + 3.0
+    case("ttft_after_e2e_llmperf.individual.json", json.dumps(rows, indent=1).encode(), "warning")
+    rows = [dict(r) for r in llmperf]
+    rows[3]["end_to_end_latency_s"] = -1.0
+    case("negative_e2e_llmperf.individual.json", json.dumps(rows, indent=1).encode(), "warning")
+    # a summary's figures as text, a boolean, a negative count: dropped from the summary with a warning
+    for name, key, value in (
+        ("completed_text", "completed", "8"),
+        ("duration_bool", "duration", True),
+        ("failed_negative", "failed", -3),
+    ):
+        b = json.loads(bench)
+        b[key] = value
+        case(f"summary_{name}_vllm_bench.json", json.dumps(b).encode(), "warning")
+    # impossible log dates: the line's values kept, its time NULL, counted
+    stamp = re.search(r"(?:INFO|WARNING) (\d\d-\d\d) \d\d:\d\d:\d\d", v1_log)
+    assert stamp
+    case("date_11_31_vllm_v1.log", v1_log.replace(stamp.group(1), "11-31").encode(), "warning")
+    case("date_13_01_vllm_v1.log", v1_log.replace(stamp.group(1), "13-01").encode(), "warning")
+    stamp0 = re.search(r"(?:INFO|WARNING) (\d\d-\d\d) \d\d:\d\d:\d\d", v0_log)
+    assert stamp0
+    case("date_02_30_vllm_v0.log", v0_log.replace(stamp0.group(1), "02-30").encode(), "warning")
+
+
+def _clock_damage(case: Callable[[str, bytes, str], None], doc: dict, otlp: list[bytes], prom: bytes, azure: list[str]):
+    """Wall clocks no real run has (before 2015 or in the future): one-line errors naming the line or field."""
+    for name, base in (("2256", 9_000_000_000_000_000_000), ("1970", 5_000_000_000), ("negative", -1_000_000_000)):
+        case(
+            f"clock_{name}_kineto.json", _with_events({**doc, "baseTimeNanoseconds": base}, doc["traceEvents"]), "error"
+        )
+    line = next(ln for ln in otlp if b'"llm_request"' in ln).decode()
+    start = re.search(r'"startTimeUnixNano": ?"(\d+)"', line)
+    assert start
+    for name, ns in (("2200", "7258118400000000000"), ("1970", "1000000000")):
+        case(f"clock_{name}_otlp.otlp.jsonl", line.replace(start.group(1), ns, 1).encode(), "error")
+    end = re.search(r'"endTimeUnixNano": ?"(\d+)"', line)
+    assert end
+    case("clock_end_2200_otlp.otlp.jsonl", line.replace(end.group(1), "7258118400000000000", 1).encode(), "error")
+    text = prom.decode()
+    stamp = re.search(r"# scrape_unix_ts (\S+)", text)
+    if stamp:
+        for name, ts in (("2200", "7258118400"), ("1970", "86400"), ("negative", "-5")):
+            case(f"clock_{name}_prometheus.prom", text.replace(stamp.group(1), ts, 1).encode(), "error")
+    rows = list(azure)
+    for name, year in (("2200", "2200"), ("1970", "1970"), ("2014", "2014")):
+        dated = list(rows)
+        dated[57] = year + dated[57][4:]
+        case(f"clock_{name}_azure.csv", ("\n".join(dated) + "\n").encode(), "error")
+
+
+def _policies(case: Callable[[str, bytes, str], None], trace: bytes, otlp: list[bytes], prom: bytes) -> None:
+    """One policy in every reader: a UTF-8 byte-order mark is accepted (read as if absent); a key named twice
+    in one object is the one-line error (which value was meant is unknown)."""
+    bom = b"\xef\xbb\xbf"
+    line = next(ln for ln in otlp if b'"llm_request"' in ln)
+    bench = (DATA / "vllm_cpu" / "A_baseline" / "bench" / "bench_profiled_8req.json").read_bytes()
+    aiperf = (DATA / "serving" / "aiperf" / "aiperf-2025-11_qwen3-0.6b_c1_rtx6000ada.profile_export.jsonl").read_bytes()
+    aiperf = b"".join(aiperf.splitlines(keepends=True)[:5])
+    case("bom_kineto.json", bom + trace, "ok")
+    case("bom_otlp.otlp.jsonl", bom + line, "ok")
+    case("bom_vllm_bench.json", bom + bench, "ok")
+    case("bom_prometheus.prom", bom + prom, "ok")
+    case("bom_aiperf.profile_export.jsonl", bom + aiperf, "ok")
+    text = bench.decode()
+    case(
+        "dupkey_vllm_bench.json",
+        text.replace('"ttfts":', '"ttfts": [0, 0, 0, 0, 0, 0, 0, 0], "ttfts":', 1).encode(),
+        "error",
+    )
+    case("dupkey_otlp.otlp.jsonl", line.replace(b'"spanId":', b'"spanId": "00", "spanId":', 1), "error")
+    first, rest = aiperf.split(b"\n", 1)
+    case(
+        "dupkey_aiperf.profile_export.jsonl",
+        first.replace(b'"metrics":', b'"metrics": {}, "metrics":', 1) + b"\n" + rest,
+        "error",
+    )
 
 
 if __name__ == "__main__":
