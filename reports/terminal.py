@@ -89,7 +89,31 @@ def render(doc: dict[str, Any]) -> Group:
         for w in s.get("warnings") or []:
             head.append(f"    warning: {w}\n", style="yellow")
     if run.get("skipped"):
-        head.append(f"  skipped {len(run['skipped'])} file(s) of no known format\n", style="yellow")
+        # a file that cannot be read, or that nearly sniffs as a format of the run, may be a damaged part of it
+        suspect = [
+            k
+            for k in run["skipped"]
+            if str(k.get("reason", "")).startswith("cannot read") or "closest" in k["reason"] or "named" in k["reason"]
+        ]
+        other = len(run["skipped"]) - len(suspect)
+        if other:
+            head.append(f"  skipped {other} file(s) of no known format\n", style="yellow")
+        for k in suspect:
+            head.append(f"  warning: skipped {k['path']}: {k['reason']} (a damaged part of the run?)\n", style="yellow")
+    checks = run.get("checks") or {}
+    if checks.get("violations"):
+        head.append(
+            f"  physical checks: {len(checks['violations'])} broken of {checks['rules_checked']:,} checked; "
+            "those values are NULL:\n",
+            style="yellow",
+        )
+        for v in checks["violations"][:8]:
+            head.append(
+                f"    {v['table']}.{'/'.join(v['columns'])} {v['rule']}: {v['rows']:,} rows"
+                + (f" ({v['source']})" if v.get("source") else "")
+                + "\n",
+                style="yellow",
+            )
     for a in run.get("clock_alignment") or []:
         if "residual_median_s" in a:
             head.append(
