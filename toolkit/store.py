@@ -55,6 +55,21 @@ def check_run_id(run_id: str) -> str:
     return run_id
 
 
+_HOST = re.sub(r"[^A-Za-z0-9]", "", os.uname().nodename if hasattr(os, "uname") else "host")[:32] or "host"
+_STAGE = re.compile(r"^.+-(?P<host>[A-Za-z0-9]{1,32})-(?P<pid>\d+)-[0-9a-f]{8}$")
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process of this host runs with ``pid`` (signal 0 asks without sending)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it runs, as another user
+        return True
+    return True
+
+
 def _is_uri(root: object) -> bool:
     return isinstance(root, str) and re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", root) is not None
 
@@ -179,7 +194,9 @@ class Store:
         except OSError as exc:
             raise StoreError(f"{self.root}: cannot create the store ({exc.strerror})") from None
         self._sweep(staging)
-        stage = staging / f"{run_id if isinstance(run_id, str) else 'pending'}-{uuid.uuid4().hex[:8]}"
+        # the writer's host and pid in the name: the next write removes the staging of a writer that is gone
+        name = run_id if isinstance(run_id, str) else "pending"
+        stage = staging / f"{name}-{_HOST}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         stage.mkdir()
         try:
             yield stage
@@ -253,14 +270,20 @@ class Store:
             return None
 
     def _sweep(self, staging: Path) -> None:
-        """Remove staging folders older than a day (an interrupted write) and uncommitted partitions."""
+        """Remove the staging folders of writers that are gone: a process of this host that no longer runs
+        (killed mid-ingest), or, for other hosts and older layouts, a folder untouched for a day."""
         now = time.time()
         for p in staging.iterdir():
+            m = _STAGE.match(p.name)
             try:
-                if now - p.stat().st_mtime > 86400:
-                    shutil.rmtree(p, ignore_errors=True)
+                if m and m.group("host") == _HOST:
+                    gone = not _alive(int(m.group("pid")))
+                else:
+                    gone = now - p.stat().st_mtime > 86400
             except OSError:
                 continue
+            if gone:
+                shutil.rmtree(p, ignore_errors=True)
 
     def delete_run(self, run_id: str) -> None:
         """Remove a run (metadata first, then its partitions)."""
