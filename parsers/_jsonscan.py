@@ -90,26 +90,28 @@ def read_blocks(
         member_open = False
         out = bytearray()
         done = 0
-        pending = b""
+        data = b""  # compressed bytes the inflater has not taken yet
         while True:
-            chunk = pending or f.read(4 << 20)
-            pending = b""
-            if not chunk:
-                break
-            if not member_open and not chunk.strip(b"\x00"):
+            if not data:
+                data = f.read(4 << 20)
+                if not data:
+                    break
+            if not member_open and not data.strip(b"\x00"):
+                data = b""
                 continue  # zero padding after the last member
             member_open = True
-            try:
-                out += inflater.decompress(chunk)
+            try:  # at most one block out per call: a bomb (GiB of one byte) never sits in memory
+                out += inflater.decompress(data, block_bytes)
             except zlib.error as exc:
                 where = f"decompressed byte {done + len(out)}"
                 raise TraceFormatError(path, where, f"corrupt gzip data ({exc})") from None
+            data = inflater.unconsumed_tail
             if inflater.eof:
-                pending = inflater.unused_data
+                data = inflater.unused_data
                 inflater = zlib.decompressobj(wbits=31)
                 member_open = False
             if on_position:
-                on_position(f.tell())
+                on_position(f.tell() - len(data))
             while len(out) >= block_bytes:
                 done += block_bytes
                 yield bytes(out[:block_bytes])
