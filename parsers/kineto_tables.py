@@ -23,6 +23,28 @@ LAUNCH_CATS = ("cuda_runtime", "cuda_driver")
 ANNOTATION_CATS = ("user_annotation", "gpu_user_annotation")
 
 
+# A launch links the GPU ops of its correlation id: one op for a kernel, copy or fill launch, many only for a
+# graph launch (cudaGraphLaunch / hipGraphLaunch: the graph's kernels carry its id). A correlation id that
+# several ops share under any other launch is damage (true of every real trace in ../shared/data): no link.
+_LINKS = f"""
+    launches AS (
+      SELECT correlation, min(ts_ns) AS launch_ts_ns, arg_min(name, ts_ns) AS launch_name,
+             arg_min(tid, ts_ns) AS launch_tid, arg_min(pid, ts_ns) AS launch_pid
+      FROM l_src WHERE cat IN {LAUNCH_CATS} AND correlation IS NOT NULL
+      GROUP BY correlation
+    ),
+    per_id AS (SELECT correlation, count(*) AS ops FROM k_src WHERE correlation IS NOT NULL GROUP BY correlation),
+    links AS (
+      SELECT l.* FROM launches l JOIN per_id p USING (correlation)
+      WHERE p.ops = 1 OR l.launch_name ILIKE '%GraphLaunch%'
+    ),
+    shared_links AS (
+      SELECT p.ops FROM launches l JOIN per_id p USING (correlation)
+      WHERE p.ops > 1 AND NOT l.launch_name ILIKE '%GraphLaunch%'
+    )
+"""
+
+
 def _columns(table: Table, exprs: dict[str, str]) -> str:
     """The SELECT list that writes ``table``: each declared column, in order, cast to its declared type, from
     its expression in ``exprs`` (default: the staged column of the same name)."""
@@ -259,19 +281,21 @@ def finalize(
     table_rows["kernels"] = con.execute(
         f"""
         COPY (
-          WITH launches AS (
-            SELECT correlation, min(ts_ns) AS launch_ts_ns, arg_min(name, ts_ns) AS launch_name,
-                   arg_min(tid, ts_ns) AS launch_tid, arg_min(pid, ts_ns) AS launch_pid
-            FROM l_src WHERE cat IN {LAUNCH_CATS} AND correlation IS NOT NULL
-            GROUP BY correlation
-          )
+          WITH {_LINKS}
           SELECT {_columns(KERNELS, kernel_exprs)}
           FROM k_src k
           LEFT JOIN kernel_classes c ON c.name = k.name AND c.cat = k.cat
-          LEFT JOIN launches l ON l.correlation = k.correlation
+          LEFT JOIN links l ON l.correlation = k.correlation
         ) TO '{out["kernels"]}' (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 16384)
         """
     ).fetchone()[0]
+    (shared,) = con.execute(f"WITH {_LINKS} SELECT coalesce(sum(ops), 0) FROM shared_links").fetchone()
+    if shared:
+        info.dropped["gpu_ops_sharing_one_launch"] = int(shared)
+        info.warnings.append(
+            f"{path}: {shared:,} GPU ops share the correlation id of one launch that is not a graph launch (each "
+            "such launch runs one op): their links are dropped and they are placed by time (orphans)"
+        )
     on_gpu = {"on_gpu": "cat = 'gpu_user_annotation'"}
     table_rows["annotations"] = con.execute(
         f"""
