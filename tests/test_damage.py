@@ -143,3 +143,59 @@ def test_a_damaged_part_of_a_run_folder_is_a_warning_in_analyze_not_silence(tmp_
     r = CliRunner().invoke(app, ["analyze", run.id, "--store", str(tmp_path / "store")])
     flat = "".join(ch for ch in r.stdout if not ch.isspace() and ch != "│")  # rich wraps inside the panel
     assert f"warning:skipped{trace}".replace(" ", "") in flat and "adamagedpartoftherun?" in flat
+
+
+def test_the_next_write_removes_the_staging_of_a_writer_that_is_gone(tmp_path):
+    import subprocess
+    import sys
+
+    from lltrace.store import _HOST
+
+    store = tmp_path / "store"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lltrace.ingest([BENCH], store=store)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    gone = store / ".staging" / f"A_baseline-1234abcd-{_HOST}-{int(dead.stdout)}-0123abcd"
+    alive = store / ".staging" / f"B-1234abcd-{_HOST}-{os.getpid()}-4567abcd"  # this process: still writing
+    for d in (gone, alive):
+        (d / "ops").mkdir(parents=True)
+        (d / "ops" / "part-00000.parquet").write_bytes(b"x" * 1000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lltrace.ingest([BENCH], store=store, force=True)
+    assert not gone.exists() and alive.exists()
+
+
+def _bomb(path: Path, filler_gib: float) -> None:
+    """A real trace's events with ``filler_gib`` GiB of white space between two of them, gzipped (~1 MB/GiB)."""
+    import zlib
+
+    doc = json.loads((Path(__file__).parent / "data" / "bad" / "out_of_order.json").read_text())
+    events = [json.dumps(e) for e in doc.pop("traceEvents")]
+    co = zlib.compressobj(6, zlib.DEFLATED, 31)
+    block = b" " * (64 << 20)
+    with open(path, "wb") as f:
+        f.write(co.compress((json.dumps(doc)[:-1] + ', "traceEvents": [' + ",".join(events[:200]) + ",").encode()))
+        for _ in range(round(filler_gib * 16)):
+            f.write(co.compress(block))
+        f.write(co.compress((",".join(events[200:]) + "]}").encode()) + co.flush())
+
+
+def test_a_gzip_bomb_is_read_in_bounded_memory_with_a_warning(tmp_path):
+    import subprocess
+    import sys
+
+    bomb = tmp_path / "bomb.json.gz"
+    _bomb(bomb, 1.0)
+    assert bomb.stat().st_size < 10 << 20
+    code = (  # the child reports its own peak (RUSAGE_SELF, KiB on Linux)
+        "import resource, sys, warnings, lltrace; warnings.simplefilter('always');"
+        "lltrace.ingest([sys.argv[1]], store=sys.argv[2]);"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+    )
+    r = subprocess.run([sys.executable, "-c", code, str(bomb), str(tmp_path / "store")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-500:]
+    assert "far beyond a real trace" in r.stderr
+    peak_kib = int(r.stdout.split()[-1])
+    assert peak_kib < 1 << 20, f"peak RSS {peak_kib / 1024:.0f} MiB"  # under 1 GiB for a 1 GiB bomb

@@ -90,6 +90,14 @@ def build() -> dict[str, str]:
     for e in xs[20:23]:
         e["dur"] = -5.0
     case("zero_negative_durations.json", _with_events(doc, odd), "warning")
+    whole = json.loads(gzip.decompress(full_gz))  # the real trace with its kernels
+    one = next(e["args"]["correlation"] for e in whole["traceEvents"] if e.get("cat") == "kernel")
+    whole["traceEvents"] = [
+        {**e, "args": {**e["args"], "correlation": one}} if e.get("cat") == "kernel" and "args" in e else e
+        for e in whole["traceEvents"]
+    ]
+    shared = gzip.compress(json.dumps(whole).encode(), mtime=0)
+    case("one_correlation_for_every_kernel.json.gz", shared, "warning")
     shuffled = list(events)
     rng.shuffle(shuffled)
     case("out_of_order.json", _with_events(doc, shuffled), "ok")
