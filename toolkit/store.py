@@ -2,16 +2,21 @@
 
 Layout (DESIGN.md)::
 
-    <store>/<table>/run_id=<id>/part-00000.parquet
-    <store>/runs/<id>.json              # the run's metadata; its presence is what commits the run
+    <store>/<table>/.runs/run_id=<id>/g=<generation>/part-*.parquet   # a generation of a run's table
+    <store>/<table>/run_id=<id> -> .runs/run_id=<id>/g=<committed>    # link for engines that glob
+    <store>/runs/<id>.json              # the run's metadata, naming its generation: the commit
     <store>/replays/<id>.json           # the run's latest replay document (lltrace replay), if any
-    <store>/.staging/<id>-<random>/     # a run being written
+    <store>/.staging/<id>-<host>-<pid>-<random>/     # a run being written
 
-A run is written under ``.staging`` and moved into place table by table; the metadata file is written
-last with an atomic rename, and readers only see runs that have one, so a run appears whole or not at
-all. Leftovers of an interrupted write (a process killed at any moment) are ignored by readers and
-removed by the next write. Concurrent writers of one run take turns under a per-run lock
-(``.locks/<id>.lock``); writers of different runs do not wait for each other.
+A run is written under ``.staging``, moved in as a new generation beside the one it replaces, and
+committed by an atomic rename of its metadata, which names the generation; lltrace's readers read the
+generation the metadata names, so a reader sees the old run or the new one, whole, and a writer killed at
+any moment leaves the old run. The ``run_id=<id>`` links, which other engines' globs
+(``<table>/*/*.parquet``) follow and which hide the ``.runs`` folders, are swapped after the commit. A
+replaced generation stays GRACE_S for readers that listed it before the commit; the run's next commit
+removes it, and generations no metadata names (a writer killed before its commit). The next write of any
+run removes the staging of writers that are gone. Concurrent writers of one run take turns under a per-run
+lock (``.locks/<id>.lock``); writers of different runs do not wait for each other.
 """
 
 from __future__ import annotations
@@ -59,6 +64,14 @@ _HOST = re.sub(r"[^A-Za-z0-9]", "", os.uname().nodename if hasattr(os, "uname") 
 _STAGE = re.compile(r"^.+-(?P<host>[A-Za-z0-9]{1,32})-(?P<pid>\d+)-[0-9a-f]{8}$")
 
 
+_DATA = ".runs"  # <table>/.runs/run_id=<id>/g=<generation>/: hidden from <table>/*/*.parquet globs
+GRACE_S = 600.0  # a replaced generation stays this long for readers that listed it before the commit
+
+
+def _names(superseded: list[dict[str, Any]]) -> set[str]:
+    return {s["generation"] for s in superseded}
+
+
 def _alive(pid: int) -> bool:
     """Whether a process of this host runs with ``pid`` (signal 0 asks without sending)."""
     try:
@@ -92,6 +105,7 @@ class Store:
 
     def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
         self.root = Path(root) if root is not None else default_store_path()
+        self._generations: dict[tuple[str, int, int], str | None] = {}
 
     # -- reading ---------------------------------------------------------------------------------
     def run_ids(self) -> list[str]:
@@ -114,12 +128,35 @@ class Store:
         return json.loads(path.read_text())
 
     def table_files(self, table: str, run_ids: list[str] | None = None) -> list[str]:
-        """Parquet files of one table for the given (default: all committed) runs."""
+        """Parquet files of one table for the given (default: all committed) runs: those of the generation
+        each run's metadata names (a run replaced meanwhile keeps its old files a while: GRACE_S)."""
         ids = self.run_ids() if run_ids is None else run_ids
         files: list[str] = []
         for rid in ids:
-            files.extend(sorted(str(p) for p in (self.root / table / f"run_id={rid}").glob("*.parquet")))
+            files.extend(sorted(str(p) for p in self._run_dir(table, rid).glob("*.parquet")))
         return files
+
+    def _generation(self, run_id: str) -> str | None:
+        """The committed generation of a run (None: a run written before generations, or none)."""
+        path = self.root / "runs" / f"{run_id}.json"
+        try:
+            stat = path.stat()
+        except OSError:
+            return None
+        key = (run_id, stat.st_mtime_ns, stat.st_size)
+        if key not in self._generations:
+            try:
+                gen = json.loads(path.read_text()).get("generation")
+            except (OSError, ValueError):
+                gen = None
+            self._generations[key] = gen
+        return self._generations[key]
+
+    def _run_dir(self, table: str, run_id: str) -> Path:
+        gen = self._generation(run_id)
+        if gen is None:
+            return self.root / table / f"run_id={run_id}"
+        return self.root / table / _DATA / f"run_id={run_id}" / f"g={gen}"
 
     def present(self, run_ids: list[str] | None = None) -> set[str]:
         """The canonical tables that hold files for these (default: all committed) runs."""
@@ -229,24 +266,71 @@ class Store:
             self._move_in(run_id, stage, meta_src)
 
     def _move_in(self, run_id: str, stage: Path, meta_src: Path) -> None:
+        """Commit a staged run: its tables move in under a new generation (beside the old run's, which
+        readers may be reading), the metadata naming it replaces the old atomically (the commit: a reader
+        sees the old run or the new one, whole; a kill before it leaves the old run), then the
+        ``run_id=<id>`` links other engines read are pointed at it, and generations replaced more than
+        GRACE_S ago (or never committed) are removed."""
         runs = self.root / "runs"
         runs.mkdir(exist_ok=True)
         meta_dst = runs / f"{run_id}.json"
-        # Uncommit the old run first, so no reader ever sees old metadata over new tables.
-        if meta_dst.exists():
-            meta_dst.unlink()
-        for table in TABLES:
-            dst = self.root / table / f"run_id={run_id}"
-            if dst.exists():
-                shutil.rmtree(dst)
-        for src in sorted(p for p in stage.iterdir() if p.is_dir() and p.name in TABLES):
-            dst = self.root / src.name / f"run_id={run_id}"
+        old = self._generation(run_id) if meta_dst.exists() else None
+        gen = f"{time.time_ns():x}{uuid.uuid4().hex[:4]}"
+        tables = sorted(p.name for p in stage.iterdir() if p.is_dir() and p.name in TABLES)
+        for name in tables:
+            dst = self.root / name / _DATA / f"run_id={run_id}" / f"g={gen}"
             dst.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(src, dst)
+            os.replace(stage / name, dst)
+        meta = json.loads(meta_src.read_text())
+        prior = json.loads(meta_dst.read_text()).get("superseded", []) if meta_dst.exists() else []
+        meta["generation"] = gen
+        meta["superseded"] = [*prior, *([{"generation": old, "at": time.time()}] if old else [])]
         (self.root / "replays" / f"{run_id}.json").unlink(missing_ok=True)  # replayed the old tables
-        tmp = runs / f".{run_id}.json.tmp"
-        shutil.copyfile(meta_src, tmp)
-        os.replace(tmp, meta_dst)
+        tmp = runs / f".{run_id}.{uuid.uuid4().hex[:8]}.json.tmp"
+        tmp.write_text(json.dumps(meta, indent=2, default=str))
+        os.replace(tmp, meta_dst)  # the commit
+        self._point_links(run_id, gen, tables)
+        self._drop_old_generations(run_id, meta_dst)
+
+    def _point_links(self, run_id: str, gen: str, tables: list[str]) -> None:
+        """``<table>/run_id=<id>`` -> the committed generation (each swap atomic), for engines that glob the
+        store (``<table>/*/*.parquet`` skips the hidden generation folders); a table the run no longer has
+        loses its link. A folder of a store written before generations is moved aside first."""
+        for name in TABLES:
+            link = self.root / name / f"run_id={run_id}"
+            if link.is_dir() and not link.is_symlink():  # the layout before generations
+                aside = self.root / name / _DATA / f"run_id={run_id}" / f"g=legacy-{uuid.uuid4().hex[:8]}"
+                aside.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(link, aside)
+            if name in tables:
+                tmp = self.root / name / f".link-{run_id}-{uuid.uuid4().hex[:8]}"
+                tmp.symlink_to(Path(_DATA) / f"run_id={run_id}" / f"g={gen}")
+                os.replace(tmp, link)
+            elif link.is_symlink():
+                link.unlink()
+
+    def _drop_old_generations(self, run_id: str, meta_dst: Path) -> None:
+        """Remove the run's generations replaced more than GRACE_S ago and, after GRACE_S, any of its
+        generation folders no metadata names (a writer killed before its commit)."""
+        meta = json.loads(meta_dst.read_text())
+        now = time.time()
+        keep = {meta["generation"]} | {s["generation"] for s in meta["superseded"] if now - s["at"] <= GRACE_S}
+        for name in TABLES:
+            data = self.root / name / _DATA / f"run_id={run_id}"
+            for d in data.glob("g=*") if data.is_dir() else []:
+                if d.name[2:] in keep:
+                    continue
+                try:
+                    if now - d.stat().st_mtime > GRACE_S or d.name[2:] in _names(meta["superseded"]):
+                        shutil.rmtree(d, ignore_errors=True)
+                except OSError:
+                    continue
+        still = [s for s in meta["superseded"] if s["generation"] in keep]
+        if still != meta["superseded"]:
+            meta["superseded"] = still
+            tmp = meta_dst.with_name(f".{run_id}.{uuid.uuid4().hex[:8]}.json.tmp")
+            tmp.write_text(json.dumps(meta, indent=2, default=str))
+            os.replace(tmp, meta_dst)
 
     # -- replays -----------------------------------------------------------------------------------
     def save_replay(self, run_id: str, doc: dict[str, Any]) -> Path:
@@ -286,14 +370,19 @@ class Store:
                 shutil.rmtree(p, ignore_errors=True)
 
     def delete_run(self, run_id: str) -> None:
-        """Remove a run (metadata first, then its partitions)."""
+        """Remove a run (metadata first, then its links and every generation of its partitions)."""
         meta = self.root / "runs" / f"{run_id}.json"
         if not meta.exists():
             raise StoreError(f"{self.root}: no run {run_id!r}")
         meta.unlink()
         (self.root / "replays" / f"{run_id}.json").unlink(missing_ok=True)
         for table in TABLES:
-            shutil.rmtree(self.root / table / f"run_id={run_id}", ignore_errors=True)
+            link = self.root / table / f"run_id={run_id}"
+            if link.is_symlink():
+                link.unlink()
+            else:
+                shutil.rmtree(link, ignore_errors=True)
+            shutil.rmtree(self.root / table / _DATA / f"run_id={run_id}", ignore_errors=True)
 
 
 class FilesystemStore(Store):
