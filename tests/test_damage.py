@@ -199,3 +199,20 @@ def test_a_gzip_bomb_is_read_in_bounded_memory_with_a_warning(tmp_path):
     assert "far beyond a real trace" in r.stderr
     peak_kib = int(r.stdout.split()[-1])
     assert peak_kib < 1 << 20, f"peak RSS {peak_kib / 1024:.0f} MiB"  # under 1 GiB for a 1 GiB bomb
+
+
+def test_run_metadata_is_strict_json_even_when_a_source_wrote_infinities(tmp_path):
+    b = json.loads(BENCH.read_text())
+    b["request_rate"] = float("inf")
+    b["goodput_config"] = float("nan")  # a figure the summary keeps as written; json writes bare NaN
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps(b))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run = lltrace.ingest([path], store=tmp_path / "store")
+    text = (tmp_path / "store" / "runs" / f"{run.id}.json").read_text()
+
+    def no_constants(name: str) -> None:
+        raise AssertionError(f"non-standard JSON constant {name}")
+
+    json.loads(text, parse_constant=no_constants)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import threading
 import time
@@ -207,7 +208,8 @@ def ingest(
             }
             | (PROVENANCE if join or log_clock else {}),
         }
-        (stage / "run.json").write_text(json.dumps(meta, indent=2, default=str))
+        # strict JSON, readable by any parser: a non-finite number a source wrote is kept as text ("inf")
+        (stage / "run.json").write_text(json.dumps(_finite(meta), indent=2, default=str, allow_nan=False))
     return Run(run_id, st, skipped)
 
 
@@ -222,6 +224,17 @@ _UNEXPECTED = (
     duckdb.Error,
 )
 _MAX_DEPTH = 512  # deeper than any file a tool writes, shallower than Python's recursion limit
+
+
+def _finite(x: Any) -> Any:
+    """``x`` with every non-finite float as text (``inf``, ``-inf``, ``nan``), for strict JSON."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return str(x)
+    if isinstance(x, dict):
+        return {k: _finite(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_finite(v) for v in x]
+    return x
 
 
 def _not_readable(what: str, exc: BaseException) -> str:
