@@ -66,7 +66,19 @@ def ingest_prometheus(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
     ts: float | None = None
     per_engine: dict[str, dict[str, float]] = {}
     config: dict[str, Any] = {}
-    for n, line in enumerate(read_text(path).splitlines(), start=1):
+    text = read_text(path)
+    lines = text.splitlines()
+    if text and not text.endswith("\n") and lines:
+        # the exposition format ends every line with a line feed: a last line without one was cut mid-write
+        # (a sample value cut short reads as another number: 6.10e-05 as 6.1), so it is dropped
+        info.truncated = f"partial line {len(lines)}"
+        info.warnings.append(
+            f"{path}: truncated: the scrape ends inside line {len(lines)} (no line feed); dropped that line"
+        )
+        lines = lines[:-1]
+    seen: dict[tuple[str, str], int] = {}
+    duplicated: set[tuple[str, str]] = set()
+    for n, line in enumerate(lines, start=1):
         if line.startswith("# scrape_unix_ts"):
             ts = _number(path, n, line.split()[2] if len(line.split()) > 2 else "")
             check_wall_clock(path, f"line {n}", ts, "the scrape time")
@@ -79,6 +91,11 @@ def ingest_prometheus(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
         name, labels, value, sample_ts = m.groups()
         if not name.startswith(("vllm:", "sglang:")):
             continue
+        key = (name, ",".join(sorted(f"{k}={v}" for k, v in _LABEL.findall(labels or ""))))
+        if key in seen:  # one series twice in one scrape: invalid exposition, and which value holds is unknown
+            duplicated.add(key)
+            continue
+        seen[key] = n
         lab = dict(_LABEL.findall(labels or ""))
         engine = lab.get("engine", "0")
         stats = per_engine.setdefault(engine, {})
@@ -93,6 +110,16 @@ def ingest_prometheus(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
             stats[f"waiting_{lab.get('reason', 'other')}"] = stats.get(f"waiting_{lab.get('reason', 'other')}", 0) + v
             continue
         stats[name] = stats.get(name, 0.0) + v
+    for name, labels in duplicated:  # the series' value is NULL for its engine, never a sum of the copies
+        lab = dict(kv.split("=", 1) for kv in labels.split(",") if "=" in kv)
+        per_engine.get(lab.get("engine", "0"), {}).pop(name, None)
+    if duplicated:
+        info.dropped["duplicated_series"] = len(duplicated)
+        first = sorted(duplicated)[0]
+        info.warnings.append(
+            f"{path}: line {seen[first]}: {len(duplicated)} series appear more than once in one scrape "
+            f"(e.g. {first[0]}{{{first[1]}}}): their values are NULL"
+        )
     rows = []
     for engine, stats in sorted(per_engine.items()):
         row: dict[str, Any] = {"part": part, "ts_s": ts, "engine": engine, "source": "prometheus"}

@@ -142,6 +142,7 @@ def build() -> dict[str, str]:
     _request_level_damage(case, log)
     _clock_damage(case, doc, otlp, prom, azure)
     _policies(case, base, otlp, prom)
+    _engine_value_damage(case, prom, log, slog)
 
     for name, data in out.items():
         (HERE / name).write_bytes(data)
@@ -300,6 +301,35 @@ def _policies(case: Callable[[str, bytes, str], None], trace: bytes, otlp: list[
         first.replace(b'"metrics":', b'"metrics": {}, "metrics":', 1) + b"\n" + rest,
         "error",
     )
+
+
+def _engine_value_damage(case: Callable[[str, bytes, str], None], prom: bytes, v1_log: str, slog: str) -> None:
+    """Engine values no engine can have (negative counts, KV usage above 100 %, infinite gauges), a series twice
+    in one scrape (summed, it read as a load that never was), a scrape cut inside a sample value: warnings, the
+    values NULL, the cut line dropped."""
+    text = prom.decode()
+
+    def sample(name: str, value: str) -> bytes:
+        line = next(ln for ln in text.splitlines() if ln.startswith(name + "{"))
+        return text.replace(line, line.rsplit(" ", 1)[0] + " " + value, 1).encode()
+
+    case("negative_running_prometheus.prom", sample("vllm:num_requests_running", "-3.0"), "warning")
+    case("kv_250pct_prometheus.prom", sample("vllm:kv_cache_usage_perc", "2.5"), "warning")
+    case("inf_waiting_prometheus.prom", sample("vllm:num_requests_waiting", "+Inf"), "warning")
+    case("fractional_running_prometheus.prom", sample("vllm:num_requests_running", "1.5"), "warning")
+    for metric in ("vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc"):
+        line = next(ln for ln in text.splitlines() if ln.startswith(metric + "{"))
+        short = metric.split(":")[1]
+        case(f"duplicated_{short}_prometheus.prom", text.replace(line, line + "\n" + line, 1).encode(), "warning")
+    for k, cut in enumerate((3, 9, 17)):
+        case(f"cut_scrape_{k}_prometheus.prom", text.rstrip("\n")[:-cut].encode(), "warning")
+    kv = re.search(r"GPU KV cache usage: ([\d.]+)%", v1_log)
+    assert kv
+    case("kv_250pct_vllm_v1.log", v1_log.replace(kv.group(0), "GPU KV cache usage: 250.0%", 1).encode(), "warning")
+    case("kv_750pct_vllm_v1.log", v1_log.replace(kv.group(0), "GPU KV cache usage: 750.0%", 1).encode(), "warning")
+    usage = re.search(r"token usage: ([\d.]+)", slog)
+    assert usage
+    case("token_usage_7_sglang.log", slog.replace(usage.group(0), "token usage: 7.50", 1).encode(), "warning")
 
 
 if __name__ == "__main__":
