@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lltrace.errors import TraceFormatError
@@ -21,8 +22,33 @@ def write_rows(stage: Path, table: str, part: int, rows: list[dict[str, Any]]) -
     with the declared schema (keys a row lacks are NULL); returns the row count."""
     declared = TABLES.get(table) or STAGING[table]
     (stage / table).mkdir(parents=True, exist_ok=True)
+    fractional = _whole_counts(rows, declared)
+    if fractional:  # the physical checks report them with the rest (lltrace.ingest.checks)
+        with open(stage / FRACTIONAL, "a") as f:
+            for column, n in fractional.items():
+                f.write(json.dumps({"table": table, "column": column, "part": part, "rows": n}) + "\n")
     pq.write_table(table_from_rows(rows, declared), stage / table / f"part-{part:05d}.parquet")
     return len(rows)
+
+
+FRACTIONAL = "_fractional.jsonl"  # staged counts of counts that were not whole numbers, set to NULL
+
+
+def _whole_counts(rows: list[dict[str, Any]], declared: Any) -> dict[str, int]:
+    """In place: a float in an integer column becomes the int it equals, or NULL when it has a fraction (a
+    token count of 150.5 is damage; truncating it would hide that). Returns the NULLed counts per column."""
+    ints = [c.name for c in declared.columns if pa.types.is_integer(c.type)]
+    out: dict[str, int] = {}
+    for r in rows:
+        for name in ints:
+            v = r.get(name)
+            if type(v) is float:
+                if v.is_integer():
+                    r[name] = int(v)
+                else:
+                    r[name] = None
+                    out[name] = out.get(name, 0) + 1
+    return out
 
 
 def strip_bom(head: bytes) -> bytes:

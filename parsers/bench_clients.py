@@ -162,8 +162,8 @@ def ingest_aiperf(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
                 "client_index": i,
                 "arrival_ns": start,
                 "arrival_s": start / 1e9 if start is not None else None,
-                "input_tokens": int(isl) if isl is not None else r.get("error_isl"),
-                "output_tokens": int(osl) if osl is not None else None,
+                "input_tokens": isl if isl is not None else r.get("error_isl"),  # whole, or NULLed and counted
+                "output_tokens": osl,
                 "ttft_s": _metric(mt, "time_to_first_token"),
                 "e2e_s": _metric(mt, "request_latency"),
                 "status": "error" if r.get("error") else ("cancelled" if md.get("was_cancelled") else "ok"),

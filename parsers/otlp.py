@@ -66,7 +66,8 @@ def _span_row(part: int, span: dict, process: str | None) -> dict[str, Any] | No
     row["end_ns"] = int(span["endTimeUnixNano"])
     for key, col in _ATTR.items():
         if key in attrs and attrs[key] is not None:
-            row[col] = int(attrs[key]) if col in _INT_COLS else attrs[key]
+            v = attrs[key]  # token counts: whole numbers (a fraction is NULLed and counted when written)
+            row[col] = int(v) if col in _INT_COLS and isinstance(v, str) and v.lstrip("-").isdigit() else v
     events = span.get("events") or []
     journey = [e for e in events if str(e.get("name", "")).startswith("journey.")]
     if journey:

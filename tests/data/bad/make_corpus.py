@@ -230,6 +230,22 @@ def _request_level_damage(case: Callable[[str, bytes, str], None], v1_log: str) 
     rows = [dict(r) for r in llmperf]
     rows[3]["end_to_end_latency_s"] = -1.0
     case("negative_e2e_llmperf.individual.json", json.dumps(rows, indent=1).encode(), "warning")
+    # token counts with a fraction (no tool writes one; truncating would hide it): NULL, counted
+    b = json.loads(bench)
+    b["output_lens"][1] = 10.5
+    case("fractional_tokens_vllm_bench.json", json.dumps(b).encode(), "warning")
+    rows = [dict(r) for r in llmperf]
+    rows[1]["number_output_tokens"] = 150.5
+    case("fractional_tokens_llmperf.individual.json", json.dumps(rows, indent=1).encode(), "warning")
+    lines = list(aiperf_lines)
+    lines[1] = re.sub(r'("output_sequence_length":\{"value":)(\d+)', r"\g<1>\g<2>.5", lines[1], count=1)
+    case("fractional_tokens_aiperf.profile_export.jsonl", ("\n".join(lines) + "\n").encode(), "warning")
+    token = re.search(r'"key": ?"gen_ai.usage.prompt_tokens", ?"value": ?\{"intValue": ?"(\d+)"\}', otlp_line)
+    assert token
+    frac = otlp_line.replace(
+        token.group(0), f'"key": "gen_ai.usage.prompt_tokens", "value": {{"doubleValue": {token.group(1)}.5}}', 1
+    )
+    case("fractional_tokens_otlp.otlp.jsonl", (frac + "\n").encode(), "warning")
     # a summary's figures as text, a boolean, a negative count: dropped from the summary with a warning
     for name, key, value in (
         ("completed_text", "completed", "8"),
