@@ -216,3 +216,21 @@ def test_run_metadata_is_strict_json_even_when_a_source_wrote_infinities(tmp_pat
         raise AssertionError(f"non-standard JSON constant {name}")
 
     json.loads(text, parse_constant=no_constants)
+
+
+def test_a_source_dated_far_outside_the_runs_window_is_reported(tmp_path):
+    scrapes = tmp_path / "scrapes"
+    shutil.copytree(RUN_A / "metrics_rate40", scrapes)
+    moved = sorted(scrapes.glob("*.prom"))[2]
+    text = moved.read_text()
+    stamp = re.search(r"# scrape_unix_ts (\S+)", text).group(1)
+    moved.write_text(text.replace(stamp, str(float(stamp) - 11 * 86_400), 1))  # eleven days out of order
+    with pytest.warns(lltrace.errors.InputWarning, match=rf"{moved.name}: 1 rows dated far outside the run's window"):
+        run = lltrace.ingest([scrapes], store=tmp_path / "store")
+    (far,) = run.metadata["clock"]["outside_window"]
+    assert far["source"] == str(moved) and far["furthest_days"] == 11.0
+    for folder in sorted(p for p in (DATA / "vllm_cpu").iterdir() if (p / "server.log").exists()):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            real = lltrace.ingest([folder], store=tmp_path / "real")
+        assert real.metadata["clock"]["outside_window"] == [], folder.name  # every real run is one window

@@ -105,3 +105,43 @@ def place_log_times(stage: Path) -> dict[str, Any] | None:
         report["unplaced_rows"] = unplaced
         report["unplaced_why"] = f"stamped on a day the year {year} does not have"
     return report
+
+
+DAY_S = 86_400.0
+_DATED = {"engine_stats": "ts_s", "engine_steps": "start_s"}  # per-part tables with a run-clock time
+
+
+def outside_window(stage: Path, sources: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows whose epoch time falls far outside the run's own window, per source (reported, not changed).
+
+    The window is the run's dated rows (scrapes, log stats, engine steps) around their median; far is more
+    than a day, or ten times their interquartile range where the run itself spans longer (a week of scrapes).
+    A scrape eleven days out of order, or a log whose dates jump back eleven months, is far; relative clocks
+    (times before 2015: a perf_counter origin) are not wall clocks and are left out.
+    """
+    times: list[tuple[float, int]] = []
+    for table, column in _DATED.items():
+        for f in sorted((stage / table).glob("*.parquet")) if (stage / table).is_dir() else []:
+            names = pq.read_schema(f).names
+            if column not in names or "part" not in names:
+                continue
+            t = pq.read_table(f, columns=["part", column])
+            times.extend(
+                (x, p)
+                for x, p in zip(t[column].to_pylist(), t["part"].to_pylist(), strict=True)
+                if x is not None and x >= 1_420_070_400.0
+            )
+    if len(times) < 4:
+        return []
+    values = sorted(x for x, _ in times)
+    n = len(values)
+    median, q1, q3 = values[n // 2], values[n // 4], values[(3 * n) // 4]
+    far = max(DAY_S, 10 * (q3 - q1))
+    paths = {s["part"]: s["path"] for s in sources}
+    out: dict[int, dict[str, Any]] = {}
+    for x, part in times:
+        if abs(x - median) > far:
+            o = out.setdefault(part, {"part": part, "source": paths.get(part), "rows": 0, "furthest_days": 0.0})
+            o["rows"] += 1
+            o["furthest_days"] = max(o["furthest_days"], round(abs(x - median) / DAY_S, 1))
+    return [o | {"window_median_s": median, "far_s": far} for o in out.values()]

@@ -25,7 +25,7 @@ import duckdb
 from lltrace.errors import InputWarning, TraceFormatError, TruncatedInput, UnexpectedContent
 from lltrace.ingest import engine
 from lltrace.ingest.checks import check_stage, warnings_for
-from lltrace.ingest.clocks import place_log_times
+from lltrace.ingest.clocks import outside_window, place_log_times
 from lltrace.ingest.estimates import estimate_ttft_split
 from lltrace.ingest.files import default_run_id, expand_inputs
 from lltrace.ingest.join import PROVENANCE, assemble_requests
@@ -159,6 +159,7 @@ def ingest(
             detected = _detected(sources)
             engine.write(stage, engine.resolve(sources, detected["gpu"], stage))
             checks = check_stage(stage, sources, strict=strict)
+            far = outside_window(stage, sources)
         except _UNEXPECTED as exc:
             where = str(folder or files[0][0])
             text = str(exc).splitlines()[0][:120] if str(exc) else ""
@@ -175,6 +176,12 @@ def ingest(
             alignment.append(log_clock)
         for w in warnings_for(checks):
             warnings.warn(w, InputWarning, stacklevel=2)
+        for o in far:
+            why = (
+                f"{o['source'] or 'a source'}: {o['rows']:,} rows dated far outside the run's window (up to "
+                f"{o['furthest_days']:,} days from its median): another run's data, or a clock that jumped?"
+            )
+            warnings.warn(why, InputWarning, stacklevel=2)
         run_id = identify()
         for src, sha in zip(sources, hashing.result(), strict=True):
             src["sha256"] = sha
@@ -191,6 +198,7 @@ def ingest(
             "clock": {
                 "run_clock": "epoch nanoseconds (profiler ts + baseTimeNanoseconds where given)",
                 "alignment": alignment,
+                "outside_window": far,
                 "note": "profiler ranks' clocks are per host and not synchronised"
                 if sum(s["format"] == KINETO for s in sources) > 1
                 else None,
