@@ -109,21 +109,36 @@ def duplicate_at(text: str, key: str) -> str:
 
 def json_lines(path: str, info: Any = None, what: str = "JSON line", text: str | None = None) -> list[Any]:
     """The JSON value of every non-empty line. With ``info`` (a ``SourceInfo``), a last line cut off by a
-    truncated write is dropped with a warning (``info.truncated`` set); any other bad line is the one-line
-    error naming it. ``text``: the file's text when the caller has read it already."""
+    truncated write is dropped with a warning, and so is a damaged line in the middle (only that line lost,
+    counted; ``info.truncated`` set, so ``--strict`` rejects the file), unless most lines are bad (then it
+    is not this format: the one-line error). Without ``info``, or for a key named twice, a bad line is the
+    one-line error naming it. ``text``: the file's text when the caller has read it already."""
     lines = (read_text(path) if text is None else text).splitlines()
     if info is not None and (cut := partial_last_line(path)) is not None:
         lines = lines[:-1]
         info.truncated = f"partial line {cut[0]}"
         info.warnings.append(truncation_note(path, *cut))
     out = []
+    bad: list[tuple[int, str]] = []
     for n, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
             out.append(json.loads(line, object_pairs_hook=unique_keys))
         except json.JSONDecodeError as exc:
-            raise TraceFormatError(path, f"line {n}", f"invalid {what} ({exc.msg})") from None
+            if info is None:
+                raise TraceFormatError(path, f"line {n}", f"invalid {what} ({exc.msg})") from None
+            bad.append((n, exc.msg))
         except DuplicateKey as exc:
             raise TraceFormatError(path, f"line {n}", f"invalid {what} ({exc})") from None
+    if bad and len(bad) >= len(out):
+        n, msg = bad[0]
+        raise TraceFormatError(path, f"line {n}", f"invalid {what} ({msg})")
+    if bad:
+        info.dropped["damaged_lines"] = len(bad)
+        info.truncated = info.truncated or f"damaged line {bad[0][0]}"
+        info.warnings.append(
+            f"{path}: line {bad[0][0]}: {len(bad)} damaged line(s) in the middle of the file ({bad[0][1]}): "
+            "dropped, the rest read"
+        )
     return out

@@ -42,10 +42,14 @@ def sniff_bench(head: bytes) -> bool:
 _PER_REQUEST = ("input_lens", "output_lens", "ttfts", "latencies", "start_times", "queue_times", "itls", "errors")
 
 
-def bench_objects(path: str, text: str) -> list[dict]:
-    """One or more JSON objects (``--append-result`` puts them back to back); ``Infinity``/``NaN`` allowed."""
+def bench_objects(path: str, text: str, info: SourceInfo | None = None) -> list[dict]:
+    """One or more JSON objects (``--append-result`` puts them back to back, a line each; SGLang writes one
+    per line); ``Infinity``/``NaN`` allowed. With ``info``, a damaged object that another object follows on
+    a later line is dropped, and a last one cut off by a truncated write too when others were read (counted,
+    warned, ``info.truncated`` set); otherwise a damaged object is the one-line error."""
     dec = json.JSONDecoder(object_pairs_hook=unique_keys)
     objs, pos = [], 0
+    damaged: list[int] = []
     while True:
         while pos < len(text) and text[pos] in " \t\r\n":
             pos += 1
@@ -55,6 +59,13 @@ def bench_objects(path: str, text: str) -> list[dict]:
             obj, pos = dec.raw_decode(text, pos)
         except json.JSONDecodeError as exc:
             line = text.count("\n", 0, exc.pos) + 1
+            following = text.find("\n{", exc.pos)
+            if info is not None and (following >= 0 or objs):
+                damaged.append(text.count("\n", 0, pos) + 1)
+                if following < 0:
+                    break
+                pos = following + 1
+                continue
             raise TraceFormatError(path, f"line {line}", f"invalid JSON in a bench result ({exc.msg})") from None
         except DuplicateKey as exc:
             raise TraceFormatError(
@@ -63,6 +74,13 @@ def bench_objects(path: str, text: str) -> list[dict]:
         if not isinstance(obj, dict):
             raise TraceFormatError(path, f"line {text.count(chr(10), 0, pos) + 1}", "expected a JSON object")
         objs.append(obj)
+    if damaged and info is not None:
+        info.dropped["damaged_results"] = len(damaged)
+        info.truncated = f"damaged result at line {damaged[0]}"
+        info.warnings.append(
+            f"{path}: line {damaged[0]}: {len(damaged)} damaged or cut-off result object(s): dropped, "
+            f"{len(objs)} read"
+        )
     return objs
 
 
@@ -110,7 +128,7 @@ def ingest_bench(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     rows: list[dict[str, Any]] = []
     summaries = []
     stem = os.path.basename(path)
-    for k, obj in enumerate(bench_objects(path, text)):
+    for k, obj in enumerate(bench_objects(path, text, info)):
         client_id = stem if k == 0 else f"{stem}#{k}"
         summary = {key: v for key, v in obj.items() if key not in _PER_REQUEST + ("generated_texts",)}
         if "request_goodput:" in summary:  # benchmark_serving.py <= early 2025 wrote the key with a colon

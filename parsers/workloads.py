@@ -220,15 +220,29 @@ def ingest_mooncake(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     source = _whole_lines(path, stage, info)
     con = _connect(stage)
     try:
-        select = """
+        # a damaged line reads as a row of NULLs (ignore_errors): dropped and counted, the rest read
+        lines = """
+            read_json(?, format = 'newline_delimited', ignore_errors = true,
+                      columns = {timestamp: 'BIGINT', input_length: 'BIGINT', output_length: 'BIGINT',
+                                 hash_ids: 'BIGINT[]'})
+        """
+        whole = "timestamp IS NOT NULL AND input_length IS NOT NULL AND output_length IS NOT NULL"
+        select = f"""
             SELECT ? AS client_id, timestamp / 1e3 AS arrival_s, CAST(timestamp AS BIGINT) * 1000000 AS arrival_ns,
                    input_length AS input_tokens, output_length AS output_tokens,
                    hash_ids AS prefix_block_ids, 'ok' AS status
-            FROM read_json(?, format = 'newline_delimited',
-                           columns = {timestamp: 'BIGINT', input_length: 'BIGINT', output_length: 'BIGINT',
-                                       hash_ids: 'BIGINT[]'})
+            FROM {lines} WHERE {whole}
         """
         info.records = _copy(con, path, stage, part, select, [Path(path).name, source])
+        (damaged,) = con.execute(f"SELECT count(*) FROM {lines} WHERE NOT ({whole})", [source]).fetchone()
+        if damaged and damaged >= info.records:
+            raise TraceFormatError(
+                path, "content", f"{damaged} of {damaged + info.records} lines are not Mooncake records"
+            )
+        if damaged:
+            info.dropped["damaged_lines"] = int(damaged)
+            info.truncated = info.truncated or "damaged lines"
+            info.warnings.append(f"{path}: {damaged} damaged line(s) (no timestamp or sizes): dropped, the rest read")
     finally:
         con.close()
         if source != path:

@@ -191,8 +191,11 @@ def test_vllm_family_bad_input(store, tmp_path):
     src = (DATA / "vllm_cpu" / "B2_kv2x" / "otlp" / "traces.otlp.jsonl").read_text().splitlines()
     cut = tmp_path / "cut.otlp.jsonl"
     cut.write_text("\n".join(src[:3]) + "\n" + src[3][: len(src[3]) // 2] + "\n")  # a truncated JSON line
-    with pytest.raises(TraceFormatError, match="line 4: invalid JSON"):
-        lltrace.ingest([cut], store=store)
+    with pytest.warns(lltrace.errors.InputWarning, match="line 4: 1 damaged line"):  # only that line lost
+        read = lltrace.ingest([cut], store=tmp_path / "lenient")
+    assert read.metadata["sources"][0]["dropped"]["damaged_lines"] == 1
+    with pytest.raises(TraceFormatError, match="damaged line 4"):
+        lltrace.ingest([cut], store=store, strict=True)
     bench = json.loads((DATA / "vllm_cpu" / "B2_kv2x" / "bench" / "bench_kvpressure_64req.json").read_text())
     bench["ttfts"] = bench["ttfts"][:-1]  # per-request lists of different lengths
     bad = tmp_path / "bench.json"

@@ -143,6 +143,7 @@ def build() -> dict[str, str]:
     _clock_damage(case, doc, otlp, prom, azure)
     _policies(case, base, otlp, prom)
     _engine_value_damage(case, prom, log, slog)
+    _line_damage(case, otlp, moon)
 
     for name, data in out.items():
         (HERE / name).write_bytes(data)
@@ -346,6 +347,32 @@ def _engine_value_damage(case: Callable[[str, bytes, str], None], prom: bytes, v
     usage = re.search(r"token usage: ([\d.]+)", slog)
     assert usage
     case("token_usage_7_sglang.log", slog.replace(usage.group(0), "token usage: 7.50", 1).encode(), "warning")
+
+
+def _line_damage(case: Callable[[str, bytes, str], None], otlp: list[bytes], moon: list[bytes]) -> None:
+    """Line-based files with one damaged line in the middle, or the last cut off: only that line lost,
+    counted (the rest read)."""
+    spans = otlp[:8]
+    case("damaged_middle_line_otlp.otlp.jsonl", b"".join(spans[:3] + [spans[3][:200] + b"\n"] + spans[4:]), "warning")
+    lines = moon[:200]
+    case("damaged_middle_line_mooncake.jsonl", b"".join(lines[:90] + [lines[90][:25] + b"\n"] + lines[91:]), "warning")
+    aiperf = (DATA / "serving" / "aiperf" / "aiperf-2025-11_qwen3-0.6b_c1_rtx6000ada.profile_export.jsonl").read_bytes()
+    alines = aiperf.splitlines(keepends=True)[:8]
+    case(
+        "damaged_middle_line_aiperf.profile_export.jsonl",
+        b"".join(alines[:3] + [alines[3][:90] + b"\n"] + alines[4:]),
+        "warning",
+    )
+    sg = (DATA / "serving" / "sglang_bench_serving" / "datacrunch-h200__llama_3_3_70b_online_output.jsonl").read_bytes()
+    slines = sg.splitlines(keepends=True)
+    case(
+        "damaged_middle_line_sglang_bench.jsonl",
+        b"".join(slines[:2] + [slines[2][:60] + b"\n"] + slines[3:]),
+        "warning",
+    )
+    case("cut_last_line_sglang_bench.jsonl", sg.rstrip(b"\n")[:-30], "warning")
+    bench = (DATA / "vllm_cpu" / "A_baseline" / "bench" / "bench_profiled_8req.json").read_bytes().strip()
+    case("cut_appended_result_vllm_bench.json", bench + b"\n" + bench[: len(bench) // 2], "warning")
 
 
 if __name__ == "__main__":
