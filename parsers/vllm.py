@@ -78,8 +78,7 @@ def bench_objects(path: str, text: str, info: SourceInfo | None = None) -> list[
         info.dropped["damaged_results"] = len(damaged)
         info.truncated = f"damaged result at line {damaged[0]}"
         info.warnings.append(
-            f"{path}: line {damaged[0]}: {len(damaged)} damaged or cut-off result object(s): dropped, "
-            f"{len(objs)} read"
+            f"{path}: line {damaged[0]}: {len(damaged)} damaged or cut-off result object(s): dropped, {len(objs)} read"
         )
     return objs
 
