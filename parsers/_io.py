@@ -110,3 +110,10 @@ def check_wall_clock(path: str, where: str, seconds: float, what: str) -> None:
         when = f"{seconds:.6g} s from the epoch"
     side = "before 2015" if seconds < WALL_CLOCK_FLOOR_S else "in the future"
     raise TraceFormatError(path, where, f"{what} is dated {when}, {side}: a wall clock no real run has")
+
+
+def check_row_clocks(path: str, rows: list[dict[str, Any]], column: str, what: str) -> None:
+    """``check_wall_clock`` on one epoch-time column of a request-level source's rows (``request N``)."""
+    for i, r in enumerate(rows, start=1):
+        if r.get(column) is not None:
+            check_wall_clock(path, f"request {i}", r[column], what)

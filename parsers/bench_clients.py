@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from lltrace.errors import TraceFormatError
-from lltrace.parsers._io import check_ids, json_objects, load_json, write_rows
+from lltrace.parsers._io import check_ids, check_row_clocks, json_objects, load_json, write_rows
 from lltrace.tables import SourceInfo
 
 LLMPERF = "llmperf"
@@ -119,6 +119,7 @@ def ingest_genai_perf(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
                     "status": "ok" if resp else "error",
                 }
             )
+    check_row_clocks(path, rows, "arrival_s", "the send time (epoch ns)")
     info.records = write_rows(stage, "requests", part, rows)
     info.details["service_kind"] = data.get("service_kind")
     return info
@@ -170,6 +171,7 @@ def ingest_aiperf(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
             }
         )
     check_ids(path, rows)
+    check_row_clocks(path, rows, "arrival_s", "the request's start (request_start_ns)")
     info.records = write_rows(stage, "requests", part, rows)
     return info
 
@@ -203,37 +205,34 @@ def ingest_guidellm(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
             ("error", groups.get("errored")),
         ):
             for r in items or []:
-                if "request_start_time" in r or "time_to_first_token_ms" in r:
-                    start = r.get("request_start_time")
-                    ttft = r.get("time_to_first_token_ms")
-                    rows.append(
-                        {
-                            "request_id": r.get("request_id"),
-                            "client_id": f"benchmark-{b_i}",
-                            "arrival_s": start,
-                            "input_tokens": r.get("prompt_tokens"),
-                            "output_tokens": r.get("output_tokens"),
-                            "cached_tokens": r.get("cached_tokens"),
-                            "ttft_s": ttft / 1e3 if ttft is not None else None,
-                            "e2e_s": r.get("request_latency"),
-                            "status": status,
-                        }
-                    )
-                else:  # <= 0.3: start_time, first_token_time, end_time (unix s)
-                    old += 1
-                    start, first, end = r.get("start_time"), r.get("first_token_time"), r.get("end_time")
-                    rows.append(
-                        {
-                            "request_id": r.get("request_id"),
-                            "client_id": f"benchmark-{b_i}",
-                            "arrival_s": start,
-                            "input_tokens": r.get("prompt_tokens"),
-                            "output_tokens": r.get("output_tokens"),
-                            "ttft_s": first - start if first is not None and start is not None else None,
-                            "e2e_s": end - start if end is not None and start is not None else None,
-                            "status": status,
-                        }
-                    )
+                # the current schema: request_start_time, time_to_first_token_ms, request_latency; <= 0.3:
+                # start_time, first_token_time, end_time (unix s), some builds with the _ms figures beside them
+                current = "request_start_time" in r
+                old += not current
+                start = r.get("request_start_time") if current else r.get("start_time")
+                first, end = r.get("first_token_time"), r.get("end_time")
+                ttft_ms = r.get("time_to_first_token_ms")
+                if ttft_ms is not None:
+                    ttft = ttft_ms / 1e3
+                else:
+                    ttft = first - start if first is not None and start is not None else None
+                e2e = r.get("request_latency")
+                if e2e is None and end is not None and start is not None:
+                    e2e = end - start
+                rows.append(
+                    {
+                        "request_id": r.get("request_id"),
+                        "client_id": f"benchmark-{b_i}",
+                        "arrival_s": start,
+                        "input_tokens": r.get("prompt_tokens"),
+                        "output_tokens": r.get("output_tokens"),
+                        "cached_tokens": r.get("cached_tokens"),
+                        "ttft_s": ttft,
+                        "e2e_s": e2e,
+                        "status": status,
+                    }
+                )
     info.version = "<= 0.3 schema" if old and old == len(rows) else "current schema"
+    check_row_clocks(path, rows, "arrival_s", "the request's start time (epoch s)")
     info.records = write_rows(stage, "requests", part, rows)
     return info

@@ -177,16 +177,16 @@ def test_guidellm_both_schemas(old, store, tmp_path):
     if old:
         req = {
             "request_id": "r1",
-            "start_time": 100.0,
-            "first_token_time": 100.25,
-            "end_time": 101.0,
+            "start_time": 1_749_157_100.0,  # unix seconds, as guidellm writes them
+            "first_token_time": 1_749_157_100.25,
+            "end_time": 1_749_157_101.0,
             "prompt_tokens": 10,
             "output_tokens": 5,
         }
     else:
         req = {
             "request_id": "r1",
-            "request_start_time": 100.0,
+            "request_start_time": 1_749_157_100.0,
             "time_to_first_token_ms": 250.0,
             "request_latency": 1.0,
             "prompt_tokens": 10,
@@ -197,7 +197,9 @@ def test_guidellm_both_schemas(old, store, tmp_path):
     path = tmp_path / "benchmarks.json"
     path.write_text(json.dumps(doc))
     run, rows = _one(path, store)
-    assert [(r["request_id"], r["arrival_s"], r["ttft_s"], r["e2e_s"]) for r in rows] == [("r1", 100.0, 0.25, 1.0)]
+    assert [(r["request_id"], r["arrival_s"], r["ttft_s"], r["e2e_s"]) for r in rows] == [
+        ("r1", 1_749_157_100.0, 0.25, 1.0)
+    ]
     assert run.metadata["sources"][0]["version"] == ("<= 0.3 schema" if old else "current schema")
 
 

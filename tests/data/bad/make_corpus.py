@@ -285,6 +285,18 @@ def _clock_damage(case: Callable[[str, bytes, str], None], doc: dict, otlp: list
     if stamp:
         for name, ts in (("2200", "7258118400"), ("1970", "86400"), ("negative", "-5")):
             case(f"clock_{name}_prometheus.prom", text.replace(stamp.group(1), ts, 1).encode(), "error")
+    aiperf = (DATA / "serving" / "aiperf" / "aiperf-2025-11_qwen3-0.6b_c1_rtx6000ada.profile_export.jsonl").read_text()
+    first, *rest = aiperf.splitlines()[:5]
+    start = re.search(r'"request_start_ns":(\d+)', first)
+    assert start
+    for name, ns in (("2200", "7258118400000000000"), ("1970", "1000000000000")):
+        dated = first.replace(start.group(0), f'"request_start_ns":{ns}', 1)
+        case(f"clock_{name}_aiperf.profile_export.jsonl", ("\n".join([dated, *rest]) + "\n").encode(), "error")
+    guidellm = (DATA / "serving" / "guidellm" / "guidellm-0.3dev_stripped_1req.benchmarks.json").read_text()
+    request = json.loads(guidellm)["benchmarks"][0]["requests"]["successful"][0]["start_time"]
+    dated = guidellm.replace(f'"start_time": {request}', '"start_time": 7258118400.0')
+    assert dated != guidellm
+    case("clock_2200_guidellm.benchmarks.json", dated.encode(), "error")
     rows = list(azure)
     for name, year in (("2200", "2200"), ("1970", "1970"), ("2014", "2014")):
         dated = list(rows)
