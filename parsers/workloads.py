@@ -98,6 +98,7 @@ def _copy(con: duckdb.DuckDBPyConnection, path: str, stage: Path, part: int, sel
         line = re.search(r"[Ll]ine:? (\d+)", text)
         detail = re.search(r"Could not convert string (\"[^\n]*?\") to '(\w+)'", text)
         msg = f"{detail.group(1)} is not a {detail.group(2)}" if detail else text.splitlines()[0]
+        msg = re.sub(r'file "[^"]*"', f'file "{path}"', msg)  # the input, not a staged copy of it
         raise TraceFormatError(path, f"line {line.group(1)}" if line else "file", msg) from None
     return int(n)
 

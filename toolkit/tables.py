@@ -55,6 +55,12 @@ class RowRule:
     lhs: str
     rhs: str
     doc: str
+    nulls: tuple[str, ...] = ()  # the columns NULLed where the row breaks it (default: lhs and rhs)
+
+    @property
+    def nulled(self) -> tuple[str, ...]:
+        """The columns set to NULL in a row that breaks the rule."""
+        return self.nulls or (self.lhs, self.rhs)
 
     @property
     def name(self) -> str:
@@ -96,14 +102,8 @@ class Table:
         raise KeyError(f"{self.name}.{name}")
 
 
-_DUCK = {
-    pa.string(): "VARCHAR",
-    pa.int32(): "INTEGER",
-    pa.int64(): "BIGINT",
-    pa.float64(): "DOUBLE",
-    pa.bool_(): "BOOLEAN",
-    pa.list_(pa.int64()): "BIGINT[]",
-}
+_DUCK = {pa.string(): "VARCHAR", pa.int32(): "INTEGER", pa.int64(): "BIGINT", pa.float64(): "DOUBLE"}
+_DUCK |= {pa.bool_(): "BOOLEAN", pa.list_(pa.int64()): "BIGINT[]"}
 S, I64, I32, F64, B, IDS = pa.string(), pa.int64(), pa.int32(), pa.float64(), pa.bool_(), pa.list_(pa.int64())
 
 
@@ -358,6 +358,8 @@ KERNELS = Table(
             _c("orphan", B, None, "no launch in the trace (launched before the window opened)", "derived"),
         )
     ),
+    # a GPU op starts after the CPU launched it: a link that says otherwise is dropped
+    rules=(RowRule("launch_ts_ns", "ts_ns", "launched before it ran", ("launch_ts_ns", "launch_name", "launch_pid")),),
 )
 
 OPS = Table(
@@ -551,14 +553,10 @@ def table_from_rows(rows: Sequence[Mapping[str, Any]], schema: pa.Schema | Table
 
 
 def _fits_int64(name: str, values: list[Any]) -> None:
-    lo, hi = _INT64
     for i, v in enumerate(values):
-        if type(v) is int and not lo <= v <= hi:
-            raise IntegerOverflow(name, i, v)
-        if type(v) is list:
-            for x in v:
-                if type(x) is int and not lo <= x <= hi:
-                    raise IntegerOverflow(name, i, x)
+        for x in v if type(v) is list else (v,):
+            if type(x) is int and not _INT64[0] <= x <= _INT64[1]:
+                raise IntegerOverflow(name, i, x)
 
 
 def _validity(values: list[Any]) -> tuple[pa.Buffer | None, int]:

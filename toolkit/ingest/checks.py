@@ -30,8 +30,13 @@ _BECOMES = {"_bench": "requests", "_spans": "requests"}  # staging tables, by th
 @dataclass(frozen=True)
 class _Check:
     rule: str  # as written in the metadata: "finite", ">= 0", "<= 1", "whole number", "one of ...", "a <= b"
-    columns: tuple[str, ...]  # the columns the rule reads, NULLed where it is broken
+    columns: tuple[str, ...]  # the columns the rule reads
     broken: Callable[[pa.Table], pa.ChunkedArray]  # true where the row breaks the rule (NULL: cannot tell)
+    nulls: tuple[str, ...] = ()  # the columns NULLed where it is broken (default: those it reads)
+
+    @property
+    def nulled(self) -> tuple[str, ...]:
+        return self.nulls or self.columns
 
 
 def _finite(x: pa.ChunkedArray) -> pa.ChunkedArray:
@@ -68,7 +73,7 @@ def _checks(table: Table, present: set[str]) -> list[_Check]:
     out = [k for c in table.columns if c.name in present for k in _column_checks(c)]
     for r in table.rules:
         if r.lhs in present and r.rhs in present:
-            out.append(_Check(r.name, (r.lhs, r.rhs), lambda t, r=r: pc.greater(t[r.lhs], t[r.rhs])))
+            out.append(_Check(r.name, (r.lhs, r.rhs), lambda t, r=r: pc.greater(t[r.lhs], t[r.rhs]), r.nulled))
     return out
 
 
@@ -141,10 +146,10 @@ def _null(f: Path, masks: list[tuple[_Check, pa.ChunkedArray]]) -> None:
     """Rewrite one staged file with each broken rule's columns NULL where the row breaks it."""
     full = pq.read_table(f)
     schema = full.schema
-    for name in {n for k, _ in masks for n in k.columns}:
+    for name in {n for k, _ in masks for n in k.nulled if n in schema.names}:
         hit = None
         for k, m in masks:
-            if name in k.columns:
+            if name in k.nulled:
                 hit = m if hit is None else pc.or_(hit, m)
         col = full[name]
         nulled = pc.if_else(hit, pa.scalar(None, type=col.type), col)
