@@ -361,6 +361,22 @@ def _engine_value_damage(case: Callable[[str, bytes, str], None], prom: bytes, v
     assert kv
     case("kv_250pct_vllm_v1.log", v1_log.replace(kv.group(0), "GPU KV cache usage: 250.0%", 1).encode(), "warning")
     case("kv_750pct_vllm_v1.log", v1_log.replace(kv.group(0), "GPU KV cache usage: 750.0%", 1).encode(), "warning")
+    trt = json.loads((DATA / "serving" / "trtllm" / "trtllm-serve_metrics_iter154.docs-example.json").read_text())
+    for name, change in (
+        ("negative_active", lambda r: r.update(numActiveRequests=-1)),
+        (
+            "used_blocks_over_max",
+            lambda r: r["kvCacheStats"].update(usedNumBlocks=3 * r["kvCacheStats"]["maxNumBlocks"]),
+        ),
+        ("negative_latency", lambda r: r.update(iterLatencyMS=-7.0)),
+    ):
+        rows = json.loads(json.dumps(trt))
+        change(rows[0])
+        case(f"{name}_trtllm_iterations.json", json.dumps(rows, indent=4).encode(), "warning")
+    for day in ("02-30", "00-10"):
+        stamp = re.search(r"\[\d{4}-(\d\d-\d\d) ", slog)
+        assert stamp
+        case(f"date_{day.replace('-', '_')}_sglang.log", slog.replace(stamp.group(1), day, 1).encode(), "warning")
     usage = re.search(r"token usage: ([\d.]+)", slog)
     assert usage
     case("token_usage_7_sglang.log", slog.replace(usage.group(0), "token usage: 7.50", 1).encode(), "warning")
