@@ -3,22 +3,21 @@ nesting passes a depth. Read only when an ingest has already failed, streamed (g
 
 from __future__ import annotations
 
-import gzip
 from collections.abc import Iterator
 from pathlib import Path
+
+from lltrace.errors import TraceFormatError
+from lltrace.parsers._jsonscan import read_blocks
 
 _BLOCK = 1 << 20
 _NL = b"\n"
 
 
 def _blocks(path: Path) -> Iterator[bytes]:
-    with open(path, "rb") as raw:
-        gz = raw.read(2) == b"\x1f\x8b"
-    opener = gzip.open if gz else open
+    """The file's bytes, gunzipped where it is gzip (the profiler reader's own streaming)."""
     try:
-        with opener(path, "rb") as f:
-            yield from iter(lambda: f.read(_BLOCK), b"")
-    except (OSError, EOFError):  # a cut or corrupt gzip stream: what was read is what there is
+        yield from read_blocks(str(path), _BLOCK, lambda _why: None)
+    except TraceFormatError:  # a corrupt gzip stream: what was read is what there is
         return
 
 
