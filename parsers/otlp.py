@@ -1,5 +1,8 @@
 """OpenTelemetry request spans: vLLM's ``llm_request`` spans and SGLang's ``Req`` spans with their stage spans,
-as collector JSON lines of ExportTraceServiceRequest, one OTLP/JSON document, or a Jaeger UI export.
+in every OTLP-shaped wrapper collectors and UIs write: collector JSON lines of ExportTraceServiceRequest, one
+ExportTraceServiceRequest document, a Jaeger UI export (``data[].spans``, µs times, ``references``, ``tags``,
+``logs``), or a flat span list (``{"spans": [...]}`` or a bare array; attribute lists or objects, times as
+nanosecond strings). Every wrapper is first turned into one span shape (``_span``), then read alike.
 
 Spans are staged (``_spans``) and joined with any bench file of the run into ``requests``
 (``lltrace.ingest.join``). Field facts: docs/SERVING_FORMATS.md §A2, §B2.
@@ -21,11 +24,19 @@ OTLP = "otlp-traces"
 
 
 def sniff_otlp(head: bytes) -> bool:
-    """OTLP/JSON ExportTraceServiceRequest (collector JSON lines or one document), or a Jaeger UI export."""
+    """Request spans in any OTLP-shaped wrapper: ExportTraceServiceRequest (collector JSON lines or one
+    document), a Jaeger UI export, or a flat span list (``{"spans": [...]}`` or a bare array of spans)."""
     text = strip_bom(head)
     if re.match(rb'\{\s*"resourceSpans"', text):
         return True
-    return re.match(rb'\{\s*"data"\s*:\s*\[\s*\{\s*"traceID"', text) is not None
+    if re.match(rb'\{\s*"data"\s*:\s*\[\s*\{\s*"traceID"', text):
+        return True
+    flat = re.match(rb'\{\s*"spans"\s*:\s*\[', text) or re.match(rb"\[\s*\{", text)
+    return (
+        bool(flat)
+        and any(k in text for k in (b'"spanId"', b'"spanID"', b'"span_id"'))
+        and any(k in text for k in (b'"startTimeUnixNano"', b'"start_time_unix_nano"', b'"startTime"'))
+    )
 
 
 _ATTR = {
@@ -44,7 +55,10 @@ _ATTR = {
 _INT_COLS = {"prompt_tokens", "completion_tokens", "cached_tokens", "max_tokens"}
 
 
-def _otlp_value(v: dict) -> Any:
+def _otlp_value(v: Any) -> Any:
+    """An OTLP AnyValue (``{"intValue": "8"}``…), or a plain value as Jaeger and flat lists write them."""
+    if not isinstance(v, dict):
+        return v
     for key in ("stringValue", "doubleValue", "intValue", "boolValue"):
         if key in v:
             val = v[key]
@@ -56,14 +70,103 @@ def _otlp_value(v: dict) -> Any:
     return None
 
 
+def _attrs(raw: Any) -> dict[str, Any]:
+    """Attributes as a mapping: an OTLP list of {key, value: AnyValue}, Jaeger tags {key, type, value}, or
+    a plain {key: value} object."""
+    if isinstance(raw, dict):
+        return {k: _otlp_value(v) for k, v in raw.items()}
+    out = {}
+    for a in raw or []:
+        if not isinstance(a, dict) or "key" not in a:
+            raise _Malformed(f"an attribute without a key: {json.dumps(a)[:80]}")
+        out[a["key"]] = _otlp_value(a.get("value"))
+    return out
+
+
+class _Malformed(ValueError):
+    """A span that no OTLP wrapper writes (an attribute without a key)."""
+
+
+def _first(span: dict, *keys: str) -> Any:
+    return next((span[k] for k in keys if span.get(k) not in (None, "")), None)
+
+
+def _span(sp: dict, process: str | None, micro: bool = False) -> dict[str, Any]:
+    """One span in the shape the readers below use, from any wrapper: OTLP (``startTimeUnixNano``, ns, often
+    as strings), Jaeger (``startTime`` and ``duration`` in µs, parent in ``references``) or a flat list with
+    either spelling."""
+    parent = _first(sp, "parentSpanId", "parentSpanID", "parent_span_id")
+    for ref in sp.get("references") or []:
+        if isinstance(ref, dict) and ref.get("refType", "CHILD_OF") == "CHILD_OF" and parent is None:
+            parent = ref.get("spanID") or ref.get("spanId")
+    start = _first(sp, "startTimeUnixNano", "start_time_unix_nano")
+    end = _first(sp, "endTimeUnixNano", "end_time_unix_nano")
+    if start is None and sp.get("startTime") is not None:  # Jaeger: microseconds and a duration
+        micro = True
+    if micro:
+        start = int(sp["startTime"]) * 1000
+        end = start + int(sp.get("duration") or 0) * 1000
+    events = []
+    for e in sp.get("events") or []:
+        events.append(
+            {"name": e.get("name"), "timeUnixNano": e.get("timeUnixNano"), "attributes": _attrs(e.get("attributes"))}
+        )
+    for log in sp.get("logs") or []:  # Jaeger span logs: fields, the event name among them
+        fields = _attrs(log.get("fields"))
+        ts = log.get("timestamp")
+        events.append(
+            {
+                "name": fields.pop("event", None),
+                "timeUnixNano": int(ts) * 1000 if ts is not None else None,
+                "attributes": fields,
+            }
+        )
+    return {
+        "name": _first(sp, "name", "operationName"),
+        "traceId": _first(sp, "traceId", "traceID", "trace_id"),
+        "spanId": _first(sp, "spanId", "spanID", "span_id"),
+        "parentSpanId": parent,
+        "startTimeUnixNano": int(start) if start is not None else None,
+        "endTimeUnixNano": int(end) if end is not None else None,
+        "attributes": _attrs(sp.get("attributes") if "attributes" in sp else sp.get("tags")),
+        "events": events,
+        "process": process,
+    }
+
+
+def _spans_of(doc: Any) -> tuple[list[dict[str, Any]], str]:
+    """Every span of one parsed document, whatever wrapper holds them, and the wrapper's name."""
+    if isinstance(doc, list):
+        return [_span(sp, None) for sp in doc if isinstance(sp, dict)], "flat span list"
+    if "resourceSpans" in doc:
+        out = []
+        for rs in doc.get("resourceSpans") or []:
+            res = _attrs((rs.get("resource") or {}).get("attributes"))
+            process = res.get("vllm.process_kind") or res.get("service.name")
+            for ss in rs.get("scopeSpans", rs.get("instrumentationLibrarySpans", [])) or []:
+                out += [_span(sp, process) for sp in ss.get("spans") or []]
+        return out, "OTLP"
+    if "data" in doc:
+        out = []
+        for trace in doc.get("data") or []:
+            procs = trace.get("processes") or {}
+            for sp in trace.get("spans") or []:
+                proc = procs.get(sp.get("processID")) or {}
+                out.append(_span(sp, proc.get("serviceName"), micro=True))
+        return out, "Jaeger UI export"
+    if isinstance(doc.get("spans"), list):
+        return [_span(sp, None) for sp in doc["spans"] if isinstance(sp, dict)], "flat span list"
+    return [], "OTLP"
+
+
 def _span_row(part: int, span: dict, process: str | None) -> dict[str, Any] | None:
     if span.get("name") != "llm_request":
         return None
-    attrs = {a["key"]: _otlp_value(a.get("value", {})) for a in span.get("attributes", [])}
+    attrs = span["attributes"]
     row: dict[str, Any] = {c: None for c in SPANS.names}
     row.update(part=part, trace_id=span.get("traceId"), span_id=span.get("spanId"), process=process)
-    row["start_ns"] = int(span["startTimeUnixNano"])
-    row["end_ns"] = int(span["endTimeUnixNano"])
+    row["start_ns"] = span["startTimeUnixNano"]
+    row["end_ns"] = span["endTimeUnixNano"]
     for key, col in _ATTR.items():
         if key in attrs and attrs[key] is not None:
             v = attrs[key]  # token counts: whole numbers (a fraction is NULLed and counted when written)
@@ -74,36 +177,11 @@ def _span_row(part: int, span: dict, process: str | None) -> dict[str, Any] | No
         row["num_preemptions"] = sum(1 for e in journey if e.get("name") == "journey.PREEMPTED")
         fin = [e for e in journey if e.get("name") == "journey.FINISHED"]
         if fin:
-            fattrs = {a["key"]: _otlp_value(a.get("value", {})) for a in fin[-1].get("attributes", [])}
-            row["finish_status"] = fattrs.get("finish.status")
+            row["finish_status"] = fin[-1]["attributes"].get("finish.status")
         row["journey"] = json.dumps(
             [[e["name"].split(".", 1)[1].lower(), int(e["timeUnixNano"])] for e in journey if e.get("timeUnixNano")]
         )
     return row
-
-
-def _jaeger_rows(part: int, doc: dict) -> tuple[list[dict], int]:
-    rows, other = [], 0
-    for trace in doc.get("data", []):
-        for sp in trace.get("spans", []):
-            if sp.get("operationName") != "llm_request":
-                other += 1
-                continue
-            tags = {t["key"]: t.get("value") for t in sp.get("tags", [])}
-            start_ns = int(sp["startTime"]) * 1000
-            span = {
-                "name": "llm_request",
-                "traceId": sp.get("traceID"),
-                "spanId": sp.get("spanID"),
-                "startTimeUnixNano": start_ns,
-                "endTimeUnixNano": start_ns + int(sp.get("duration", 0)) * 1000,
-                "attributes": [
-                    {"key": k, "value": {"stringValue": v} if isinstance(v, str) else {"doubleValue": v}}
-                    for k, v in tags.items()
-                ],
-            }
-            rows.append(_span_row(part, span, None))
-    return rows, other
 
 
 _SGLANG_STAGES = {"prefill_waiting": "queue_s", "prefill_forward": "prefill_s", "decode_forward": "decode_s"}
@@ -122,7 +200,7 @@ def _sglang_requests(part: int, spans: list[dict]) -> list[dict[str, Any]]:
         name = str(sp.get("name", ""))
         if not name.startswith("Req "):
             continue
-        row = _span_row(part, sp | {"name": "llm_request"}, "sglang")
+        row = _span_row(part, sp | {"name": "llm_request"}, sp.get("process") or "sglang")
         if row is None:
             continue
         if row["request_id"] is None:
@@ -134,8 +212,8 @@ def _sglang_requests(part: int, spans: list[dict]) -> list[dict[str, Any]]:
             n_desc += 1
             stack.extend(children.get(c.get("spanId"), []))
             col = _SGLANG_STAGES.get(c.get("name"))
-            if col:
-                dur = (int(c["endTimeUnixNano"]) - int(c["startTimeUnixNano"])) / 1e9
+            if col and c["startTimeUnixNano"] is not None and c["endTimeUnixNano"] is not None:
+                dur = (c["endTimeUnixNano"] - c["startTimeUnixNano"]) / 1e9
                 stages[col] = stages.get(col, 0.0) + dur
         row.update(stages)  # measured stage spans win over the root's attributes
         row["_stage_spans"] = n_desc
@@ -160,23 +238,25 @@ def ingest_otlp(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     except json.JSONDecodeError:
         info.version = "OTLP/JSON lines (collector file exporter)"
         docs = json_lines(path, info, "JSON", text)
-    for doc in docs:
-        if "data" in doc and "resourceSpans" not in doc:
-            info.version = "Jaeger UI export"
-            r, o = _jaeger_rows(part, doc)
-            rows.extend(r)
-            all_spans.extend({} for _ in range(o))
-            continue
-        for rs in doc.get("resourceSpans", []):
-            res = {a["key"]: _otlp_value(a.get("value", {})) for a in rs.get("resource", {}).get("attributes", [])}
-            process = res.get("vllm.process_kind") or res.get("service.name")
-            for ss in rs.get("scopeSpans", rs.get("instrumentationLibrarySpans", [])):
-                for span in ss.get("spans", []):
-                    row = _span_row(part, span, process)
-                    if row is None:
-                        all_spans.append(span)
-                    else:
-                        rows.append(row)
+    wrappers = set()
+    for k, doc in enumerate(docs):
+        try:
+            spans, wrapper = _spans_of(doc)
+        except (_Malformed, TypeError, ValueError, KeyError) as exc:
+            where = f"JSON record {k + 1}" if len(docs) > 1 else "the document"
+            raise TraceFormatError(path, where, f"malformed span ({exc})") from None
+        wrappers.add(wrapper)
+        for span in spans:
+            if span["startTimeUnixNano"] is None or span["endTimeUnixNano"] is None:
+                all_spans.append(span)  # no times: counted with the other spans, never a request
+                continue
+            row = _span_row(part, span, span["process"])
+            if row is None:
+                all_spans.append(span)
+            else:
+                rows.append(row)
+    if wrappers - {"OTLP"}:
+        info.version = " and ".join(sorted(wrappers - {"OTLP"}))
     sglang = _sglang_requests(part, all_spans)
     rows.extend(sglang)
     for r in rows:  # span times are epoch nanoseconds: a wall clock
