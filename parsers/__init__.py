@@ -15,6 +15,7 @@ from pathlib import Path
 from lltrace.errors import TraceFormatError, UnknownFormat
 from lltrace.parsers import (
     bench_clients,
+    inference_perf,
     kineto,
     kineto_steps,
     otlp,
@@ -43,6 +44,10 @@ class Format:
     sniff: Callable[[bytes], bool]
     ingest: Callable[..., SourceInfo]  # (path, stage, part, *, keep_python, progress) -> SourceInfo
     markers: tuple[bytes, ...] = ()  # words that say a file was meant to be this format ("closest formats")
+    # the versions / variants read, each with what it was checked on: "real file" (a file the tool wrote in
+    # someone's run, in shared/data or sample_traces) or "fixture from source" (built field by field from the
+    # tool's schema and source at that version)
+    versions: tuple[str, ...] = ()
     post_ingest: Callable[[Path, int], dict] | None = None  # (stage, part) -> what the metadata records
 
 
@@ -59,6 +64,13 @@ FORMATS: tuple[Format, ...] = (
         ingest=kineto.ingest,
         post_ingest=kineto_steps.post_ingest,
         markers=(b'"traceEvents"', b'"ph"', b'"ts"', b'"dur"', b'"cat"', b'"schemaVersion"'),
+        versions=(
+            "2021 (capitalised categories, string tids): real file",
+            "2022-2025 (async_cpu_to_gpu flows, ns decimals, baseTimeNanoseconds): real files",
+            "ROCm (MI300X): real file",
+            "post-processed without metadata events (TraceLens): real file",
+            "the bare event-array form: fixture from source",
+        ),
     ),
     Format(
         name=otlp.OTLP,
@@ -71,6 +83,10 @@ FORMATS: tuple[Format, ...] = (
         sniff=otlp.sniff_otlp,
         ingest=otlp.ingest_otlp,
         markers=(b'"resourceSpans"', b'"scopeSpans"', b'"spans"', b'"traceId"', b'"llm_request"'),
+        versions=(
+            "vLLM llm_request spans, collector JSON lines: real file",
+            "one OTLP/JSON document, Jaeger UI export: fixture from source",
+        ),
     ),
     Format(
         name=sglang.SGLANG_BENCH,
@@ -82,6 +98,10 @@ FORMATS: tuple[Format, ...] = (
         sniff=sglang.sniff_sglang_bench,
         ingest=sglang.ingest_sglang_bench,
         markers=(b'"backend"', b'"total_output_tokens_retokenized"', b'"sharegpt_output_len"'),
+        versions=(
+            "bench_serving compact summary lines: real file",
+            "--output-details: fixture from source",
+        ),
     ),
     Format(
         name=vllm.BENCH,
@@ -94,6 +114,11 @@ FORMATS: tuple[Format, ...] = (
         sniff=vllm.sniff_bench,
         ingest=vllm.ingest_bench,
         markers=(b'"backend"', b'"request_throughput"', b'"input_lens"', b'"ttfts"', b'"completed"'),
+        versions=(
+            "vllm bench serve 0.32 --save-detailed: real file",
+            "benchmark_serving.py summaries (request_goodput:): real file",
+            "appended objects: fixture from source",
+        ),
     ),
     Format(
         name=vllm.CLIENT_LOG,
@@ -104,6 +129,7 @@ FORMATS: tuple[Format, ...] = (
         sniff=vllm.sniff_client_log,
         ingest=vllm.ingest_client_log,
         markers=(b"Namespace(", b"request_id_prefix"),
+        versions=("vllm bench serve 0.32 stdout: real file",),
     ),
     Format(
         name=prometheus.PROMETHEUS,
@@ -116,6 +142,10 @@ FORMATS: tuple[Format, ...] = (
         sniff=prometheus.sniff_prometheus,
         ingest=prometheus.ingest_prometheus,
         markers=(b"# TYPE", b"# HELP", b"vllm:"),
+        versions=(
+            "vLLM V1 0.32 /metrics: real file",
+            "vLLM V0 and SGLang names: fixture from source",
+        ),
     ),
     Format(
         name=vllm_log.SERVER_LOG,
@@ -128,6 +158,10 @@ FORMATS: tuple[Format, ...] = (
         sniff=vllm_log.sniff_server_log,
         ingest=vllm_log.ingest_server_log,
         markers=(b"INFO", b"Avg prompt throughput", b"Iteration(", b"Engine 000"),
+        versions=(
+            "V1 loggers.py stats and Iteration lines (0.32): real file",
+            "V0 metrics.py stats: real excerpt",
+        ),
     ),
     Format(
         name=workloads.AZURE,
@@ -138,6 +172,10 @@ FORMATS: tuple[Format, ...] = (
         sniff=workloads.sniff_azure,
         ingest=workloads.ingest_azure,
         markers=(b"TIMESTAMP", b"ContextTokens", b"GeneratedTokens"),
+        versions=(
+            "2023 (100 ns, no zone): real file",
+            "2024 (us with zone): real excerpt",
+        ),
     ),
     Format(
         name=workloads.BURSTGPT,
@@ -148,6 +186,7 @@ FORMATS: tuple[Format, ...] = (
         sniff=workloads.sniff_burstgpt,
         ingest=workloads.ingest_burstgpt,
         markers=(b"Timestamp", b"Request tokens", b"Response tokens"),
+        versions=("v1.1 and v1.2+: fixture from source",),
     ),
     Format(
         name=workloads.MOONCAKE,
@@ -158,6 +197,7 @@ FORMATS: tuple[Format, ...] = (
         sniff=workloads.sniff_mooncake,
         ingest=workloads.ingest_mooncake,
         markers=(b'"timestamp"', b'"input_length"', b'"output_length"', b'"hash_ids"'),
+        versions=("FAST'25 conversation trace: real file",),
     ),
     Format(
         name=workloads.OWN,
@@ -168,6 +208,7 @@ FORMATS: tuple[Format, ...] = (
         sniff=workloads.sniff_own,
         ingest=workloads.ingest_own,
         markers=(b"request_id", b"arrival_s", b"arrival_time", b"input_tokens", b"output_tokens"),
+        versions=("lltrace request schema: fixture",),
     ),
     Format(
         name=bench_clients.LLMPERF,
@@ -178,6 +219,42 @@ FORMATS: tuple[Format, ...] = (
         sniff=bench_clients.sniff_llmperf,
         ingest=bench_clients.ingest_llmperf,
         markers=(b'"ttft_s"', b'"end_to_end_latency_s"', b'"error_code"'),
+        versions=("individual responses: real file",),
+    ),
+    Format(
+        name=inference_perf.LIFECYCLE,
+        family="benchmark clients",
+        description="inference-perf stage_N_lifecycle_metrics.json / summary_lifecycle_metrics.json",
+        tables=(),
+        attributes="per stage of a rate sweep: requested and achieved rate, the client's latency and throughput "
+        "distributions, as inference-perf computed them",
+        sniff=inference_perf.sniff_lifecycle,
+        ingest=inference_perf.ingest_lifecycle,
+        markers=(b'"load_summary"', b'"successes"', b'"latency"', b'"failures"'),
+        versions=("summarize_requests reports (2025-11 demo sweeps): real file",),
+    ),
+    Format(
+        name=inference_perf.SERVER,
+        family="benchmark clients",
+        description="inference-perf stage_N_prometheus_metrics.json / summary_prometheus_metrics.json",
+        tables=(),
+        attributes="per stage: the model server's Prometheus metrics summarised by inference-perf (request "
+        "rate, queue length, server latencies, KV usage, preemptions)",
+        sniff=inference_perf.sniff_server,
+        ingest=inference_perf.ingest_server,
+        markers=(b'"load_summary"', b'"successes"', b'"queue_len"', b'"kv_cache_usage_percentage"'),
+        versions=("summarize_prometheus_metrics reports (2025-11 demo sweeps): real file",),
+    ),
+    Format(
+        name=inference_perf.PER_REQUEST,
+        family="benchmark clients",
+        description="inference-perf per_request_lifecycle_metrics.json",
+        tables=("requests",),
+        attributes="per request: client send time (perf_counter), sizes, client TTFT (streamed) and e2e, errors",
+        sniff=inference_perf.sniff_per_request,
+        ingest=inference_perf.ingest_per_request,
+        markers=(b'"start_time"', b'"end_time"', b'"request_metrics"', b'"output_token_times"'),
+        versions=("per_request_lifecycle_metrics (2026-08 source): fixture from source",),
     ),
     Format(
         name=bench_clients.LLMPERF_SUMMARY,
@@ -188,6 +265,7 @@ FORMATS: tuple[Format, ...] = (
         sniff=bench_clients.sniff_llmperf_summary,
         ingest=bench_clients.ingest_llmperf_summary,
         markers=(b'"results_', b'"num_concurrent_requests"'),
+        versions=("summary: real file",),
     ),
     Format(
         name=sglang.SCHEDULER_LOG,
@@ -200,6 +278,7 @@ FORMATS: tuple[Format, ...] = (
         sniff=sglang.sniff_scheduler_log,
         ingest=sglang.ingest_scheduler_log,
         markers=(b"Prefill batch", b"Decode batch", b"#running-req", b"#queue-req"),
+        versions=("2025-03 to 2026 Prefill / Decode batch lines: real excerpt",),
     ),
     Format(
         name=trtllm.TRTLLM_REQUESTS,
@@ -210,6 +289,7 @@ FORMATS: tuple[Format, ...] = (
         sniff=trtllm.sniff_trtllm_requests,
         ingest=trtllm.ingest_trtllm_requests,
         markers=(b'"start_timestamp"', b'"first_token_timestamp"', b'"num_input_tokens"'),
+        versions=("trtllm-bench --request_json: fixture from source",),
     ),
     Format(
         name=trtllm.TRTLLM_ITERATIONS,
@@ -221,6 +301,7 @@ FORMATS: tuple[Format, ...] = (
         sniff=trtllm.sniff_trtllm_iterations,
         ingest=trtllm.ingest_trtllm_iterations,
         markers=(b'"iterLatencyMS"', b'"numActiveRequests"', b'"kvCacheStats"'),
+        versions=("trtllm-serve /metrics iteration stats: real documentation example",),
     ),
     Format(
         name=tgi.TGI_LOG,
@@ -231,6 +312,7 @@ FORMATS: tuple[Format, ...] = (
         sniff=tgi.sniff_tgi_log,
         ingest=tgi.ingest_tgi_log,
         markers=(b"queue_time=", b"inference_time=", b"total_time="),
+        versions=("router log lines: fixture from source",),
     ),
     Format(
         name=bench_clients.GENAI_PERF,
@@ -241,6 +323,7 @@ FORMATS: tuple[Format, ...] = (
         sniff=bench_clients.sniff_genai_perf,
         ingest=bench_clients.ingest_genai_perf,
         markers=(b'"experiments"', b'"response_timestamps"', b'"service_kind"'),
+        versions=("profile_export.json: fixture from source",),
     ),
     Format(
         name=bench_clients.AIPERF,
@@ -251,6 +334,11 @@ FORMATS: tuple[Format, ...] = (
         sniff=bench_clients.sniff_aiperf,
         ingest=bench_clients.ingest_aiperf,
         markers=(b'"metadata"', b'"metrics"', b'"request_start_ns"'),
+        versions=(
+            "record schema 2025-10 pre-release (metadata.timestamp_ns, credit_phase, metric ttft): real file",
+            "record schema 2025-10 from #325 (request_start_ns, benchmark_phase, was_cancelled): real file",
+            "metric ttft renamed time_to_first_token (#343): fixture from source",
+        ),
     ),
     Format(
         name=bench_clients.GUIDELLM,
@@ -261,6 +349,11 @@ FORMATS: tuple[Format, ...] = (
         sniff=bench_clients.sniff_guidellm,
         ingest=bench_clients.ingest_guidellm,
         markers=(b'"benchmarks"', b'"requests"', b'"successful"'),
+        versions=(
+            "<= 0.3 (start_time, end_time): real file",
+            ">= 0.4 (request_start_time, the scheduler_metrics measurement window, metadata.guidellm_version): "
+            "fixture from source",
+        ),
     ),
     Format(
         name=vllm_log.STATS_CSV,
@@ -271,6 +364,7 @@ FORMATS: tuple[Format, ...] = (
         sniff=vllm_log.sniff_stats_csv,
         ingest=vllm_log.ingest_stats_csv,
         markers=(b"timestamp", b"prompt_throughput", b"num_running", b"gpu_kvcache_usage"),
+        versions=("V0 stats sampled by a client: real file",),
     ),
     Format(
         name=vllm_log.REPLAY_CONFIG,
@@ -281,6 +375,7 @@ FORMATS: tuple[Format, ...] = (
         sniff=vllm_log.sniff_replay_config,
         ingest=vllm_log.ingest_replay_config,
         markers=(b'"server_config"', b'"prompt_config"', b'"model path"'),
+        versions=("run config: real file",),
     ),
     Format(
         name=tgi.TGI_HEADERS,
@@ -291,6 +386,7 @@ FORMATS: tuple[Format, ...] = (
         sniff=tgi.sniff_tgi_headers,
         ingest=tgi.ingest_tgi_headers,
         markers=(b"x-queue-time", b"x-inference-time", b"x-total-time", b"x-generated-tokens"),
+        versions=("x-* response headers, JSON lines or CSV: fixture from source",),
     ),
 )
 

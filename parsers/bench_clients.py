@@ -7,6 +7,7 @@ rows with ``request_id`` and ``arrival_s`` NULL. Field facts: docs/SERVING_FORMA
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -93,42 +94,126 @@ def sniff_genai_perf(head: bytes) -> bool:
     )
 
 
-def ingest_genai_perf(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
-    """Per request: send time (epoch ns), TTFT and e2e from the response timestamps.
+def _openai_body(text: Any) -> dict[str, Any] | None:
+    """One OpenAI response body or SSE chunk as GenAI-Perf saved it (``data: {...}``), or None."""
+    if not isinstance(text, str):
+        return None
+    body = text.strip()
+    if body.startswith("data:"):
+        body = body[5:].strip()
+    if not body.startswith("{"):
+        return None  # "[DONE]" and keep-alives
+    try:
+        obj = json.loads(body)
+    except json.JSONDecodeError:
+        return None
+    return obj if isinstance(obj, dict) else None
 
-    Token counts need re-tokenizing the streamed text, which lltrace does not do: they stay NULL.
+
+def _has_content(obj: dict[str, Any]) -> bool:
+    """Whether a chunk carries generated text: GenAI-Perf's LLMProfileDataParser skips the role-only first
+    chunk and the empty last ones when it times first and last tokens."""
+    for choice in obj.get("choices") or []:
+        if not isinstance(choice, dict):
+            continue
+        delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
+        message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
+        if delta.get("content") or choice.get("text") or message.get("content"):
+            return True
+    return False
+
+
+def _genai_perf_request(r: dict[str, Any], service: Any) -> dict[str, Any]:
+    """Send time, TTFT, e2e, tokens and streaming of one GenAI-Perf request record.
+
+    First and last token are the first and last responses with content (triton: every ``text_output``;
+    OpenAI: chunks whose choices carry text), as GenAI-Perf's parser times them; token counts are the
+    ``usage`` an OpenAI server sent (the last chunk or the body), else NULL (GenAI-Perf re-tokenizes the
+    text, which lltrace does not). A request sent without ``"stream": true`` has one response: its first
+    token time is its e2e, so TTFT is NULL, not a figure.
     """
+    t0 = r.get("timestamp")
+    stamps = r.get("response_timestamps") or []
+    outputs = r.get("response_outputs")
+    payload = (r.get("request_inputs") or {}).get("payload")
+    try:
+        sent = json.loads(payload) if isinstance(payload, str) else None
+    except json.JSONDecodeError:
+        sent = None
+    usage: dict[str, Any] = {}
+    content = list(stamps)
+    if isinstance(outputs, list) and len(outputs) == len(stamps):
+        content = []
+        for ts, out in zip(stamps, outputs, strict=True):
+            if not isinstance(out, dict):
+                continue
+            if "text_output" in out:
+                if out.get("text_output"):
+                    content.append(ts)
+                continue
+            obj = _openai_body(out.get("response"))
+            if obj is None:
+                continue
+            if isinstance(obj.get("usage"), dict):
+                usage = obj["usage"]
+            if _has_content(obj):
+                content.append(ts)
+    if isinstance(sent, dict) and "stream" in sent:
+        streamed = sent.get("stream") is True
+    else:
+        streamed = len(stamps) > 1 or service == "triton"
+    ok = bool(content) and t0 is not None
+    return {
+        "arrival_ns": t0,
+        "arrival_s": t0 / 1e9 if t0 is not None else None,
+        "ttft_s": (content[0] - t0) / 1e9 if ok and streamed else None,
+        "e2e_s": (content[-1] - t0) / 1e9 if ok else None,
+        "input_tokens": usage.get("prompt_tokens"),
+        "output_tokens": usage.get("completion_tokens"),
+        "status": "ok" if ok else "error",
+        "_streamed": streamed,
+    }
+
+
+def ingest_genai_perf(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
+    """Per request: send time (epoch ns), TTFT and e2e from the responses with content, tokens from the
+    server's ``usage`` where the responses carry it (``_genai_perf_request``)."""
     info = SourceInfo(path=path, format=GENAI_PERF)
     data = load_json(path)
     info.version = str(data.get("version")) if data.get("version") else "profile export"
+    service = data.get("service_kind")
     rows = []
+    unstreamed = 0
     for exp in data.get("experiments", []):
         e = exp.get("experiment", {})
         client = f"{e.get('mode')}={e.get('value')}"
         for i, r in enumerate(exp.get("requests", [])):
-            t0 = r.get("timestamp")
-            resp = r.get("response_timestamps") or []
-            rows.append(
-                {
-                    "client_id": client,
-                    "client_index": i,
-                    "arrival_ns": t0,
-                    "arrival_s": t0 / 1e9 if t0 is not None else None,
-                    "ttft_s": (resp[0] - t0) / 1e9 if resp and t0 is not None else None,
-                    "e2e_s": (resp[-1] - t0) / 1e9 if resp and t0 is not None else None,
-                    "status": "ok" if resp else "error",
-                }
-            )
+            row = _genai_perf_request(r, service)
+            unstreamed += not row.pop("_streamed")
+            rows.append({"client_id": client, "client_index": i, **row})
+    if unstreamed:
+        info.warnings.append(
+            f"{path}: {unstreamed} of {len(rows)} requests were not streamed: the first token arrives with the "
+            "whole answer, so TTFT equals e2e and is left NULL (not a first-token time)"
+        )
+        info.details["not_streamed"] = unstreamed
     check_row_clocks(path, rows, "arrival_s", "the send time (epoch ns)")
     info.records = write_rows(stage, "requests", part, rows)
-    info.details["service_kind"] = data.get("service_kind")
+    info.details["service_kind"] = service
     return info
 
 
 def sniff_aiperf(head: bytes) -> bool:
-    """AIPerf ``profile_export.jsonl``: one record per line with metadata and {value, unit} metrics."""
+    """AIPerf ``profile_export.jsonl``: one record per line with metadata and {value, unit} metrics.
+
+    Both record schemas AIPerf has published: ``metadata.request_start_ns`` (with ``benchmark_phase``) since
+    its per-record export was merged (ai-dynamo/aiperf #325, 2025-10-09), ``metadata.timestamp_ns`` (with
+    ``credit_phase``) in the pre-release exports before it (``examples/artifacts`` of 2025-10-03).
+    """
     line = head.lstrip().split(b"\n", 1)[0]
-    return line.startswith(b"{") and b'"metadata"' in line and b'"metrics"' in line and b'"request_start_ns"' in line
+    if not (line.startswith(b"{") and b'"metadata"' in line and b'"metrics"' in line):
+        return False
+    return b'"request_start_ns"' in line or (b'"timestamp_ns"' in line and b'"credit_phase"' in line)
 
 
 def _metric(metrics: dict, name: str) -> float | None:
@@ -139,23 +224,52 @@ def _metric(metrics: dict, name: str) -> float | None:
     return float(m["value"]) * scale
 
 
+def _count(metrics: dict, name: str) -> Any:
+    """A token count metric's value as written (``checks`` holds it to whole numbers)."""
+    m = metrics.get(name)
+    return m.get("value") if isinstance(m, dict) and not isinstance(m.get("value"), list) else None
+
+
+AIPERF_SCHEMAS = {
+    "request_start_ns": "record schema 2025-10 (metadata.request_start_ns, benchmark_phase)",
+    "timestamp_ns": "record schema 2025-10 pre-release (metadata.timestamp_ns, credit_phase)",
+}
+"""AIPerf's per-record export schemas, by the metadata field that holds the send time (aiperf
+``common/models/record_models.py`` ``MetricRecordMetadata`` at 7c31f579 and from 5e0b1e17 on)."""
+
+
+def _aiperf_status(r: dict, md: dict) -> str:
+    """AIPerf's own reading of a record: warm-up records are skipped by its records manager
+    (``records_manager.py``: ``benchmark_phase != PROFILING``); a cancelled request is one the worker ended
+    with ``RequestCancellationError`` (code 499, ``workers/worker.py``), flagged ``was_cancelled`` since #325;
+    any other error record failed."""
+    phase = md.get("benchmark_phase", md.get("credit_phase"))
+    if isinstance(phase, str) and phase.lower() == "warmup":
+        return "warmup"
+    err = r.get("error")
+    if md.get("was_cancelled") or (
+        isinstance(err, dict) and (err.get("type") == "RequestCancellationError" or err.get("code") == 499)
+    ):
+        return "cancelled"
+    return "error" if err else "ok"
+
+
 def ingest_aiperf(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
-    """Per request: ids, send time, sizes, TTFT and e2e (units read from each metric)."""
-    info = SourceInfo(path=path, format=AIPERF, version="profile_export.jsonl")
+    """Per request: ids, send time, sizes, TTFT and e2e (units read from each metric), in either schema.
+
+    TTFT is ``time_to_first_token`` (``ttft`` before aiperf #343, 2025-10-10); output tokens are
+    ``output_sequence_length`` (generated plus reasoning tokens, what AIPerf's OSL statistics read).
+    """
+    info = SourceInfo(path=path, format=AIPERF)
     rows = []
+    schemas: set[str] = set()
     for i, r in enumerate(json_objects(path, info)):
         md, mt = r.get("metadata") or {}, r.get("metrics") or {}
-        isl = (
-            mt.get("input_sequence_length", {}).get("value")
-            if isinstance(mt.get("input_sequence_length"), dict)
-            else None
-        )
-        osl = (
-            mt.get("output_sequence_length", {}).get("value")
-            if isinstance(mt.get("output_sequence_length"), dict)
-            else None
-        )
-        start = md.get("request_start_ns")
+        key = "request_start_ns" if "request_start_ns" in md else "timestamp_ns"
+        schemas.add(key)
+        start = md.get(key)
+        isl = _count(mt, "input_sequence_length")
+        ttft = _metric(mt, "time_to_first_token")
         rows.append(
             {
                 "request_id": md.get("x_request_id"),
@@ -163,15 +277,16 @@ def ingest_aiperf(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
                 "client_index": i,
                 "arrival_ns": start,
                 "arrival_s": start / 1e9 if start is not None else None,
-                "input_tokens": isl if isl is not None else r.get("error_isl"),  # whole, or NULLed and counted
-                "output_tokens": osl,
-                "ttft_s": _metric(mt, "time_to_first_token"),
+                "input_tokens": isl if isl is not None else _count(mt, "error_isl"),
+                "output_tokens": _count(mt, "output_sequence_length"),
+                "ttft_s": ttft if ttft is not None else _metric(mt, "ttft"),
                 "e2e_s": _metric(mt, "request_latency"),
-                "status": "error" if r.get("error") else ("cancelled" if md.get("was_cancelled") else "ok"),
+                "status": _aiperf_status(r, md),
             }
         )
+    info.version = "profile_export.jsonl · " + " and ".join(AIPERF_SCHEMAS[k] for k in sorted(schemas))
     check_ids(path, rows)
-    check_row_clocks(path, rows, "arrival_s", "the request's start (request_start_ns)")
+    check_row_clocks(path, rows, "arrival_s", "the request's start (metadata.request_start_ns / timestamp_ns)")
     info.records = write_rows(stage, "requests", part, rows)
     return info
 
@@ -191,14 +306,75 @@ def sniff_guidellm(head: bytes) -> bool:
     )
 
 
+def _guidellm_phase(start: Any, end: Any, measure_start: Any, measure_end: Any) -> str | None:
+    """``warmup`` / ``cooldown`` for a request outside guidellm's measurement window, else None.
+
+    guidellm >= 0.4 keeps every request in ``requests`` but computes its metrics over those that end at or
+    after ``scheduler_metrics.measure_start_time`` and start at or before ``measure_end_time`` (a request with
+    no start: ends by then): ``GenerativeRequestsAccumulator.get_within_range``, called by
+    ``GenerativeMetrics.compile``. guidellm <= 0.3 never wrote warm-up or cool-down requests to the file.
+    """
+    if not isinstance(end, (int, float)) or not isinstance(measure_start, (int, float)):
+        return None
+    if end < measure_start:
+        return "warmup"
+    if isinstance(measure_end, (int, float)):
+        if (start > measure_end) if isinstance(start, (int, float)) else (end > measure_end):
+            return "cooldown"
+    return None
+
+
+_GUIDELLM_METRICS = (
+    "requests_per_second",
+    "request_latency",
+    "time_to_first_token_ms",
+    "time_per_output_token_ms",
+    "inter_token_latency_ms",
+    "output_tokens_per_second",
+    "tokens_per_second",
+    "prompt_token_count",
+    "output_token_count",
+)
+
+
+def _guidellm_summary(bench: dict[str, Any]) -> dict[str, Any]:
+    """What guidellm itself reports for one benchmark: its strategy and rate, request totals, duration and the
+    successful requests' distributions (mean, median, p90, p99) of each metric ``client_summary`` shows."""
+    settings = bench.get("config") or bench.get("args") or {}
+    strategy = settings.get("strategy") if isinstance(settings.get("strategy"), dict) else {}
+    metrics: dict[str, Any] = {}
+    for name in _GUIDELLM_METRICS:
+        d = (bench.get("metrics") or {}).get(name)
+        ok = d.get("successful") if isinstance(d, dict) else None
+        if isinstance(ok, dict):
+            pct = ok.get("percentiles") if isinstance(ok.get("percentiles"), dict) else {}
+            metrics[name] = {
+                "successful": {
+                    "mean": ok.get("mean"),
+                    "median": ok.get("median"),
+                    "percentiles": {"p90": pct.get("p90"), "p99": pct.get("p99")},
+                }
+            }
+    return {
+        "strategy": strategy.get("type_"),
+        "rate": strategy.get("rate"),
+        "duration": bench.get("duration"),
+        "request_totals": bench.get("request_totals") or (bench.get("metrics") or {}).get("request_totals"),
+        "metrics": metrics,
+    }
+
+
 def ingest_guidellm(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     """Per request from ``requests.{successful,incomplete,errored}``; both timing schemas."""
     info = SourceInfo(path=path, format=GUIDELLM)
     data = load_json(path)
     rows = []
     old = 0
+    excluded = {"warmup": 0, "cooldown": 0}
     for b_i, bench in enumerate(data.get("benchmarks", [])):
         groups = bench.get("requests") or {}
+        timing = bench.get("scheduler_metrics") or {}
+        measure = (timing.get("measure_start_time"), timing.get("measure_end_time"))
         for status, items in (
             ("ok", groups.get("successful")),
             ("incomplete", groups.get("incomplete")),
@@ -219,6 +395,9 @@ def ingest_guidellm(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
                 e2e = r.get("request_latency")
                 if e2e is None and end is not None and start is not None:
                     e2e = end - start
+                phase = _guidellm_phase(r.get("request_start_time"), r.get("request_end_time"), *measure)
+                if phase:
+                    excluded[phase] += 1
                 rows.append(
                     {
                         "request_id": r.get("request_id"),
@@ -229,10 +408,19 @@ def ingest_guidellm(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
                         "cached_tokens": r.get("cached_tokens"),
                         "ttft_s": ttft,
                         "e2e_s": e2e,
-                        "status": status,
+                        "status": phase or status,
                     }
                 )
-    info.version = "<= 0.3 schema" if old and old == len(rows) else "current schema"
+    meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+    if old and old == len(rows):
+        info.version = "<= 0.3 schema (start_time, end_time)"
+    elif meta.get("guidellm_version"):
+        info.version = f"guidellm {meta['guidellm_version']} (report schema {meta.get('version', '?')})"
+    else:
+        info.version = ">= 0.4 schema (request_start_time, scheduler_metrics)"
+    if any(excluded.values()):
+        info.details["excluded_by_guidellm"] = excluded
+    info.details["guidellm_metrics"] = [_guidellm_summary(b) for b in data.get("benchmarks", [])]
     check_row_clocks(path, rows, "arrival_s", "the request's start time (epoch s)")
     info.records = write_rows(stage, "requests", part, rows)
     return info

@@ -194,8 +194,14 @@ _NS_FIELD = re.compile(r"(\w+)=('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|[\w.+-]+)
 
 
 def sniff_client_log(head: bytes) -> bool:
-    """The stdout of ``vllm bench serve``: its ``Namespace(...)`` dump of the options."""
-    return b"Namespace(" in head and b"bench_type='serve'" in head
+    """The stdout of ``vllm bench serve`` (or ``benchmark_serving.py``): its ``Namespace(...)`` dump of the
+    options, told by what only the bench client has among them (``bench_type='serve'``, ``request_id_prefix=``).
+
+    The decisive marker: the same stdout also carries vLLM's own ``INFO`` logger lines, so the server-log
+    sniffer defers to this one (``vllm_log.sniff_server_log``); a server's ``args: Namespace(...)`` (vLLM
+    <= 0.6) has neither option.
+    """
+    return b"Namespace(" in head and (b"bench_type='serve'" in head or b"request_id_prefix=" in head)
 
 
 def ingest_client_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:

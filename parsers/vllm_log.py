@@ -16,7 +16,7 @@ from typing import Any
 from lltrace.errors import TraceFormatError
 from lltrace.parsers._io import strip_bom, write_rows
 from lltrace.parsers._lines import read_text
-from lltrace.parsers.vllm import bench_objects
+from lltrace.parsers.vllm import bench_objects, sniff_client_log
 from lltrace.tables import SourceInfo
 
 SERVER_LOG = "vllm-server-log"
@@ -44,6 +44,8 @@ _V0_PREEMPT = re.compile(r"is preempted by PreemptionMode\.(\w+) mode.*?total_nu
 
 def sniff_server_log(head: bytes) -> bool:
     """A vLLM server log: its logger header lines with stats, iteration or startup lines."""
+    if sniff_client_log(head):  # a bench client's stdout carries vLLM's logger lines too
+        return False
     text = head.decode("utf-8", "replace")
     return _HEADER.search(text) is not None and any(
         k in text for k in ("vLLM", "vllm", "Avg prompt throughput", "Iteration(", "api_server", "loggers.py")
@@ -216,9 +218,9 @@ def ingest_server_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
     write_rows(stage, "engine_stats", part, stats)
     if steps:
         write_rows(stage, "engine_steps", part, steps)
-    info.records = len(heads)
+    info.records = len(stats) + len(steps)  # the lines read into rows, not every timestamped line
     info.version = "V0 (metrics.py)" if v0 and not v1 else "V1 (loggers.py)" if v1 else "no stats lines"
-    info.details["log_lines"] = {"stats": len(stats), "iterations": len(steps)}
+    info.details["log_lines"] = {"stats": len(stats), "iterations": len(steps), "timestamped": len(heads)}
     config, origin = _engine_config(text)
     if config:
         info.details["engine_config"] = config

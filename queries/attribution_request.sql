@@ -44,7 +44,7 @@ WITH r AS (
            CASE WHEN decode_s IS NOT NULL THEN 'measured' WHEN ttft_basis = e2e_basis THEN 'derived' END
                AS decode_basis
     FROM requests_latency
-    WHERE NOT failed
+    WHERE counted
 )
 SELECT run_id, request_id, client_id, arrival_s, input_tokens, output_tokens, e2e_s, e2e_basis,
        queue_s, queue_basis, prefill_s, prefill_basis, decode_s, decode_basis,

@@ -9,9 +9,9 @@
 --   requests requests in the bin
 CREATE OR REPLACE VIEW report_latency_hist AS
 WITH v AS (
-    SELECT run_id, 'ttft' AS metric, ttft_s AS x FROM requests_latency WHERE ttft_s IS NOT NULL AND NOT failed
-    UNION ALL SELECT run_id, 'tpot', tpot_s FROM requests_latency WHERE tpot_s IS NOT NULL AND NOT failed
-    UNION ALL SELECT run_id, 'e2e', e2e_s FROM requests_latency WHERE e2e_s IS NOT NULL AND NOT failed
+    SELECT run_id, 'ttft' AS metric, ttft_s AS x FROM requests_latency WHERE ttft_s IS NOT NULL AND counted
+    UNION ALL SELECT run_id, 'tpot', tpot_s FROM requests_latency WHERE tpot_s IS NOT NULL AND counted
+    UNION ALL SELECT run_id, 'e2e', e2e_s FROM requests_latency WHERE e2e_s IS NOT NULL AND counted
 ), r AS (
     SELECT run_id, metric, min(x) AS lo, greatest(max(x) - min(x), 1e-9) / 40 AS w FROM v GROUP BY run_id, metric
 ), b AS (

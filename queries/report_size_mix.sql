@@ -16,5 +16,5 @@ SELECT run_id,
        count(*) AS requests, avg(input_tokens) AS mean_input, avg(output_tokens) AS mean_output,
        avg(e2e_s) AS e2e_s
 FROM requests_latency
-WHERE input_tokens IS NOT NULL AND output_tokens IS NOT NULL
+WHERE input_tokens IS NOT NULL AND output_tokens IS NOT NULL AND counted
 GROUP BY ALL;

@@ -217,6 +217,52 @@ def replay_chart(rep: dict[str, Any] | None) -> alt.Chart | None:
     )
 
 
+def sweep_chart(summaries: list[dict[str, Any]]) -> alt.HConcatChart | None:
+    """A rate sweep as the client summarised it (``client_summary`` entries with a numeric requested rate, at
+    least two): median and p99 TTFT and e2e, and the achieved rate, against the requested rate."""
+    pts = [
+        c
+        for c in summaries
+        if isinstance(c.get("requested_rate_per_s"), (int, float)) and c.get("stage") not in (None, "summary")
+    ]
+    if len(pts) < 2:
+        return None
+    lat = []
+    for c in pts:
+        for key, label in (("ttft_s", "TTFT"), ("e2e_s", "e2e")):
+            for stat in ("median", "p99"):
+                v = (c.get(key) or {}).get(stat)
+                if v is not None:
+                    lat.append({"rate": c["requested_rate_per_s"], "latency": f"{label} {stat}", "seconds": v})
+    rates = [
+        {"rate": c["requested_rate_per_s"], "achieved": c["achieved_rate_per_s"]}
+        for c in pts
+        if c.get("achieved_rate_per_s") is not None
+    ]
+    left = (
+        alt.Chart(data(lat), title="Latency against the requested rate (the client's own figures)")
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("rate:Q", title="requested rate, requests/s"),
+            y=alt.Y("seconds:Q", title="seconds", scale=alt.Scale(type="log")),
+            color=alt.Color("latency:N"),
+            tooltip=["rate:Q", "latency:N", alt.Tooltip("seconds:Q", format=".4f")],
+        )
+        .properties(width=WIDTH // 2, height=240)
+    )
+    right = (
+        alt.Chart(data(rates), title="Achieved against requested rate")
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("rate:Q", title="requested rate, requests/s"),
+            y=alt.Y("achieved:Q", title="achieved rate, requests/s"),
+            tooltip=["rate:Q", alt.Tooltip("achieved:Q", format=".2f")],
+        )
+        .properties(width=WIDTH // 2, height=240)
+    )
+    return alt.hconcat(left, right)
+
+
 def build_charts(doc: dict[str, Any], tables: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     """The report's charts by name (None where the run has no data for one)."""
     crossover = (doc.get("classification") or {}).get("crossover_input_tokens")
@@ -228,5 +274,6 @@ def build_charts(doc: dict[str, Any], tables: dict[str, list[dict[str, Any]]]) -
         "steps": steps_chart(doc.get("steps")),
         "interference": interference_chart(tables.get("interference_steps")),
         "replay": replay_chart(doc.get("replay")),
+        "sweep": sweep_chart(doc.get("client_summary") or []),
     }
     return {k: v for k, v in charts.items() if v is not None}

@@ -17,13 +17,14 @@ def _ms(v: float | None) -> str:
     return "-" if v is None else f"{v * 1e3:,.2f}"
 
 
-def _given_ms(v: float | None) -> str:
-    return "-" if v is None else f"{v:,.2f}"
-
-
 def pct(v: float | None) -> str:
     """A fraction as a percentage with one decimal ("-" when unknown)."""
     return "-" if v is None else f"{v * 100:.1f}%"
+
+
+def per_s(v: float) -> str:
+    """A rate at three significant figures without an exponent (0.256, 9.55, 4,350)."""
+    return f"{v:,.0f}" if v >= 100 else f"{v:.3g}"
 
 
 def whole(v: Any) -> str:
@@ -31,47 +32,70 @@ def whole(v: Any) -> str:
     return "-" if v is None else f"{int(v):,}"
 
 
-def _bench_table(source: dict[str, Any], per_request: bool) -> Any:
-    """The client's own summary lines, one per benchmark run (e.g. a request-rate sweep)."""
-    t = Table(title=f"{Path(source['path']).name}: the benchmark client's own summary (as reported; ms)")
-    cols = (
-        "rate req/s",
-        "mean in/out tok",
-        "done",
-        "failed",
-        "TTFT p50",
-        "TTFT p99",
-        "TPOT p50",
-        "ITL p50",
-        "e2e p50",
-        "out tok/s",
-    )
-    for c in cols:
-        t.add_column(c, justify="right")
-    for b in source["benchmark"]:
-        rate = b["request_rate"]
-        t.add_row(
-            "-" if rate is None else str(rate) if isinstance(rate, str) else f"{rate:g}",  # "inf": all at once
-            "-"
-            if b["mean_input_tokens"] is None
-            else f"{b['mean_input_tokens']:,.0f} / {b['mean_output_tokens']:,.0f}",
-            whole(b["completed"]),
-            whole(b["failed"]),
-            _given_ms(b["median_ttft_ms"]),
-            _given_ms(b["p99_ttft_ms"]),
-            _given_ms(b["median_tpot_ms"]),
-            _given_ms(b["median_itl_ms"]),
-            _given_ms(b["median_e2e_ms"]),
-            whole(b["output_tokens_per_s"]),
+def _client_tables(summaries: list[dict[str, Any]], per_request: bool) -> list[Any]:
+    """The clients' own summaries (the document's ``client_summary``), one table per source: one line per
+    result the client wrote (e.g. each rate of a sweep), the figures as the tool computed them."""
+    out: list[Any] = []
+    by_source: dict[str, list[dict[str, Any]]] = {}
+    for c in summaries:
+        # a sweep written as one report per stage (inference-perf) is one table: the folder's
+        key = str(Path(c["source"]).parent) + "/" if c["tool"].startswith("inference-perf") else c["source"]
+        by_source.setdefault(key, []).append(c)
+    for source, items in by_source.items():
+        tool = items[0]["tool"]
+        t = Table(title=f"{Path(source).name}: the benchmark client's own summary ({tool}, as reported; ms)")
+        staged = any(c["stage"] is not None for c in items)
+        if staged:
+            t.add_column("stage", justify="right")
+        cols = (
+            "req/s",
+            "got/s",
+            "in/out tok",
+            "done",
+            "failed",
+            "TTFT p50",
+            "TTFT p99",
+            "TPOT p50",
+            "ITL p50",
+            "e2e p50",
+            "out tok/s",
         )
-    if per_request:
-        return t
-    note = Text(
-        "Summary only: no per-request rows, so no attribution. Re-run the client with per-request output "
-        "(SGLang --output-details, vLLM --save-detailed) and add the engine's spans or logs.",
-        style="dim",
-    )
-    return Group(t, note)
+        for col in cols:
+            t.add_column(col, justify="right")
+
+        def med(c: dict[str, Any], lat: str, stat: str = "median") -> str:
+            d = c.get(f"{lat}_s")
+            return _ms(d.get(stat)) if d else "-"
+
+        for c in items:
+            rate = c["requested_rate_per_s"]
+            t.add_row(
+                *([str(c["stage"])] if staged else []),
+                "-" if rate is None else str(rate) if isinstance(rate, str) else f"{rate:g}",  # "inf": all at once
+                "-" if c["achieved_rate_per_s"] is None else per_s(c["achieved_rate_per_s"]),
+                "-"
+                if c["mean_input_tokens"] is None or c["mean_output_tokens"] is None
+                else f"{c['mean_input_tokens']:,.0f} / {c['mean_output_tokens']:,.0f}",
+                whole(c["completed"]),
+                whole(c["failed"]),
+                med(c, "ttft"),
+                med(c, "ttft", "p99"),
+                med(c, "tpot"),
+                med(c, "itl"),
+                med(c, "e2e"),
+                whole(c["output_tokens_per_s"]),
+            )
+        out.append(t)
+    if summaries and not per_request:
+        out.append(
+            Text(
+                "Summary only: no per-request rows, so no attribution. Re-run the client with per-request output "
+                "(SGLang --output-details, vLLM --save-detailed, LLMPerf's individual responses) and add the "
+                "engine's spans or logs.",
+                style="dim",
+            )
+        )
+    return out
 
 
 def render(doc: dict[str, Any]) -> Group:
@@ -158,9 +182,7 @@ def render(doc: dict[str, Any]) -> Group:
         f" · model: {model['name'] if model else 'unknown'}"
     )
     parts.append(Panel(head, title="lltrace analyze", expand=False))
-    for s in run["sources"]:
-        if s.get("benchmark"):
-            parts.append(_bench_table(s, per_request=bool((doc.get("requests") or {}).get("count"))))
+    parts += _client_tables(doc.get("client_summary") or [], per_request=bool((doc.get("requests") or {}).get("count")))
 
     cls = doc.get("classification")
     if cls:
@@ -251,25 +273,45 @@ def render(doc: dict[str, Any]) -> Group:
             f"{whole(mix['output_p90'])} tokens"
         )
         if mix.get("rate_per_s"):
-            line += f" · {mix['rate_per_s']:,.2f} req/s"
+            line += f" · arriving {per_s(mix['rate_per_s'])} req/s"
+        if mix.get("throughput_per_s"):
+            line += f" · finished {per_s(mix['throughput_per_s'])} req/s over {mix['window_s']:,.1f} s"
         if mix.get("prefix_reuse") is not None:
             line += f" · prefix blocks reused {pct(mix['prefix_reuse'])}"
         if mix.get("mean_concurrency"):
-            line += f" · mean in flight {mix['mean_concurrency']:,.1f}"
+            line += f" · mean in flight {mix['mean_concurrency']:,.2f}"
         parts.append(Text(line))
+
+    hist = doc.get("engine_latency")
+    if hist and hist.get("e2e_requests"):
+        parts.append(
+            Text(
+                f"Engine's own latency histograms ({hist['basis']}): {whole(hist['e2e_requests'])} requests · mean "
+                f"e2e {_ms(hist['e2e_mean_s'])} ms · TTFT {_ms(hist['ttft_mean_s'])} ms · queue "
+                f"{_ms(hist['queue_mean_s'])} ms"
+            )
+        )
 
     req = doc.get("requests")
     if req:
-        t = Table(
-            title=f"Requests: {req['count']:,} ({req['errors']:,} failed; latencies measured by the {req['basis']})"
-        )
+        left_out = ", ".join(f"{e['requests']:,} {e['outcome']}" for e in req.get("excluded") or [])
+        counted = f"{req['counted']:,} counted, {left_out} left out" if left_out else "all counted"
+        basis = f"latencies measured by the {req['basis']}" if req.get("basis") else "no latencies"
+        t = Table(title=f"Requests: {req['count']:,} ({counted}; {basis})")
         for col in ("metric", "p50 ms", "p90 ms", "p99 ms", "mean ms"):
             t.add_column(col, justify="left" if col == "metric" else "right")
         for key, label in (("ttft_s", "TTFT"), ("tpot_s", "TPOT"), ("e2e_s", "e2e"), ("queue_s", "engine queue")):
             d = req.get(key)
             if d:
                 t.add_row(label, _ms(d["p50"]), _ms(d["p90"]), _ms(d["p99"]), _ms(d["mean"]))
-        parts.append(t)
+        if t.row_count:
+            parts.append(t)
+        else:
+            parts.append(
+                Text(f"Requests: {req['count']:,} ({counted}): the sources give arrivals and sizes, no latencies")
+            )
+        for e in req.get("excluded") or []:
+            parts.append(Text(f"  left out: {e['requests']:,} {e['outcome']}: {e['why']}"))
 
     steps = doc.get("steps")
     if steps:

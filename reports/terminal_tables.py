@@ -68,4 +68,5 @@ def formats_text(formats: Sequence[Any]) -> Group:
             Text(f"  tables: {', '.join(f.tables)}"),
             Text(f"  can attribute: {f.attributes}"),
         ]
+        parts += [Text(f"  version: {v}") for v in f.versions]
     return Group(*parts)

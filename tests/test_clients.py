@@ -44,13 +44,25 @@ def test_llmperf_individual(name, errors, store):
     assert doc["requests"]["count"] == 150 and doc["requests"]["errors"] == errors
 
 
-def test_llmperf_summary(store):
-    path = shared_file("serving", "llmperf", "summary__bedrock_70b.json")
+@pytest.mark.parametrize("name", ["summary__bedrock_70b.json", "summary__lepton_70b.json"])
+def test_llmperf_summary(name, store):
+    """An LLMPerf summary alone: its figures in the document's client_summary (seconds, as LLMPerf wrote)."""
+    path = shared_file("serving", "llmperf", name)
     raw = json.loads(path.read_text())
     run = lltrace.ingest([path], store=store)
-    summary = run.metadata["sources"][0]["summary"]
-    assert summary["results_number_errors"] == raw["results_number_errors"]
     assert run.metadata["sources"][0]["format"] == "llmperf-summary"
+    (got,) = lltrace.analyze(run).to_dict()["client_summary"]
+    assert got["failed"] == raw["results_number_errors"] and got["completed"] == raw["results_num_completed_requests"]
+    assert got["ttft_s"] == {
+        "mean": raw["results_ttft_s_mean"],
+        "median": raw["results_ttft_s_quantiles_p50"],
+        "p90": raw["results_ttft_s_quantiles_p90"],
+        "p99": raw["results_ttft_s_quantiles_p99"],
+    }
+    assert got["e2e_s"]["p90"] == raw["results_end_to_end_latency_s_quantiles_p90"]
+    assert got["achieved_rate_per_s"] == pytest.approx(raw["results_num_completed_requests_per_min"] / 60)
+    assert got["mean_output_tokens"] == raw["results_number_output_tokens_mean"]
+    assert got["max_concurrency"] == raw["num_concurrent_requests"]
 
 
 def test_summary_only_bench_reports_the_clients_own_numbers(tmp_path: Path) -> None:
@@ -58,13 +70,17 @@ def test_summary_only_bench_reports_the_clients_own_numbers(tmp_path: Path) -> N
     path = shared_file("serving", "sglang_bench_serving", "datacrunch-h200__llama_3_3_70b_online_output.jsonl")
     raw = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     doc = lltrace.analyze([path], store=tmp_path).to_dict()
-    rows = doc["run"]["sources"][0]["benchmark"]
+    rows = doc["client_summary"]
     assert len(rows) == len(raw) == 7
-    for got, want in zip(rows, raw, strict=True):
-        assert got["request_rate"] == want["request_rate"] and got["completed"] == want["completed"]
-        assert got["median_ttft_ms"] == want["median_ttft_ms"] and got["median_e2e_ms"] == want["median_e2e_latency_ms"]
+    for k, (got, want) in enumerate(zip(rows, raw, strict=True)):
+        assert got["tool"] == "sglang-bench" and got["stage"] == k and got["source"] == str(path)
+        assert got["requested_rate_per_s"] == want["request_rate"] and got["completed"] == want["completed"]
+        assert got["ttft_s"]["median"] * 1e3 == pytest.approx(want["median_ttft_ms"], rel=1e-12)
+        assert got["e2e_s"]["median"] * 1e3 == pytest.approx(want["median_e2e_latency_ms"], rel=1e-12)
+        assert got["e2e_s"]["mean"] * 1e3 == pytest.approx(want["mean_e2e_latency_ms"], rel=1e-12)
         assert got["mean_output_tokens"] == pytest.approx(want["total_output_tokens"] / want["completed"])
-        assert got["median_tpot_ms"] is None  # SGLang's summary has no TPOT: NULL, not guessed
+        assert got["tpot_s"] is None and got["ttft_s"]["p99"] is None  # not in SGLang's summary: NULL, not guessed
+        assert got["output_tokens_per_s"] == want["output_throughput"]
 
 
 def test_a_sweep_sent_all_at_once_prints_its_rate_as_inf(tmp_path: Path) -> None:
@@ -78,5 +94,5 @@ def test_a_sweep_sent_all_at_once_prints_its_rate_as_inf(tmp_path: Path) -> None
     assert all(r["request_rate"] == float("inf") for r in raw)
     r = CliRunner().invoke(app, ["analyze", str(path), "--store", str(tmp_path)])
     assert r.exit_code == 0 and "Traceback" not in r.output, r.output
-    rows = [ln for ln in r.stdout.splitlines() if re.match(r"^│\s+inf\s+│", ln)]
+    rows = [ln for ln in r.stdout.splitlines() if re.match(r"^│\s+\d+\s+│\s+inf\s+│", ln)]  # stage, rate
     assert len(rows) == len(raw)

@@ -143,3 +143,28 @@ def test_document_matches_its_golden_file(name: str, documents: dict[str, Any]) 
     golden = json.loads(Path(path).read_text())
     diffs = _differences(golden, documents[name], name)
     assert not diffs, "\n".join(diffs[:40])
+
+
+def _same_run_apart_from_names(doc: dict[str, Any]) -> dict[str, Any]:
+    """A document without what names the run and its files (run id, paths): what two hand-overs of the same
+    files may differ in."""
+    text = json.dumps(doc, sort_keys=True).replace(doc["run"]["id"], "<run>")
+    out = json.loads(text)
+    out["run"].pop("id")
+    return out
+
+
+@pytest.mark.parametrize("name", RUNS)
+def test_a_folder_and_the_list_of_its_files_are_the_same_run(
+    name: str, documents: dict[str, Any], tmp_path: Path
+) -> None:
+    """Handed over as a folder or as its files named one by one, a run gives the same analysis: the folder
+    leaves out only files of no known format (never an ambiguous one, which named alone is an error)."""
+    folder = DATA / "vllm_cpu" / name
+    as_folder = documents[f"{name}.analysis"]
+    assert all(s["reason"].startswith("no known format") for s in as_folder["run"]["skipped"])
+    unknown = {s["path"] for s in as_folder["run"]["skipped"]}
+    files = [str(p) for p in sorted(folder.rglob("*")) if p.is_file() and _normalise(str(p)) not in unknown]
+    as_files = _normalise(json.loads(_cli("analyze", *files, "--store", str(tmp_path), "--json", "-q")))
+    as_folder = {**as_folder, "run": {**as_folder["run"], "skipped": []}}
+    assert _differences(_same_run_apart_from_names(as_folder), _same_run_apart_from_names(as_files)) == []

@@ -111,32 +111,65 @@ def test_tgi_log_rust_durations(store, tmp_path):
     assert r["prefill_s"] is None and r["decode_s"] is None  # TGI does not split inference time
 
 
+def _chunk(content: str | None = None, role: str | None = None, usage: dict | None = None) -> dict:
+    delta = {k: v for k, v in (("role", role), ("content", content)) if v is not None}
+    body = {"id": "abc", "object": "chat.completion.chunk", "choices": [] if usage else [{"index": 0, "delta": delta}]}
+    if usage:
+        body["usage"] = usage
+    return {"response": "data: " + json.dumps(body) + "\n\n"}
+
+
 def test_genai_perf_profile_export(store, tmp_path):
+    """GenAI-Perf times first and last token on the responses with content (its LLMProfileDataParser test
+    ``test_openai_llm_profile_data``: sent at 1, responses at 3 (role only), 5, 8, 12 (content), 13 (empty),
+    14 ([DONE]) give TTFT 4 and request latency 11); an OpenAI server's ``usage`` chunk gives the token
+    counts; a request sent without ``"stream": true`` has no first-token time of its own."""
+    s = 1_000_000_000
+    t0 = 1_700_000_000 * s
+    streamed = {
+        "timestamp": t0 + 1 * s,
+        "request_inputs": {"payload": json.dumps({"messages": [], "model": "m", "stream": True})},
+        "response_timestamps": [t0 + k * s for k in (3, 5, 8, 12, 13, 13, 14)],
+        "response_outputs": [
+            _chunk(role="assistant"),
+            _chunk("I"),
+            _chunk(" like"),
+            _chunk(" dogs"),
+            _chunk(),
+            _chunk(usage={"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}),
+            {"response": "data: [DONE]\n\n"},
+        ],
+    }
+    whole = {
+        "timestamp": t0 + 2 * s,
+        "request_inputs": {"payload": json.dumps({"messages": [], "model": "m"})},
+        "response_timestamps": [t0 + 6 * s],
+        "response_outputs": [
+            {
+                "response": json.dumps(
+                    {
+                        "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hi there"}}],
+                        "usage": {"prompt_tokens": 5, "completion_tokens": 2},
+                    }
+                )
+            }
+        ],
+    }
     doc = {
         "service_kind": "openai",
         "endpoint": "v1/chat/completions",
         "version": "0.0.8",
-        "experiments": [
-            {
-                "experiment": {"mode": "concurrency", "value": 4},
-                "requests": [
-                    {
-                        "timestamp": 1_700_000_000_000_000_000,
-                        "request_inputs": {"payload": "{}"},
-                        "response_timestamps": [1_700_000_000_100_000_000, 1_700_000_000_900_000_000],
-                        "response_outputs": [{"response": "data: {}"}, {"response": "data: [DONE]"}],
-                    }
-                ],
-                "window_boundaries": [],
-            }
-        ],
+        "experiments": [{"experiment": {"mode": "concurrency", "value": 4}, "requests": [streamed, whole]}],
     }
     path = tmp_path / "profile_export.json"
     path.write_text(json.dumps(doc))
     run, rows = _one(path, store)
-    assert [(r["client_id"], r["ttft_s"], r["e2e_s"], r["output_tokens"]) for r in rows] == [
-        ("concurrency=4", pytest.approx(0.1), pytest.approx(0.9), None)
-    ]
+    got = sorted((r["ttft_s"], r["e2e_s"], r["input_tokens"], r["output_tokens"]) for r in rows if r["ttft_s"])
+    assert got == [(pytest.approx(4.0), pytest.approx(11.0), 7, 3)]
+    (plain,) = [r for r in rows if r["ttft_s"] is None]
+    assert (plain["e2e_s"], plain["input_tokens"], plain["output_tokens"]) == (pytest.approx(4.0), 5, 2)
+    src = run.metadata["sources"][0]
+    assert src["not_streamed"] == 1 and any("TTFT equals e2e" in w for w in src["warnings"])
 
 
 def test_aiperf_jsonl_and_its_bad_input(store, tmp_path):
@@ -200,7 +233,9 @@ def test_guidellm_both_schemas(old, store, tmp_path):
     assert [(r["request_id"], r["arrival_s"], r["ttft_s"], r["e2e_s"]) for r in rows] == [
         ("r1", 1_749_157_100.0, 0.25, 1.0)
     ]
-    assert run.metadata["sources"][0]["version"] == ("<= 0.3 schema" if old else "current schema")
+    assert run.metadata["sources"][0]["version"] == (
+        "<= 0.3 schema (start_time, end_time)" if old else ">= 0.4 schema (request_start_time, scheduler_metrics)"
+    )
 
 
 def test_sglang_otel_stage_spans_win_over_root_attributes(store, tmp_path):

@@ -409,10 +409,36 @@ def test_workload_mix_prefix_reuse_and_concurrency():
             ('m', 3.0, 3000000000, NULL, NULL, NULL, NULL, NULL)       -- no sizes: left out
     """)
     row = c.execute(
-        "SELECT requests, input_p50, output_mean, span_s, rate_per_s, prefix_blocks, "
+        "SELECT requests, input_p50, output_mean, span_s, rate_per_s, window_s, throughput_per_s, prefix_blocks, "
         "prefix_blocks_reused, prefix_reuse, mean_concurrency FROM workload_mix"
     ).fetchone()
-    assert row == (3, 1024.0, 20.0, 2.0, 1.5, 6, 2, pytest.approx(1 / 3), 2.0)
+    # three arrivals give no rate; the run window is first arrival (0) to last finish (2 + 1 = 3)
+    assert row == (3, 1024.0, 20.0, 2.0, None, 3.0, 1.0, 6, 2, pytest.approx(1 / 3), pytest.approx(4 / 3))
+
+
+def test_workload_mix_rate_needs_ten_arrivals_and_leaves_out_what_the_run_did_not_count():
+    """Rate over the arrival span from threshold_rate_min_requests() arrivals; failed, cancelled and warm-up
+    requests are not in the mix (an LLMPerf 429 row: 1 output token, zero latencies)."""
+    ok = ", ".join(f"('w', {i}.0, 100, 50, 'ok', 2.0)" for i in range(10))
+    c = tiny(f"""
+        INSERT INTO requests (run_id, arrival_s, input_tokens, output_tokens, status, e2e_s) VALUES
+            {ok}, ('w', 3.5, 100, 1, 'error', 0.0), ('w', 4.5, 100, 1, 'cancelled', NULL),
+            ('w', 20.0, 100, 500, 'warmup', 9.0), ('w', 21.0, 100, 500, 'cooldown', 9.0)
+    """)
+    assert c.execute("SELECT requests, output_mean, span_s, window_s FROM workload_mix").fetchone() == (
+        10,
+        50.0,
+        9.0,
+        11.0,
+    )
+    rate, tput, inflight = c.execute(
+        "SELECT rate_per_s, throughput_per_s, mean_concurrency FROM workload_mix"
+    ).fetchone()
+    assert (rate, tput, inflight) == (pytest.approx(10 / 9), pytest.approx(10 / 11), pytest.approx(20 / 11))
+    counted = c.execute("SELECT counted, excluded, errors FROM requests_summary").fetchone()
+    assert counted == (10, 4, 1)
+    outcomes = dict(c.execute("SELECT outcome, count(*) FROM requests_latency GROUP BY outcome").fetchall())
+    assert outcomes == {"ok": 10, "failed": 1, "cancelled": 1, "warmup": 1, "cooldown": 1}
 
 
 def test_prefix_reuse_counts_leading_blocks_seen_strictly_earlier():

@@ -51,3 +51,31 @@ def test_v0_and_v1_excerpts_glued_lines_and_preemption_counter(store):
     assert run.table("engine_stats")["preemptions_total"].max() == max(cum)
     waits = [int(x) for x in re.findall(r"Pending: (\d+) reqs", raw)]
     assert run.table("engine_stats")["waiting"].max() == max(waits)
+
+
+def test_a_bench_client_log_opening_with_vllms_logger_lines_is_a_client_log(tmp_path):
+    """``vllm bench serve``'s stdout can begin with vLLM's own INFO lines (platform detection) before its
+    Namespace dump: the Namespace with ``request_id_prefix`` decides, named alone or inside a folder; a
+    server log's own ``args: Namespace(...)`` (vLLM <= 0.6, no bench options) stays a server log."""
+    from lltrace.parsers import detect
+
+    real = (DATA / "vllm_cpu" / "A_baseline" / "bench" / "bench_profiled_8req.client.log").read_text()
+    lead = "INFO 11-29 14:17:50 [__init__.py:216] Automatically detected platform cuda.\n"
+    client = tmp_path / "run" / "bench.client.log"
+    client.parent.mkdir()
+    client.write_text(lead + real)
+    assert detect(client).name == "vllm-bench-client-log"
+    server = tmp_path / "server.log"
+    server.write_text(
+        "INFO 05-01 10:00:00 api_server.py:219] vLLM API server version 0.5.4\n"
+        "INFO 05-01 10:00:00 api_server.py:220] args: Namespace(host=None, port=8000, model='m', "
+        "max_num_seqs=256)\n"
+        "INFO 05-01 10:00:10 metrics.py:341] Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: "
+        "0.0 tokens/s, Running: 0 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 0.0%, CPU KV "
+        "cache usage: 0.0%.\n"
+    )
+    assert detect(server).name == "vllm-server-log"
+    run = lltrace.ingest([client.parent], store=tmp_path / "store")
+    assert [s["format"] for s in run.metadata["sources"]] == ["vllm-bench-client-log"]
+    prefix = re.search(r"request_id_prefix='([^']*)'", real).group(1)
+    assert run.metadata["sources"][0]["client"]["request_id_prefix"] == prefix

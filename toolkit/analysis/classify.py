@@ -110,18 +110,18 @@ def classify(att: dict[str, Any], kv_wait_s: float | None, queue_parts: dict[str
 
 
 def classify_token_mix(con: duckdb.DuckDBPyConnection, model: str, gpu: str) -> dict[str, Any] | None:
-    """Arrivals and sizes only: prefill and decode time of every request from the latency model (estimated)."""
+    """Arrivals and sizes only: prefill and decode time of every counted request from the latency model (estimated)."""
     n, mean_in, mean_out = con.execute(
-        "SELECT count(*), avg(input_tokens), avg(output_tokens) FROM requests "
-        "WHERE input_tokens IS NOT NULL AND output_tokens IS NOT NULL"
+        "SELECT count(*), avg(input_tokens), avg(output_tokens) FROM requests_latency "
+        "WHERE input_tokens IS NOT NULL AND output_tokens IS NOT NULL AND counted"
     ).fetchone()
     if not n:
         return None
     rates = estimate(model=model, gpu=gpu, input_tokens=round(mean_in), output_tokens=round(mean_out))
     tps, spt = rates["prefill_tokens_per_s"], rates["decode_s_per_token"]
     pre, dec = con.execute(
-        f"SELECT sum(input_tokens) / {tps}, sum(output_tokens) * {spt} FROM requests "
-        "WHERE input_tokens IS NOT NULL AND output_tokens IS NOT NULL"
+        f"SELECT sum(input_tokens) / {tps}, sum(output_tokens) * {spt} FROM requests_latency "
+        "WHERE input_tokens IS NOT NULL AND output_tokens IS NOT NULL AND counted"
     ).fetchone()
     pre, dec = float(pre), float(dec)
     p, d = pre / (pre + dec), dec / (pre + dec)

@@ -16,6 +16,7 @@ import duckdb
 
 from lltrace.analysis.advice import advise, advise_steps, fp8_decode_ratio
 from lltrace.analysis.classify import classify, classify_steps, classify_token_mix, has_phases
+from lltrace.analysis.client_summary import client_summary
 from lltrace.analysis.queue import PARTS, queue_split
 from lltrace.analysis.sql import clean, rows
 from lltrace.ingest.pipeline import ProgressFn
@@ -76,34 +77,6 @@ class Analysis:
         return self.document
 
 
-_BENCH_FIELDS = {
-    "request_rate": ("request_rate",),
-    "max_concurrency": ("max_concurrency",),
-    "completed": ("completed",),
-    "failed": ("failed",),
-    "duration_s": ("duration",),
-    "median_ttft_ms": ("median_ttft_ms",),
-    "median_tpot_ms": ("median_tpot_ms",),
-    "median_itl_ms": ("median_itl_ms",),
-    "median_e2e_ms": ("median_e2el_ms", "median_e2e_latency_ms"),
-    "p99_ttft_ms": ("p99_ttft_ms",),
-    "output_tokens_per_s": ("output_throughput",),
-}
-
-
-def _bench_summaries(summaries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A benchmark client's own summary per run (vLLM / SGLang names unified); NULL where it gave none."""
-    out = []
-    for b in summaries:
-        row = {k: next((b[n] for n in names if b.get(n) is not None), None) for k, names in _BENCH_FIELDS.items()}
-        done = b.get("completed")
-        for side in ("input", "output"):
-            total = b.get(f"total_{side}_tokens")
-            row[f"mean_{side}_tokens"] = total / done if total is not None and done else None
-        out.append(row)
-    return out
-
-
 def analyze(
     paths_or_run: Target,
     *,
@@ -137,7 +110,6 @@ def analyze(
                         "dropped": s.get("dropped"),
                         "warnings": s.get("warnings") or [],
                         "rank": s.get("rank"),
-                        **({"benchmark": _bench_summaries(s["bench"])} if s.get("bench") else {}),
                     }
                     for s in meta["sources"]
                 ],
@@ -160,6 +132,10 @@ def analyze(
             "kv": _kv(con) if present & {"engine_stats", "engine_steps"} else None,
             "workload": (rows(con, "SELECT * EXCLUDE (run_id) FROM workload_mix") or [None])[0]
             if "requests" in present
+            else None,
+            "client_summary": client_summary(meta["sources"]),
+            "engine_latency": (rows(con, "SELECT * EXCLUDE (run_id) FROM engine_latency_histograms") or [None])[0]
+            if "engine_stats" in present
             else None,
             "advice": [],
         }
@@ -337,6 +313,16 @@ def _kv(con: duckdb.DuckDBPyConnection) -> dict[str, Any] | None:
     }
 
 
+EXCLUDED_WHY: dict[str, str] = {
+    "failed": "the request failed (an error status: HTTP error, rejected, aborted)",
+    "cancelled": "the client cancelled it before it finished",
+    "incomplete": "it had not finished when the benchmark stopped",
+    "warmup": "it belongs to the benchmark's warm-up, which the tool's own statistics leave out",
+    "cooldown": "it belongs to the benchmark's cool-down, which the tool's own statistics leave out",
+}
+"""Why a request outside requests_latency.counted is left out of the run's figures, by outcome."""
+
+
 def _requests(con: duckdb.DuckDBPyConnection) -> dict[str, Any] | None:
     found = rows(con, "SELECT * EXCLUDE (run_id) FROM requests_summary")
     if not found:
@@ -347,9 +333,15 @@ def _requests(con: duckdb.DuckDBPyConnection) -> dict[str, Any] | None:
         d = {k: r[f"{prefix}_{k}"] for k in ("p50", "p90", "p99", "mean")}
         return None if all(v is None for v in d.values()) else d
 
+    by_outcome = con.execute(
+        "SELECT outcome, count(*) FROM requests_latency WHERE NOT counted GROUP BY outcome "
+        "ORDER BY count(*) DESC, outcome"
+    ).fetchall()
     return {
         "count": r["requests"],
         "errors": r["errors"],
+        "counted": r["counted"],
+        "excluded": [{"outcome": o, "requests": n, "why": EXCLUDED_WHY[o]} for o, n in by_outcome],
         "basis": r["basis"],
         "ttft_s": dist("ttft"),
         "tpot_s": dist("tpot"),

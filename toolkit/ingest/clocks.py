@@ -9,6 +9,7 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from lltrace.ingest.join import staged_rows
+from lltrace.parsers._io import WALL_CLOCK_FLOOR_S
 from lltrace.tables import table_from_rows
 
 
@@ -20,9 +21,10 @@ def _needs_year(stamp: str | None) -> bool:
 def place_log_times(stage: Path) -> dict[str, Any] | None:
     """Put log-stamped rows (``MM-DD HH:MM:SS``, no year, no zone) on the run clock.
 
-    The year comes from another source of the run (span start, scrape time or profiler clock, the earliest
-    one); the zone is UTC unless the spans show the log's clock a whole number of hours off, in which case
-    that offset is applied. Iteration lines are printed when an iteration ends: each ``end_s`` is chained
+    The year comes from another source of the run (span start, scrape time, a client's epoch send times or
+    the profiler clock, the earliest one); the zone is UTC unless the spans (else the client's send times)
+    show the log's clock a whole number of hours off, in which case that offset is applied. Iteration lines
+    are printed when an iteration ends: each ``end_s`` is chained
     from the previous end plus the elapsed time and kept at or after its own 1-second stamp (estimated).
     """
     stat_files = sorted((stage / "engine_stats").glob("*.parquet"))
@@ -43,6 +45,15 @@ def place_log_times(stage: Path) -> dict[str, Any] | None:
         ts = [t for t in pq.read_table(f, columns=["ts_s"]).column("ts_s").to_pylist() if t is not None]
         if ts:
             anchors.append((min(ts), "Prometheus scrape time"))
+    sent: list[float] = []
+    for f in sorted((stage / "requests").glob("*.parquet")):
+        if "arrival_s" in pq.read_schema(f).names:
+            ts = [t for t in pq.read_table(f, columns=["arrival_s"]).column("arrival_s").to_pylist() if t is not None]
+            # a client's epoch send times (guidellm, AIPerf, GenAI-Perf), not a trace's relative offsets
+            if ts and min(ts) >= WALL_CLOCK_FLOOR_S:
+                sent.append(min(ts))
+    if sent:
+        anchors.append((min(sent), "client's send time (epoch)"))
     for f in step_files:
         if "start_ns" in pq.read_schema(f).names:
             ns = [t for t in pq.read_table(f, columns=["start_ns"]).column("start_ns").to_pylist() if t]
@@ -67,16 +78,29 @@ def place_log_times(stage: Path) -> dict[str, Any] | None:
     step_rows = [r for f in step_files if f in logged for r in pq.read_table(f).to_pylist()]
     step_rows = [r for r in step_rows if _needs_year(r.get("log_stamp"))]
     first_log = min((t for r in step_rows if (t := epoch(r["log_stamp"])) is not None), default=None)
-    if spans and first_log is not None:
-        gap = first_log - min(s["start_ns"] for s in spans) / 1e9
+    line = "iteration"
+    if first_log is None:  # no iteration lines: the first stats line (printed every log interval)
+        stat_rows = [r for f in stat_files if f in logged for r in pq.read_table(f, columns=["log_stamp"]).to_pylist()]
+        first_log = min(
+            (t for r in stat_rows if _needs_year(r.get("log_stamp")) and (t := epoch(r["log_stamp"])) is not None),
+            default=None,
+        )
+        line = "stats line"
+    # the zone from the run's first request as another source dated it: the engine's first span, else the
+    # first client send time (a whole number of hours apart: the log's clock is local time)
+    first_dated = min(s["start_ns"] for s in spans) / 1e9 if spans else (min(sent) if sent else None)
+    against = "first span" if spans else "first client send time"
+    if first_dated is not None and first_log is not None:
+        gap = first_log - first_dated
         hours = round(gap / 3600)
         if hours:
             shift = -hours * 3600.0
-            report["zone"] = f"UTC{hours:+d} (inferred: the log's first iteration is {hours} h off the first span)"
+            report["zone"] = f"UTC{hours:+d} (inferred: the log's first {line} is {hours} h off the {against})"
             report["zone_offset_h"] = hours
-        report["first_iteration_minus_first_span_s"] = gap + shift
+        key = "first_iteration" if line == "iteration" else "first_stats_line"
+        report[f"{key}_minus_{'first_span' if spans else 'first_send'}_s"] = gap + shift
         if not hours:
-            report["zone"] = f"UTC (checked: the first iteration is {gap:+.2f} s from the first span)"
+            report["zone"] = f"UTC (checked: the first {line} is {gap:+.2f} s from the {against})"
     unplaced = 0
     for f in logged:
         rows = pq.read_table(f).to_pylist()

@@ -1,0 +1,135 @@
+"""inference-perf (kubernetes-sigs/inference-perf, the wg-serving benchmark used with llm-d and GKE) reports.
+
+A run is a folder of JSON reports written by ``inference_perf/reportgen/base.py``:
+
+- ``stage_N_lifecycle_metrics.json`` / ``summary_lifecycle_metrics.json``: the client's ``summarize_requests``
+  of one stage of a rate sweep (or the whole run): ``load_summary`` (``requested_rate``, ``achieved_rate`` =
+  requests / send duration), ``successes`` (``latency.{request_latency, time_to_first_token,
+  time_per_output_token, inter_token_latency, ...}`` distributions in seconds, ``throughput``, ``prompt_len``,
+  ``output_len``) and ``failures``;
+- ``stage_N_prometheus_metrics.json`` / ``summary_prometheus_metrics.json``: ``summarize_prometheus_metrics``,
+  the model server's Prometheus metrics summarised over the stage (request and token rates, queue length,
+  server TTFT / TPOT / e2e, KV-cache usage, preemptions, prefix-cache hit share);
+- ``per_request_lifecycle_metrics.json`` (``report.request_lifecycle.per_request``): one object per request,
+  ``start_time`` / ``end_time`` (``time.perf_counter()`` of the client: an arbitrary origin), ``info``
+  (``input_tokens``, ``response_metrics.output_tokens`` and, streamed, ``output_token_times``) and ``error``.
+
+The summaries go to the run metadata (the document's ``client_summary``, one entry per stage); per-request
+records go to ``requests``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from lltrace.errors import TraceFormatError
+from lltrace.parsers._io import load_json, write_rows
+from lltrace.tables import SourceInfo
+
+LIFECYCLE = "inference-perf-lifecycle"
+SERVER = "inference-perf-prometheus"
+PER_REQUEST = "inference-perf-requests"
+
+_STAGE = re.compile(r"stage_(\d+)_")
+
+
+def _stage(path: str) -> int | str:
+    """The stage a report covers, from its name as reportgen writes it: N, or ``summary`` for the run."""
+    m = _STAGE.match(Path(path).name)
+    return int(m.group(1)) if m else "summary"
+
+
+def sniff_lifecycle(head: bytes) -> bool:
+    """A ``*_lifecycle_metrics.json`` summary: ``load_summary``, ``successes`` with client ``latency``."""
+    text = head.lstrip()
+    return text.startswith(b'{"load_summary"') and b'"successes"' in text and b'"latency"' in text
+
+
+def sniff_server(head: bytes) -> bool:
+    """A ``*_prometheus_metrics.json`` summary: ``successes`` with the server's queue and KV figures."""
+    text = head.lstrip()
+    return (
+        text.startswith(b'{"load_summary"')
+        and b'"successes"' in text
+        and b'"queue_len"' in text
+        and b'"kv_cache_usage_percentage"' in text
+    )
+
+
+def sniff_per_request(head: bytes) -> bool:
+    """``per_request_lifecycle_metrics.json``: a list of {start_time, end_time, request, response, info, error}."""
+    text = head.lstrip()
+    return (
+        text.startswith(b"[")
+        and b'"start_time"' in text
+        and b'"end_time"' in text
+        and b'"info"' in text
+        and (b'"request_metrics"' in text or b'"input_tokens"' in text)
+        and b'"response"' in text
+    )
+
+
+def _object(path: str) -> dict[str, Any]:
+    data = load_json(path)
+    if not isinstance(data, dict):
+        raise TraceFormatError(path, "line 1", "expected one JSON object")
+    return data
+
+
+def ingest_lifecycle(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
+    """One stage's (or the run's) client summary, kept in the metadata as the tool wrote it."""
+    info = SourceInfo(path=path, format=LIFECYCLE, version="summarize_requests report")
+    data = _object(path)
+    info.details["inference_perf"] = {"stage": _stage(path), "side": "client", "summary": data}
+    info.records = 1
+    return info
+
+
+def ingest_server(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
+    """One stage's (or the run's) server-side Prometheus summary, kept in the metadata."""
+    info = SourceInfo(path=path, format=SERVER, version="summarize_prometheus_metrics report")
+    data = _object(path)
+    info.details["inference_perf"] = {"stage": _stage(path), "side": "server", "summary": data}
+    info.records = 1
+    return info
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def ingest_per_request(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
+    """Per request: the client's perf_counter send time, e2e (end - start), sizes, TTFT where streamed."""
+    info = SourceInfo(path=path, format=PER_REQUEST, version="per_request_lifecycle_metrics")
+    data = load_json(path)
+    if not isinstance(data, list):
+        raise TraceFormatError(path, "line 1", "expected a JSON array of per-request objects")
+    rows = []
+    name = Path(path).name
+    for i, r in enumerate(data):
+        if not isinstance(r, dict):
+            raise TraceFormatError(path, f"element {i}", "expected an object")
+        start, end = _num(r.get("start_time")), _num(r.get("end_time"))
+        meta = r.get("info") if isinstance(r.get("info"), dict) else {}
+        text = ((meta.get("request_metrics") or {}).get("text") or {}) if isinstance(meta, dict) else {}
+        resp = meta.get("response_metrics") if isinstance(meta.get("response_metrics"), dict) else {}
+        times = resp.get("output_token_times") or []
+        failed = r.get("error") is not None
+        first = _num(times[0]) if times else None
+        rows.append(
+            {
+                "client_id": name,
+                "client_index": i,
+                "client_start_s": start,
+                "input_tokens": meta.get("input_tokens", text.get("input_tokens")),
+                "output_tokens": None if failed else resp.get("output_tokens"),
+                "ttft_s": first - start if first is not None and start is not None and not failed else None,
+                "e2e_s": end - start if end is not None and start is not None and not failed else None,
+                "status": "error" if failed else "ok",
+            }
+        )
+    info.records = write_rows(stage, "requests", part, rows)
+    info.details["clock"] = {"origin": "client time.perf_counter() seconds (arbitrary origin)"}
+    return info

@@ -1,0 +1,376 @@
+"""The figures each benchmark tool prints for its own run, from lltrace's reading of the tool's files.
+
+Expected values are taken from the raw files (and, where the tool wrote one, its own summary), never from
+lltrace's output: a number that differs from the tool's is a bug unless a line of the tool's source explains
+it (cited beside the check).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import DATA, shared_file
+
+import lltrace
+
+AIPERF_OLD = "aiperf-2025-10_gpt-oss-20b_c100_cancel10.profile_export.jsonl"
+AIPERF_NEW = "aiperf-2025-11_qwen3-0.6b_c1_rtx6000ada.profile_export.jsonl"
+
+
+def _doc(paths: list[Path], store: Path) -> dict[str, Any]:
+    return lltrace.analyze([str(p) for p in paths], store=store).to_dict()
+
+
+def _value(metrics: dict, *names: str) -> float | None:
+    for n in names:
+        if isinstance(metrics.get(n), dict):
+            return metrics[n]["value"]
+    return None
+
+
+@pytest.mark.parametrize("name", [AIPERF_OLD, AIPERF_NEW])
+def test_aiperf_both_record_schemas_give_aiperfs_own_figures(name: str, tmp_path: Path) -> None:
+    """AIPerf's statistics are over its valid profiling records (records_manager.py skips other phases;
+    an error record, cancelled ones included, is not valid); request throughput is valid records over
+    max_response_timestamp - min_request_timestamp (benchmark_duration)."""
+    path = shared_file("serving", "aiperf", name)
+    raw = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    valid = [r for r in raw if not r.get("error")]
+    ttft = [_value(r["metrics"], "time_to_first_token", "ttft") for r in valid]
+    e2e = [_value(r["metrics"], "request_latency") for r in valid]
+    start_key = "request_start_ns" if "request_start_ns" in raw[0]["metadata"] else "timestamp_ns"
+    starts = [r["metadata"][start_key] for r in valid]
+    first, last = min(starts), max(s + lat * 1e6 for s, lat in zip(starts, e2e, strict=True))
+
+    doc = _doc([path], tmp_path)
+    req, mix = doc["requests"], doc["workload"]
+    assert req["count"] == len(raw) and req["counted"] == len(valid)
+    assert req["ttft_s"]["mean"] * 1e3 == pytest.approx(statistics.mean(ttft), rel=1e-12)
+    assert req["e2e_s"]["mean"] * 1e3 == pytest.approx(statistics.mean(e2e), rel=1e-12)
+    # arrivals are float seconds since the epoch: a microsecond's resolution
+    assert mix["window_s"] == pytest.approx((last - first) / 1e9, abs=1e-6)
+    assert mix["throughput_per_s"] == pytest.approx(len(valid) / ((last - first) / 1e9), rel=1e-6)
+    assert mix["output_mean"] == pytest.approx(
+        statistics.mean(_value(r["metrics"], "output_sequence_length") for r in valid)
+    )
+    version = doc["run"]["sources"][0]["version"]
+    if name == AIPERF_OLD:
+        assert "pre-release (metadata.timestamp_ns, credit_phase)" in version
+        # its aggregate (profile_export_aiperf.json beside the file at ai-dynamo/aiperf 7c31f579) prints
+        assert round(req["ttft_s"]["mean"] * 1e3, 2) == 2343.22
+        assert round(req["e2e_s"]["mean"] * 1e3, 2) == 9059.65
+        assert round(req["ttft_s"]["p90"] * 1e3, 4) == 3796.9312
+        assert round(mix["throughput_per_s"], 4) == 9.5516  # request_throughput, 89 / 9.317788951 s
+        assert req["excluded"][0]["outcome"] == "cancelled" and req["excluded"][0]["requests"] == 11
+    else:
+        assert "2025-10 (metadata.request_start_ns, benchmark_phase)" in version
+        assert round(req["ttft_s"]["mean"] * 1e3, 3) == 31.115 and round(mix["window_s"], 3) == 250.108
+        assert req["excluded"] == []
+
+
+def _aiperf_record(i: int, *, schema: str, ttft_tag: str, phase: str = "profiling", **extra: Any) -> dict:
+    """A record as ``MetricRecordInfo.model_dump`` wrote it: the pre-release metadata (7c31f579) or the one of
+    #325 on; ``ttft`` was renamed ``time_to_first_token`` by #343."""
+    t0 = 1_760_000_000_000_000_000 + i * 1_000_000_000
+    md: dict[str, Any] = {"x_request_id": f"r{i}", "worker_id": "w", "record_processor_id": "p"}
+    if schema == "pre-release":
+        md |= {"timestamp_ns": t0, "credit_phase": phase}
+    else:
+        md |= {"session_num": i, "request_start_ns": t0, "request_end_ns": t0 + 2_000_000_000}
+        md |= {"benchmark_phase": phase, "was_cancelled": False, "cancellation_time_ns": None}
+    md |= extra.pop("metadata", {})
+    metrics = {
+        "input_sequence_length": {"value": 100, "unit": "tokens"},
+        "output_sequence_length": {"value": 20, "unit": "tokens"},
+        ttft_tag: {"value": 100.0 + i, "unit": "ms"},
+        "request_latency": {"value": 2000.0, "unit": "ms"},
+    }
+    return {"metadata": md, "metrics": metrics, "error": None} | extra
+
+
+@pytest.mark.parametrize(
+    ("schema", "ttft_tag"), [("pre-release", "ttft"), ("2025-10", "ttft"), ("2025-10", "time_to_first_token")]
+)
+def test_aiperf_schema_versions_warmup_and_cancellation(schema: str, ttft_tag: str, tmp_path: Path) -> None:
+    records = [_aiperf_record(i, schema=schema, ttft_tag=ttft_tag) for i in range(4)]
+    records.append(_aiperf_record(4, schema=schema, ttft_tag=ttft_tag, phase="warmup"))
+    cancel = {"code": 499, "type": "RequestCancellationError", "message": "Request was cancelled after 0.500 seconds"}
+    flag = {} if schema == "pre-release" else {"metadata": {"was_cancelled": True}}
+    records.append({**_aiperf_record(5, schema=schema, ttft_tag=ttft_tag, **flag), "metrics": {}, "error": cancel})
+    records.append({**_aiperf_record(6, schema=schema, ttft_tag=ttft_tag), "metrics": {}, "error": {"code": 500}})
+    path = tmp_path / "profile_export.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    run = lltrace.ingest([path], store=tmp_path / "store")
+    status = {r["request_id"]: r["status"] for r in run.table("requests").to_dicts()}
+    assert status == {"r0": "ok", "r1": "ok", "r2": "ok", "r3": "ok", "r4": "warmup", "r5": "cancelled", "r6": "error"}
+    doc = lltrace.analyze(run).to_dict()
+    assert doc["requests"]["ttft_s"]["mean"] == pytest.approx(0.1015)  # r0..r3 only
+    assert {e["outcome"]: e["requests"] for e in doc["requests"]["excluded"]} == {
+        "warmup": 1,
+        "cancelled": 1,
+        "failed": 1,
+    }
+
+
+@pytest.mark.parametrize("provider", ["bedrock", "fireworks", "lepton"])
+def test_llmperf_figures_are_its_summarys_and_429_rows_stay_out(provider: str, tmp_path: Path) -> None:
+    """LLMPerf's summary is over its successful requests: on the lepton file 130 of 150 rows are HTTP 429
+    rejections with 1 output token and zero latencies, and results_number_output_tokens_mean is 148.15."""
+    path = shared_file("serving", "llmperf", f"individual__{provider}_70b.json")
+    summary = json.loads(shared_file("serving", "llmperf", f"summary__{provider}_70b.json").read_text())
+    raw = json.loads(path.read_text())
+    ok = [r for r in raw if not r["error_code"] and not r["error_msg"]]
+    doc = _doc([path], tmp_path)
+    assert doc["workload"]["requests"] == len(ok) == summary["results_num_completed_requests"]
+    assert doc["workload"]["output_mean"] == pytest.approx(summary["results_number_output_tokens_mean"], rel=1e-12)
+    assert doc["requests"]["ttft_s"]["mean"] == pytest.approx(summary["results_ttft_s_mean"], rel=1e-12)
+    assert doc["requests"]["e2e_s"]["p50"] == pytest.approx(
+        summary["results_end_to_end_latency_s_quantiles_p50"], rel=1e-12
+    )
+    excluded = [(e["outcome"], e["requests"]) for e in doc["requests"]["excluded"]]
+    errors = summary["results_number_errors"]
+    assert excluded == ([("failed", errors)] if errors else [])
+    if provider == "lepton":
+        assert round(doc["workload"]["output_mean"], 2) == 148.15 and errors == 130
+
+
+BENCH = sorted((DATA / "vllm_cpu").glob("*/bench/*.json"))
+
+
+@pytest.mark.parametrize("path", BENCH, ids=[f"{p.parts[-3]}/{p.stem}" for p in BENCH])
+def test_vllm_bench_figures_and_its_longer_duration(path: Path, tmp_path: Path) -> None:
+    """vllm bench serve's own figures, from its --save-result file alone. Its request_throughput divides by
+    benchmark_duration, which starts before the first request's gamma-distributed delay
+    (vllm/benchmarks/serve.py 0.32.0: ``benchmark_start_time = time.perf_counter()`` before the tasks,
+    ``get_request`` sleeps ``delay_ts[0]`` before yielding the first request): lltrace's run window starts at
+    the first send, so its throughput is completed / (last finish - first send), never below vLLM's."""
+    raw = json.loads(path.read_text())
+    ends = [s + lat for s, lat in zip(raw["start_times"], raw["latencies"], strict=True)]
+    window = max(ends) - min(raw["start_times"])
+    doc = _doc([path], tmp_path)
+    mix, req = doc["workload"], doc["requests"]
+    assert req["counted"] == raw["completed"]
+    assert req["ttft_s"]["mean"] * 1e3 == pytest.approx(raw["mean_ttft_ms"], rel=1e-9)
+    assert mix["window_s"] == pytest.approx(window, rel=1e-9)
+    assert mix["throughput_per_s"] == pytest.approx(raw["completed"] / window, rel=1e-9)
+    assert window <= raw["duration"]
+    assert raw["completed"] / raw["duration"] == pytest.approx(raw["request_throughput"], rel=1e-9)
+    assert mix["mean_concurrency"] == pytest.approx(sum(raw["latencies"]) / window, rel=1e-9)
+    (client,) = doc["client_summary"]  # vLLM's own figures, as it printed them
+    assert client["achieved_rate_per_s"] == raw["request_throughput"] and client["duration_s"] == raw["duration"]
+    assert client["ttft_s"]["median"] * 1e3 == pytest.approx(raw["median_ttft_ms"], rel=1e-12)
+    assert client["ttft_s"]["p99"] * 1e3 == pytest.approx(raw["p99_ttft_ms"], rel=1e-12)
+    assert client["e2e_s"] is None  # percentile_metrics left e2el out of its summary
+    assert req["ttft_s"]["p50"] * 1e3 == pytest.approx(raw["median_ttft_ms"], rel=1e-9)  # the same median
+
+
+def _guidellm_request(i: int, start: float, *, ttft_ms: float) -> dict[str, Any]:
+    """A ``GenerativeRequestStats`` as guidellm >= 0.4 dumps it (computed fields included)."""
+    return {
+        "request_id": f"g{i}",
+        "request_start_time": start,
+        "request_end_time": start + 1.0,
+        "request_latency": 1.0,
+        "prompt_tokens": 64,
+        "output_tokens": 16,
+        "time_to_first_token_ms": ttft_ms,
+    }
+
+
+def test_guidellm_counts_only_its_measurement_window(tmp_path: Path) -> None:
+    """guidellm >= 0.4 keeps warm-up and cool-down requests in ``requests`` but its metrics are over those
+    ending at or after measure_start_time and starting at or before measure_end_time
+    (GenerativeRequestsAccumulator.get_within_range, GenerativeMetrics.compile)."""
+    t0 = 1_760_000_000.0
+    reqs = [_guidellm_request(i, t0 + i, ttft_ms=100.0 + 10 * i) for i in range(8)]
+    # window 2.5 .. 6.5 after t0: g0 and g1 end before it (warm-up), g7 starts after it (cool-down)
+    inside = [r for r in reqs if r["request_end_time"] >= t0 + 2.5 and r["request_start_time"] <= t0 + 6.5]
+    mean = statistics.mean(r["time_to_first_token_ms"] for r in inside)
+    bench = {
+        "type_": "generative_benchmark",
+        "scheduler_metrics": {
+            "start_time": t0 - 0.1,
+            "request_start_time": t0,
+            "measure_start_time": t0 + 2.5,
+            "measure_end_time": t0 + 6.5,
+            "request_end_time": t0 + 8.0,
+            "end_time": t0 + 8.1,
+        },
+        "metrics": {"time_to_first_token_ms": {"successful": {"mean": mean, "count": len(inside)}}},
+        "requests": {"successful": reqs, "incomplete": [], "errored": [], "total": None},
+    }
+    path = tmp_path / "benchmarks.json"
+    path.write_text(json.dumps({"metadata": {"version": 2, "guidellm_version": "0.7.3"}, "benchmarks": [bench]}))
+    doc = _doc([path], tmp_path / "store")
+    assert doc["requests"]["count"] == 8 and doc["requests"]["counted"] == len(inside) == 5
+    assert doc["requests"]["ttft_s"]["mean"] * 1e3 == pytest.approx(
+        bench["metrics"]["time_to_first_token_ms"]["successful"]["mean"]
+    )
+    assert {e["outcome"]: e["requests"] for e in doc["requests"]["excluded"]} == {"warmup": 2, "cooldown": 1}
+    assert doc["run"]["sources"][0]["version"] == "guidellm 0.7.3 (report schema 2)"
+    (client,) = doc["client_summary"]
+    assert client["tool"] == "guidellm-benchmarks" and client["ttft_s"]["mean"] * 1e3 == pytest.approx(mean)
+
+
+def test_guidellm_0_3_report_figures(tmp_path: Path) -> None:
+    """The real guidellm 0.3 file: its metrics block in client_summary, and lltrace's own TTFT over the one
+    request the stripped file kept (the block covers the 46 the run had)."""
+    path = shared_file("serving", "guidellm", "guidellm-0.3dev_stripped_1req.benchmarks.json")
+    bench = json.loads(path.read_text())["benchmarks"][0]
+    doc = _doc([path], tmp_path)
+    (client,) = doc["client_summary"]
+    ttft = bench["metrics"]["time_to_first_token_ms"]["successful"]
+    assert client["ttft_s"]["mean"] == pytest.approx(ttft["mean"] / 1e3, rel=1e-12)
+    assert client["ttft_s"]["p99"] == pytest.approx(ttft["percentiles"]["p99"] / 1e3, rel=1e-12)
+    assert client["completed"] == bench["request_totals"]["successful"] == 46
+    assert client["e2e_s"]["median"] == bench["metrics"]["request_latency"]["successful"]["median"]
+    (req,) = bench["requests"]["successful"]
+    assert doc["requests"]["ttft_s"]["mean"] == pytest.approx(req["first_token_time"] - req["start_time"])
+
+
+SWEEPS = sorted((DATA / "serving" / "inference_perf").iterdir())
+
+
+@pytest.mark.parametrize("folder", SWEEPS, ids=[p.name for p in SWEEPS])
+def test_inference_perf_sweep_is_one_run_with_a_summary_per_stage(folder: Path, tmp_path: Path) -> None:
+    """A folder of inference-perf reports: each stage's lifecycle report is a client_summary entry (stage
+    order, the run's summary last) with the same stage's Prometheus report as its server side."""
+    stages = sorted(folder.glob("stage_*_lifecycle_metrics.json"), key=lambda p: int(p.name.split("_")[1]))
+    doc = _doc([folder], tmp_path)
+    entries = doc["client_summary"]
+    assert [e["stage"] for e in entries] == [*range(len(stages)), "summary"]
+    for path, e in zip([*stages, folder / "summary_lifecycle_metrics.json"], entries, strict=True):
+        raw = json.loads(path.read_text())
+        ok, load = raw["successes"], raw["load_summary"]
+        assert e["tool"] == "inference-perf-lifecycle" and e["source"] == str(path)
+        assert e["completed"] == ok["count"] and e["failed"] == raw["failures"]["count"]
+        assert e["requested_rate_per_s"] == load.get("requested_rate")
+        assert e["achieved_rate_per_s"] == load.get("achieved_rate")
+        for key, name in (("ttft", "time_to_first_token"), ("e2e", "request_latency")):
+            want = ok["latency"][name]
+            assert e[f"{key}_s"] == {s: want[s] for s in ("mean", "median", "p90", "p99")}
+        assert e["output_tokens_per_s"] == ok["throughput"]["output_tokens_per_sec"]
+        server = json.loads(path.with_name(path.name.replace("lifecycle", "prometheus")).read_text())["successes"]
+        assert e["server"]["requests"] == server["count"] and e["server"]["rate_per_s"] == server["rate"]
+        assert e["server"]["queue_len_mean"] == server["queue_len"]["mean"]
+        assert e["server"]["ttft_s"]["p90"] == server["time_to_first_token"]["p90"]
+    assert doc["requests"] is None  # summaries only: no per-request rows
+
+
+def test_inference_perf_per_request_records(tmp_path: Path) -> None:
+    """``per_request_lifecycle_metrics.json`` as reportgen writes it: start / end perf_counter seconds,
+    ``info`` (InferenceInfo.model_dump: request_metrics.text.input_tokens, the input_tokens mirror,
+    response_metrics.output_tokens and output_token_times) and ``error``."""
+
+    def record(i: int, error: dict | None = None) -> dict[str, Any]:
+        start = 1000.0 + i
+        times = [start + 0.05 + 0.01 * k for k in range(8)]
+        return {
+            "start_time": start,
+            "end_time": start + 0.2,
+            "request": "{}",
+            "response": "",
+            "info": {
+                "request_metrics": {"text": {"input_tokens": 100 + i}},
+                "response_metrics": {"output_tokens": 8, "server_usage": None, "output_token_times": times},
+                "extra_info": {},
+                "lora_adapter": None,
+                "labels": {},
+                "input_tokens": 100 + i,
+            },
+            "error": error,
+        }
+
+    records = [record(i) for i in range(3)] + [record(3, {"error_type": "Timeout", "error_msg": "timed out"})]
+    path = tmp_path / "per_request_lifecycle_metrics.json"
+    path.write_text(json.dumps(records))
+    run = lltrace.ingest([path], store=tmp_path / "store")
+    rows = sorted(run.table("requests").to_dicts(), key=lambda r: r["client_index"])
+    assert [r["input_tokens"] for r in rows] == [100, 101, 102, 103]
+    assert [r["status"] for r in rows] == ["ok", "ok", "ok", "error"]
+    assert rows[0]["ttft_s"] == pytest.approx(0.05) and rows[0]["e2e_s"] == pytest.approx(0.2)
+    assert rows[3]["e2e_s"] is None and rows[3]["output_tokens"] is None
+    doc = lltrace.analyze(run).to_dict()
+    assert doc["requests"]["counted"] == 3 and doc["workload"]["window_s"] == pytest.approx(2.2)
+
+
+def test_a_guidellm_file_puts_a_vllm_logs_stats_on_the_run_clock(tmp_path: Path) -> None:
+    """A vLLM server log's stamps have no year or zone; a guidellm file of the same run (epoch send times)
+    dates them: every stats row gets a run-clock time, on the year of the send times."""
+    from datetime import datetime, timezone
+
+    log = DATA / "vllm_cpu" / "A_baseline" / "server.log"
+    stamps = [ln.split(" INFO ")[1][:14] for ln in log.read_text().splitlines() if "Avg prompt throughput" in ln]
+    year = 2026
+    first = datetime.strptime(f"{year}-{stamps[0]}", "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc).timestamp()
+    reqs = [_guidellm_request(i, first - 5.0 + i, ttft_ms=20.0) for i in range(3)]
+    bench = {"requests": {"successful": reqs, "incomplete": [], "errored": []}, "metrics": {}}
+    client = tmp_path / "run" / "benchmarks.json"
+    client.parent.mkdir()
+    client.write_text(json.dumps({"benchmarks": [bench]}))
+    (tmp_path / "run" / "server.log").write_text(log.read_text())
+    run = lltrace.ingest([client.parent], store=tmp_path / "store")
+    rows = [r for r in run.table("engine_stats").to_dicts() if r["source"] == "log"]
+    assert len(rows) == len(stamps) and all(r["ts_s"] is not None for r in rows)
+    assert min(r["ts_s"] for r in rows) == first
+    (placed,) = [a for a in run.metadata["clock"]["alignment"] if a.get("source") == "server log"]
+    assert (
+        placed["method"] == f"year {year} from the client's send time (epoch); zone UTC unless the spans say otherwise"
+    )
+    assert placed["zone"] == "UTC (checked: the first stats line is +5.00 s from the first client send time)"
+
+
+def _prom_value(path: Path, name: str) -> float:
+    """Sum of one metric's samples in a text scrape, read with a regex: independent of lltrace's parser."""
+    import re
+
+    return sum(float(m.group(1)) for m in re.finditer(rf"^{re.escape(name)}{{[^}}]*}} (\S+)$", path.read_text(), re.M))
+
+
+def test_the_engines_histogram_means_between_scrapes_and_from_one(tmp_path: Path) -> None:
+    """A /metrics scrape's latency histograms are shown: between the first and last scrape of run A's rate-4
+    bench they give the mean over its 200 requests (the same as the engine's spans of those requests, within
+    a microsecond: both come from the engine's request stats); one scrape alone gives the mean since start."""
+    folder = DATA / "vllm_cpu" / "A_baseline" / "metrics_rate4"
+    scrapes = sorted(folder.glob("*.prom"))
+    doc = _doc([folder], tmp_path)
+    hist = doc["engine_latency"]
+    n = _prom_value(scrapes[-1], "vllm:e2e_request_latency_seconds_count") - _prom_value(
+        scrapes[0], "vllm:e2e_request_latency_seconds_count"
+    )
+    total = _prom_value(scrapes[-1], "vllm:e2e_request_latency_seconds_sum") - _prom_value(
+        scrapes[0], "vllm:e2e_request_latency_seconds_sum"
+    )
+    assert hist["basis"] == "between scrapes" and hist["e2e_requests"] == n == 200
+    assert hist["e2e_mean_s"] == pytest.approx(total / n, rel=1e-12)
+    spans = lltrace.ingest([DATA / "vllm_cpu" / "A_baseline"], store=tmp_path / "a").table("requests").to_dicts()
+    rate4 = [r["server_e2e_s"] for r in spans if (r["client_id"] or "").startswith("bench_random_200req_rate4")]
+    assert len(rate4) == 200 and hist["e2e_mean_s"] == pytest.approx(statistics.mean(rate4), abs=1e-6)
+    one = DATA / "vllm_cpu" / "A_baseline" / "metrics_final.prom"
+    single = _doc([one], tmp_path / "one")["engine_latency"]
+    assert single["basis"] == "since server start, one scrape"
+    assert single["ttft_mean_s"] == pytest.approx(
+        _prom_value(one, "vllm:time_to_first_token_seconds_sum")
+        / _prom_value(one, "vllm:time_to_first_token_seconds_count")
+    )
+
+
+def test_the_report_draws_an_inference_perf_sweep(tmp_path: Path) -> None:
+    """The report's sweep chart: one point per stage (the run's summary is no point), at the requested rate."""
+    from lltrace.analysis.report import report_inputs
+    from lltrace.reports.charts import build_charts
+
+    folder = DATA / "serving" / "inference_perf" / "kubecon-na-2025_vllm"
+    _, page, tables = report_inputs([str(folder)], store=tmp_path)
+    charts = build_charts(page, tables)
+    assert list(charts) == ["sweep"]
+    spec = charts["sweep"].to_dict()
+    latency, achieved = (c["data"]["values"] for c in spec["hconcat"])
+    stages = sorted(folder.glob("stage_*_lifecycle_metrics.json"))
+    rates = sorted(json.loads(p.read_text())["load_summary"]["requested_rate"] for p in stages)
+    assert sorted(r["rate"] for r in achieved) == rates
+    assert {r["latency"] for r in latency} == {"TTFT median", "TTFT p99", "e2e median", "e2e p99"}

@@ -1,0 +1,226 @@
+"""The summaries benchmark clients wrote for their own runs, in one shape: the document's ``client_summary``.
+
+One entry per summary a client wrote (each result object of a vLLM / SGLang bench file, each benchmark of a
+guidellm report, an LLMPerf summary), with the figures as the tool computed them, converted to seconds and
+named alike; a figure the tool did not write is NULL. These are the client's numbers, labelled as such: where
+lltrace computes the same quantity from the per-request rows it may differ for a reason the tool's source
+gives (vLLM's request_throughput divides by a duration that starts before the first request's delay:
+``tests/test_client_figures.py``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+_LATENCIES = ("ttft", "tpot", "itl", "e2e")
+_STATS = ("mean", "median", "p90", "p99")
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def _whole(v: Any) -> int | float | None:
+    """A count as the tool wrote it: an int when it is whole."""
+    n = _num(v)
+    return int(n) if n is not None and n.is_integer() else n
+
+
+def _entry(source: str, tool: str, stage: Any = None) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "source": source,
+        "tool": tool,
+        "stage": stage,
+        "requested_rate_per_s": None,
+        "achieved_rate_per_s": None,
+        "max_concurrency": None,
+        "completed": None,
+        "failed": None,
+        "duration_s": None,
+        "mean_input_tokens": None,
+        "mean_output_tokens": None,
+        "output_tokens_per_s": None,
+        "total_tokens_per_s": None,
+    }
+    for lat in _LATENCIES:
+        out[f"{lat}_s"] = None
+    return out
+
+
+def _dist(values: dict[str, float | None]) -> dict[str, float | None] | None:
+    return None if all(v is None for v in values.values()) else values
+
+
+def _bench(source: dict[str, Any]) -> list[dict[str, Any]]:
+    """vLLM ``bench serve`` / ``benchmark_serving.py`` and SGLang ``bench_serving`` result objects: ms figures
+    named ``{mean,median,p90,p99}_{ttft,tpot,itl,e2el}_ms`` (SGLang: ``..._e2e_latency_ms``)."""
+    out = []
+    for k, b in enumerate(source["bench"]):
+        e = _entry(source["path"], source["format"], k if len(source["bench"]) > 1 else None)
+        rate = b.get("request_rate")
+        e["requested_rate_per_s"] = "inf" if rate == "inf" else _num(rate)
+        e["achieved_rate_per_s"] = _num(b.get("request_throughput"))
+        e["max_concurrency"] = _whole(b.get("max_concurrency"))
+        e["completed"], e["failed"] = _whole(b.get("completed")), _whole(b.get("failed"))
+        e["duration_s"] = _num(b.get("duration"))
+        for side in ("input", "output"):
+            total, done = _num(b.get(f"total_{side}_tokens")), e["completed"]
+            e[f"mean_{side}_tokens"] = total / done if total is not None and done else None
+        e["output_tokens_per_s"] = _num(b.get("output_throughput"))
+        e["total_tokens_per_s"] = _num(b.get("total_token_throughput"))
+        for lat, names in (
+            ("ttft", ("ttft",)),
+            ("tpot", ("tpot",)),
+            ("itl", ("itl",)),
+            ("e2e", ("e2el", "e2e_latency")),
+        ):
+            figures = {}
+            for stat in _STATS:
+                ms = next(
+                    (_num(b.get(f"{stat}_{n}_ms")) for n in names if _num(b.get(f"{stat}_{n}_ms")) is not None), None
+                )
+                figures[stat] = ms / 1e3 if ms is not None else None
+            e[f"{lat}_s"] = _dist(figures)
+        out.append(e)
+    return out
+
+
+def _llmperf(source: dict[str, Any]) -> list[dict[str, Any]]:
+    """LLMPerf ``*_summary.json``: ``results_{metric}_s_mean`` and ``_quantiles_p{50,90,99}`` in seconds; its
+    inter-token latency is each request's mean gap (no separate TPOT)."""
+    s = source["summary"]
+    e = _entry(source["path"], source["format"])
+    e["max_concurrency"] = _whole(s.get("num_concurrent_requests"))
+    e["completed"] = _whole(s.get("results_num_completed_requests"))
+    e["failed"] = _whole(s.get("results_number_errors"))
+    per_min = _num(s.get("results_num_completed_requests_per_min"))
+    e["achieved_rate_per_s"] = per_min / 60 if per_min is not None else None
+    e["mean_input_tokens"] = _num(s.get("results_number_input_tokens_mean"))
+    e["mean_output_tokens"] = _num(s.get("results_number_output_tokens_mean"))
+    e["output_tokens_per_s"] = _num(s.get("results_mean_output_throughput_token_per_s"))
+    for lat, name in (("ttft", "ttft"), ("itl", "inter_token_latency"), ("e2e", "end_to_end_latency")):
+        e[f"{lat}_s"] = _dist(
+            {
+                "mean": _num(s.get(f"results_{name}_s_mean")),
+                "median": _num(s.get(f"results_{name}_s_quantiles_p50")),
+                "p90": _num(s.get(f"results_{name}_s_quantiles_p90")),
+                "p99": _num(s.get(f"results_{name}_s_quantiles_p99")),
+            }
+        )
+    return [e]
+
+
+def _guidellm(source: dict[str, Any]) -> list[dict[str, Any]]:
+    """guidellm ``benchmarks[].metrics``: the successful requests' distributions (``mean``, ``median``,
+    ``percentiles.p90/p99``), latencies in ms except ``request_latency`` (s)."""
+    out = []
+    benches = source["guidellm_metrics"]
+    for b in benches:
+        e = _entry(source["path"], source["format"], b.get("strategy") if len(benches) > 1 else None)
+        e["requested_rate_per_s"] = _num(b.get("rate"))
+        totals = b.get("request_totals") or {}
+        e["completed"], e["failed"] = _whole(totals.get("successful")), _whole(totals.get("errored"))
+        e["duration_s"] = _num(b.get("duration"))
+        m = b.get("metrics") or {}
+
+        def ok(name: str, m: dict[str, Any] = m) -> dict[str, Any]:
+            d = m.get(name)
+            return (d.get("successful") or {}) if isinstance(d, dict) else {}
+
+        e["achieved_rate_per_s"] = _num(ok("requests_per_second").get("mean"))
+        e["output_tokens_per_s"] = _num(ok("output_tokens_per_second").get("mean"))
+        e["total_tokens_per_s"] = _num(ok("tokens_per_second").get("mean"))
+        e["mean_input_tokens"] = _num(ok("prompt_token_count").get("mean"))
+        e["mean_output_tokens"] = _num(ok("output_token_count").get("mean"))
+        for lat, name, scale in (
+            ("ttft", "time_to_first_token_ms", 1e-3),
+            ("tpot", "time_per_output_token_ms", 1e-3),
+            ("itl", "inter_token_latency_ms", 1e-3),
+            ("e2e", "request_latency", 1.0),
+        ):
+            d = ok(name)
+            pct = d.get("percentiles") or {}
+            raw = {"mean": d.get("mean"), "median": d.get("median"), "p90": pct.get("p90"), "p99": pct.get("p99")}
+            e[f"{lat}_s"] = _dist({s: (_num(v) * scale if _num(v) is not None else None) for s, v in raw.items()})
+        out.append(e)
+    return out
+
+
+def _dist_s(d: Any) -> dict[str, float | None] | None:
+    """An inference-perf ``summarize`` distribution (seconds: mean, median, p90, p99 among others)."""
+    if not isinstance(d, dict):
+        return None
+    return _dist({stat: _num(d.get(stat)) for stat in _STATS})
+
+
+def _inference_perf(client: dict[str, Any], server: dict[str, Any] | None) -> dict[str, Any]:
+    """An inference-perf stage: the client's ``summarize_requests`` report and, beside it, the server's
+    ``summarize_prometheus_metrics`` of the same stage (labelled ``server``: the engine's own figures)."""
+    rep = client["inference_perf"]["summary"]
+    stage = client["inference_perf"]["stage"]
+    e = _entry(client["path"], client["format"], stage)
+    load, ok, bad = rep.get("load_summary") or {}, rep.get("successes") or {}, rep.get("failures") or {}
+    e["requested_rate_per_s"] = _num(load.get("requested_rate"))
+    e["achieved_rate_per_s"] = _num(load.get("achieved_rate"))
+    e["max_concurrency"] = _whole(load.get("concurrency"))
+    e["completed"], e["failed"] = _whole(ok.get("count")), _whole(bad.get("count"))
+    e["duration_s"] = _num(load.get("send_duration"))
+    e["mean_input_tokens"] = _num((ok.get("prompt_len") or {}).get("mean"))
+    e["mean_output_tokens"] = _num((ok.get("output_len") or {}).get("mean"))
+    tput = ok.get("throughput") or {}
+    e["output_tokens_per_s"] = _num(tput.get("output_tokens_per_sec"))
+    e["total_tokens_per_s"] = _num(tput.get("total_tokens_per_sec"))
+    lat = ok.get("latency") or {}
+    for key, name in (
+        ("ttft", "time_to_first_token"),
+        ("tpot", "time_per_output_token"),
+        ("itl", "inter_token_latency"),
+        ("e2e", "request_latency"),
+    ):
+        e[f"{key}_s"] = _dist_s(lat.get(name))
+    if server is not None:
+        srv = server["inference_perf"]["summary"].get("successes") or {}
+        kv = srv.get("kv_cache_usage_percentage")
+        e["server"] = {
+            "source": server["path"],
+            "requests": _whole(srv.get("count")),
+            "rate_per_s": _num(srv.get("rate")),
+            "queue_len_mean": _num((srv.get("queue_len") or {}).get("mean")),
+            "running_mean": _num((srv.get("num_requests_running") or {}).get("mean")),
+            "ttft_s": _dist_s(srv.get("time_to_first_token")),
+            "tpot_s": _dist_s(srv.get("time_per_output_token")),
+            "e2e_s": _dist_s(srv.get("request_latency")),
+            "kv_usage_mean": _num(kv.get("mean")) if isinstance(kv, dict) else None,
+            "preemptions": _num((srv.get("num_preemptions_total") or {}).get("mean")),
+            "prefix_cache_hit_share": _num((srv.get("prefix_cache_hit_percent") or {}).get("mean")),
+        }
+    return e
+
+
+def _stage_order(entry: dict[str, Any]) -> tuple[int, int]:
+    stage = entry["stage"]
+    return (1, 0) if stage == "summary" else (0, stage if isinstance(stage, int) else 0)
+
+
+def client_summary(sources: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every client-written summary among a run's sources (metadata ``sources``), in source order; an
+    inference-perf sweep's stages in stage order, the run's summary last, each with its server side."""
+    out: list[dict[str, Any]] = []
+    servers = {
+        (str(Path(s["path"]).parent), s["inference_perf"]["stage"]): s
+        for s in sources
+        if (s.get("inference_perf") or {}).get("side") == "server"
+    }
+    sweep = []
+    for s in sources:
+        if s.get("bench"):
+            out += _bench(s)
+        elif s.get("format") == "llmperf-summary" and isinstance(s.get("summary"), dict):
+            out += _llmperf(s)
+        elif s.get("guidellm_metrics"):
+            out += _guidellm(s)
+        elif (s.get("inference_perf") or {}).get("side") == "client":
+            key = (str(Path(s["path"]).parent), s["inference_perf"]["stage"])
+            sweep.append(_inference_perf(s, servers.get(key)))
+    return out + sorted(sweep, key=lambda e: (str(Path(e["source"]).parent), *_stage_order(e)))
