@@ -257,6 +257,20 @@ FORMATS: tuple[Format, ...] = (
         versions=("per_request_lifecycle_metrics (2026-08 source): fixture from source",),
     ),
     Format(
+        name=bench_clients.AIPERF_SUMMARY,
+        family="benchmark clients",
+        description="AIPerf profile_export_aiperf.json and GenAI-Perf profile_export_genai_perf.json aggregates",
+        tables=(),
+        attributes="the run's latency percentiles, request throughput and counts, as the tool computed them",
+        sniff=bench_clients.sniff_aiperf_summary,
+        ingest=bench_clients.ingest_aiperf_summary,
+        markers=(b'"records"', b'"tag"', b'"avg"', b'"unit"', b'"request_throughput"'),
+        versions=(
+            "records schema before aiperf #343 (2025-10): real file",
+            "GenAI-Perf-shaped schema (aiperf #343 on; GenAI-Perf): fixture from source",
+        ),
+    ),
+    Format(
         name=bench_clients.LLMPERF_SUMMARY,
         family="benchmark clients",
         description="Ray LLMPerf *_summary.json",

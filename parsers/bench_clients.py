@@ -291,6 +291,57 @@ def ingest_aiperf(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     return info
 
 
+# -- AIPerf / GenAI-Perf aggregates ---------------------------------------------------------------------------
+
+AIPERF_SUMMARY = "aiperf-summary"
+
+
+def sniff_aiperf_summary(head: bytes) -> bool:
+    """AIPerf ``profile_export_aiperf.json`` (``records`` of {tag, unit, header, avg, p50…}, before aiperf #343)
+    or the GenAI-Perf-shaped summary AIPerf writes since #343 and GenAI-Perf writes as
+    ``profile_export_genai_perf.json`` (one {unit, avg, p50…} object per metric at the top level)."""
+    text = head.lstrip()
+    if not text.startswith(b"{") or b'"experiments"' in text:
+        return False
+    if re.match(rb'\{\s*"records"\s*:\s*\{', text) and b'"tag"' in text and b'"avg"' in text:
+        return True
+    return re.search(rb'"(request_latency|time_to_first_token|request_throughput)"\s*:\s*\{\s*"unit"', text) is not None
+
+
+_TO_S = {"ms": 1e-3, "s": 1.0, "sec": 1.0, "ns": 1e-9, "us": 1e-6}
+
+
+def ingest_aiperf_summary(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
+    """The tool's own statistics per metric, kept in the metadata (``client_summary``), latencies in seconds."""
+    info = SourceInfo(path=path, format=AIPERF_SUMMARY)
+    data = load_json(path)
+    if not isinstance(data, dict):
+        raise TraceFormatError(path, "line 1", "expected one JSON object")
+    if isinstance(data.get("records"), dict):
+        metrics, info.version = data["records"], "aggregate, records schema (before aiperf #343)"
+    else:
+        metrics = {k: v for k, v in data.items() if isinstance(v, dict) and "unit" in v}
+        info.version = "aggregate, GenAI-Perf-shaped schema (aiperf #343 on, GenAI-Perf)"
+    kept: dict[str, Any] = {}
+    for tag, m in metrics.items():
+        if not isinstance(m, dict):
+            continue
+        scale = _TO_S.get(str(m.get("unit")), 1.0)
+        kept[tag] = {
+            "unit": "s" if str(m.get("unit")) in _TO_S else m.get("unit"),
+            **{k: (m[k] * scale if isinstance(m.get(k), (int, float)) else None) for k in ("avg", "p50", "p90", "p99")},
+        }
+    cfg = data.get("input_config") if isinstance(data.get("input_config"), dict) else {}
+    load = cfg.get("loadgen") if isinstance(cfg.get("loadgen"), dict) else {}
+    info.details["aiperf_summary"] = {
+        "metrics": kept,
+        "concurrency": load.get("concurrency"),
+        "request_rate": load.get("request_rate"),
+    }
+    info.records = 1
+    return info
+
+
 # -- guidellm ----------------------------------------------------------------------------------------------
 
 GUIDELLM = "guidellm-benchmarks"

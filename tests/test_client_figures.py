@@ -374,3 +374,55 @@ def test_the_report_draws_an_inference_perf_sweep(tmp_path: Path) -> None:
     rates = sorted(json.loads(p.read_text())["load_summary"]["requested_rate"] for p in stages)
     assert sorted(r["rate"] for r in achieved) == rates
     assert {r["latency"] for r in latency} == {"TTFT median", "TTFT p99", "e2e median", "e2e p99"}
+
+
+REAL = Path(__file__).parent / "data" / "real"
+
+
+def test_aiperf_records_and_its_own_aggregate_agree(tmp_path: Path) -> None:
+    """The 2025-10 run handed over with AIPerf's own aggregate (tests/data/real, from the same commit): the
+    aggregate is the client's summary, and lltrace's figures from the records are the aggregate's, every
+    percentile AIPerf printed (its percentiles are numpy's linear ones, as quantile_cont)."""
+    import shutil
+
+    run = tmp_path / "run"
+    run.mkdir()
+    shutil.copy(shared_file("serving", "aiperf", AIPERF_OLD), run)
+    agg_path = REAL / "aiperf" / "aiperf-2025-10_gpt-oss-20b_c100_cancel10.profile_export_aiperf.json"
+    shutil.copy(agg_path, run)
+    agg = json.loads(agg_path.read_text())["records"]
+    doc = _doc([run], tmp_path / "store")
+    req, mix = doc["requests"], doc["workload"]
+    for key, tag in (("ttft_s", "ttft"), ("e2e_s", "request_latency"), ("tpot_s", "inter_token_latency")):
+        want = agg[tag]
+        assert want["unit"] == "ms"
+        for mine, theirs in (("mean", "avg"), ("p50", "p50"), ("p90", "p90"), ("p99", "p99")):
+            assert req[key][mine] * 1e3 == pytest.approx(want[theirs], rel=1e-9), (key, mine)
+    assert req["counted"] == agg["request_count"]["avg"]
+    assert [(e["outcome"], e["requests"]) for e in req["excluded"]] == [
+        ("cancelled", agg["error_request_count"]["avg"])
+    ]
+    assert mix["throughput_per_s"] == pytest.approx(agg["request_throughput"]["avg"], rel=1e-7)
+    assert mix["output_mean"] == pytest.approx(agg["output_sequence_length"]["avg"], rel=1e-12)
+    (client,) = doc["client_summary"]
+    assert client["tool"] == "aiperf-summary" and client["max_concurrency"] == 100
+    assert client["ttft_s"]["p99"] == pytest.approx(agg["ttft"]["p99"] / 1e3, rel=1e-12)
+    assert client["achieved_rate_per_s"] == agg["request_throughput"]["avg"]
+
+
+def test_the_genai_perf_shaped_aggregate(tmp_path: Path) -> None:
+    """aiperf #343 on (and GenAI-Perf's profile_export_genai_perf.json): one {unit, avg, p50…} per metric at
+    the top level (JsonExportData / JsonMetricResult)."""
+    doc = {
+        "request_throughput": {"unit": "requests/sec", "avg": 2.5},
+        "request_latency": {"unit": "ms", "avg": 900.0, "p50": 850.0, "p90": 1200.0, "p99": 1500.0},
+        "time_to_first_token": {"unit": "ms", "avg": 50.0, "p50": 45.0, "p90": 80.0, "p99": 120.0},
+        "request_count": {"unit": "requests", "avg": 40},
+        "input_config": {"loadgen": {"concurrency": 8}},
+        "was_cancelled": False,
+    }
+    path = tmp_path / "profile_export_aiperf.json"
+    path.write_text(json.dumps(doc))
+    (client,) = _doc([path], tmp_path / "store")["client_summary"]
+    assert client["ttft_s"] == {"mean": 0.05, "median": 0.045, "p90": 0.08, "p99": 0.12}
+    assert (client["completed"], client["achieved_rate_per_s"], client["max_concurrency"]) == (40, 2.5, 8)

@@ -147,6 +147,36 @@ def _guidellm(source: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def _aiperf(source: dict[str, Any]) -> list[dict[str, Any]]:
+    """AIPerf / GenAI-Perf aggregates (already in seconds): ``avg``, ``p50``, ``p90``, ``p99`` per metric;
+    ``ttft`` was renamed ``time_to_first_token`` by aiperf #343. Its inter-token latency is per request,
+    (e2e - TTFT) / (output tokens - 1): lltrace's TPOT."""
+    summary = source["aiperf_summary"]
+    m = summary["metrics"]
+    e = _entry(source["path"], source["format"])
+
+    def one(*tags: str) -> dict[str, Any]:
+        return next((m[t] for t in tags if t in m), {})
+
+    e["requested_rate_per_s"] = _num(summary.get("request_rate"))
+    e["max_concurrency"] = _whole(summary.get("concurrency"))
+    e["achieved_rate_per_s"] = _num(one("request_throughput").get("avg"))
+    e["completed"] = _whole(one("request_count").get("avg"))
+    e["failed"] = _whole(one("error_request_count").get("avg"))
+    e["duration_s"] = _num(one("benchmark_duration").get("avg"))
+    e["mean_input_tokens"] = _num(one("input_sequence_length").get("avg"))
+    e["mean_output_tokens"] = _num(one("output_sequence_length").get("avg"))
+    e["output_tokens_per_s"] = _num(one("output_token_throughput").get("avg"))
+    for key, tags in (
+        ("ttft", ("time_to_first_token", "ttft")),
+        ("tpot", ("inter_token_latency",)),
+        ("e2e", ("request_latency",)),
+    ):
+        d = one(*tags)
+        e[f"{key}_s"] = _dist({"mean": d.get("avg"), "median": d.get("p50"), "p90": d.get("p90"), "p99": d.get("p99")})
+    return [e]
+
+
 def _dist_s(d: Any) -> dict[str, float | None] | None:
     """An inference-perf ``summarize`` distribution (seconds: mean, median, p90, p99 among others)."""
     if not isinstance(d, dict):
@@ -220,6 +250,8 @@ def client_summary(sources: list[dict[str, Any]]) -> list[dict[str, Any]]:
             out += _llmperf(s)
         elif s.get("guidellm_metrics"):
             out += _guidellm(s)
+        elif s.get("aiperf_summary"):
+            out += _aiperf(s)
         elif (s.get("inference_perf") or {}).get("side") == "client":
             key = (str(Path(s["path"]).parent), s["inference_perf"]["stage"])
             sweep.append(_inference_perf(s, servers.get(key)))
