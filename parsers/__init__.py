@@ -364,7 +364,8 @@ FORMATS: tuple[Format, ...] = (
         ingest=bench_clients.ingest_guidellm,
         markers=(b'"benchmarks"', b'"requests"', b'"successful"'),
         versions=(
-            "<= 0.3 (start_time, end_time): real file",
+            "0.1 (GuidanceReport: benchmarks[].benchmarks[].results, errors): fixture from source",
+            "0.2-0.3 (start_time, end_time): real file",
             ">= 0.4 (request_start_time, the scheduler_metrics measurement window, metadata.guidellm_version): "
             "fixture from source",
         ),

@@ -348,12 +348,18 @@ GUIDELLM = "guidellm-benchmarks"
 
 
 def sniff_guidellm(head: bytes) -> bool:
-    """guidellm ``benchmarks.json`` (new and <=0.3 schemas)."""
+    """guidellm ``benchmarks.json`` (0.1's GuidanceReport, 0.2-0.3 and >= 0.4 schemas)."""
     text = head.lstrip()
     return (
         text.startswith(b"{")
         and b'"benchmarks"' in text
-        and (b'"requests"' in text or b'"metrics"' in text or b'"guidellm' in text or b'"run_id"' in text)
+        and (
+            b'"requests"' in text
+            or b'"metrics"' in text
+            or b'"guidellm' in text
+            or b'"run_id"' in text
+            or (b'"results"' in text and b'"concurrencies"' in text)  # 0.1
+        )
     )
 
 
@@ -415,10 +421,47 @@ def _guidellm_summary(bench: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _guidellm_v01(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """guidellm 0.1 (``GuidanceReport``, core/report.py at v0.1.0): ``benchmarks[]`` of
+    ``TextGenerationBenchmarkReport``, each with ``benchmarks[]`` of ``TextGenerationBenchmark`` (``mode``,
+    ``rate``, ``results[]`` of ``TextGenerationResult`` with epoch ``start_time``, ``first_token_time``,
+    ``end_time`` and token counts, ``errors[]`` with the request only)."""
+    rows = []
+    for r_i, report in enumerate(data.get("benchmarks") or []):
+        for b_i, bench in enumerate((report or {}).get("benchmarks") or []):
+            client = f"benchmark-{r_i}.{b_i}"
+            for r in bench.get("results") or []:
+                start, first, end = r.get("start_time"), r.get("first_token_time"), r.get("end_time")
+                rows.append(
+                    {
+                        "request_id": (r.get("request") or {}).get("id"),
+                        "client_id": client,
+                        "arrival_s": start,
+                        "input_tokens": r.get("prompt_token_count"),
+                        "output_tokens": r.get("output_token_count"),
+                        "ttft_s": first - start if first is not None and start is not None else None,
+                        "e2e_s": end - start if end is not None and start is not None else None,
+                        "status": "ok",
+                    }
+                )
+            for e in bench.get("errors") or []:
+                req = e.get("request") or {}
+                rows.append({"request_id": req.get("id"), "client_id": client, "status": "error"})
+    return rows
+
+
 def ingest_guidellm(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
-    """Per request from ``requests.{successful,incomplete,errored}``; both timing schemas."""
+    """Per request from ``requests.{successful,incomplete,errored}`` (0.2 on, both timing schemas) or 0.1's
+    ``results`` / ``errors``."""
     info = SourceInfo(path=path, format=GUIDELLM)
     data = load_json(path)
+    first = (data.get("benchmarks") or [None])[0]
+    if isinstance(first, dict) and "benchmarks" in first and "requests" not in first:
+        rows = _guidellm_v01(data)
+        info.version = "0.1 (GuidanceReport: results, errors)"
+        check_row_clocks(path, rows, "arrival_s", "the request's start time (epoch s)")
+        info.records = write_rows(stage, "requests", part, rows)
+        return info
     rows = []
     old = 0
     excluded = {"warmup": 0, "cooldown": 0}

@@ -426,3 +426,42 @@ def test_the_genai_perf_shaped_aggregate(tmp_path: Path) -> None:
     (client,) = _doc([path], tmp_path / "store")["client_summary"]
     assert client["ttft_s"] == {"mean": 0.05, "median": 0.045, "p90": 0.08, "p99": 0.12}
     assert (client["completed"], client["achieved_rate_per_s"], client["max_concurrency"]) == (40, 2.5, 8)
+
+
+def test_guidellm_0_1_guidance_report(tmp_path: Path) -> None:
+    """guidellm 0.1's GuidanceReport (core/report.py, core/result.py at v0.1.0): nested benchmarks with
+    ``results`` (epoch start / first-token / end times, token counts) and ``errors``."""
+    t0 = 1_720_000_000.0
+    result = {
+        "request": {"id": "q1", "prompt": "p", "prompt_token_count": 32, "output_token_count": 8, "params": {}},
+        "prompt": "p",
+        "prompt_word_count": 1,
+        "prompt_token_count": 32,
+        "output": "o",
+        "output_word_count": 1,
+        "output_token_count": 8,
+        "last_time": t0 + 0.5,
+        "first_token_set": True,
+        "start_time": t0,
+        "end_time": t0 + 0.5,
+        "first_token_time": t0 + 0.1,
+        "decode_times": {"data": []},
+    }
+    bench = {
+        "mode": "synchronous",
+        "rate": None,
+        "results": [result],
+        "errors": [{"request": {"id": "q2", "prompt": "p", "params": {}}, "message": "timeout"}],
+        "concurrencies": [{"time": t0, "completed": 0, "errored": 0, "processing": 1}],
+    }
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps({"benchmarks": [{"benchmarks": [bench], "args": {}}]}))
+    run = lltrace.ingest([path], store=tmp_path / "store")
+    assert run.metadata["sources"][0]["version"] == "0.1 (GuidanceReport: results, errors)"
+    rows = {r["request_id"]: r for r in run.table("requests").to_dicts()}
+    assert (rows["q1"]["ttft_s"], rows["q1"]["e2e_s"], rows["q1"]["output_tokens"]) == (
+        pytest.approx(0.1),
+        pytest.approx(0.5),
+        8,
+    )
+    assert rows["q2"]["status"] == "error"
