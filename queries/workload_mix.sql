@@ -26,6 +26,8 @@
 --   prefix_blocks_reused     leading blocks an earlier request already had
 --   prefix_reuse             prefix_blocks_reused / prefix_blocks (0-1; NULL without block ids)
 --   mean_concurrency         summed e2e / run window: requests in flight on average (NULL without latencies)
+--   peak_concurrency         most requests in flight at one instant (vLLM bench's "Peak concurrent requests"
+--                            counts a request in every whole second it touches, so it reads higher)
 CREATE OR REPLACE VIEW workload_mix AS
 WITH clock AS (
     -- the run clock where requests have arrivals; else one client's own send clock (perf_counter: one
@@ -38,6 +40,15 @@ WITH clock AS (
          LATERAL (SELECT CASE WHEN c.on_run_clock THEN r.arrival_s WHEN c.one_client THEN r.client_start_s END
                   AS start_s) t
     WHERE r.input_tokens IS NOT NULL AND r.counted
+), flight AS (
+    -- the most requests in flight at one instant: +1 at each send, -1 at each finish (a finish before a
+    -- send at the same instant)
+    SELECT run_id, max(in_flight) AS peak_concurrency FROM (
+        SELECT run_id, sum(d) OVER (PARTITION BY run_id ORDER BY t, d ROWS UNBOUNDED PRECEDING) AS in_flight
+        FROM (SELECT run_id, start_s AS t, 1 AS d FROM counted WHERE finish_s IS NOT NULL AND start_s IS NOT NULL
+              UNION ALL
+              SELECT run_id, finish_s, -1 FROM counted WHERE finish_s IS NOT NULL AND start_s IS NOT NULL)
+    ) GROUP BY run_id
 ), sizes AS (
     SELECT run_id, count(*) AS requests,
            quantile_cont(input_tokens, 0.5) AS input_p50, quantile_cont(input_tokens, 0.9) AS input_p90,
@@ -58,5 +69,6 @@ SELECT run_id, requests, input_p50, input_p90, input_mean, output_p50, output_p9
        window_s, finished / nullif(window_s, 0) AS throughput_per_s,
        prefix_blocks, prefix_blocks_reused,
        prefix_blocks_reused / nullif(prefix_blocks, 0) AS prefix_reuse,
-       e2e_sum / nullif(window_s, 0) AS mean_concurrency
-FROM sizes;
+       e2e_sum / nullif(window_s, 0) AS mean_concurrency,
+       f.peak_concurrency
+FROM sizes LEFT JOIN flight f USING (run_id);

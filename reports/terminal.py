@@ -280,6 +280,8 @@ def render(doc: dict[str, Any]) -> Group:
             line += f" · prefix blocks reused {pct(mix['prefix_reuse'])}"
         if mix.get("mean_concurrency"):
             line += f" · mean in flight {mix['mean_concurrency']:,.2f}"
+        if mix.get("peak_concurrency"):
+            line += f" · peak {whole(mix['peak_concurrency'])}"
         parts.append(Text(line))
 
     hist = doc.get("engine_latency")

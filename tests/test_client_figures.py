@@ -160,6 +160,9 @@ def test_vllm_bench_figures_and_its_longer_duration(path: Path, tmp_path: Path) 
     assert window <= raw["duration"]
     assert raw["completed"] / raw["duration"] == pytest.approx(raw["request_throughput"], rel=1e-9)
     assert mix["mean_concurrency"] == pytest.approx(sum(raw["latencies"]) / window, rel=1e-9)
+    events = sorted([(s, 1) for s in raw["start_times"]] + [(e, -1) for e in ends], key=lambda e: (e[0], e[1]))
+    peak = max(sum(d for _, d in events[: i + 1]) for i in range(len(events)))
+    assert mix["peak_concurrency"] == peak <= raw["max_concurrent_requests"]  # vLLM's: per whole second
     (client,) = doc["client_summary"]  # vLLM's own figures, as it printed them
     assert client["achieved_rate_per_s"] == raw["request_throughput"] and client["duration_s"] == raw["duration"]
     assert client["ttft_s"]["median"] * 1e3 == pytest.approx(raw["median_ttft_ms"], rel=1e-12)
