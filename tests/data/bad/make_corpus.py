@@ -149,6 +149,7 @@ def build() -> dict[str, str]:
     _policies(case, base, otlp, prom)
     _engine_value_damage(case, prom, log, slog)
     _line_damage(case, otlp, moon)
+    _client_damage(case, otlp, moon, azure)
 
     for name, data in out.items():
         (HERE / name).write_bytes(data)
@@ -406,6 +407,212 @@ def _line_damage(case: Callable[[str, bytes, str], None], otlp: list[bytes], moo
     case("cut_last_line_sglang_bench.jsonl", sg.rstrip(b"\n")[:-30], "warning")
     bench = (DATA / "vllm_cpu" / "A_baseline" / "bench" / "bench_profiled_8req.json").read_bytes().strip()
     case("cut_appended_result_vllm_bench.json", bench + b"\n" + bench[: len(bench) // 2], "warning")
+
+
+def _client_damage(case: Callable[[str, bytes, str], None], otlp: list[bytes], moon: list[bytes], azure: list[str]):
+    """The damage kinds above in the other client and trace formats (issue 17's readers among them), each
+    made from a real file: guidellm 0.3, LLMPerf, AIPerf of both record schemas and its aggregate, an
+    inference-perf stage, SGLang bench lines, Mooncake and Azure rows, run A's spans in a Jaeger export and a
+    flat span list; the inference-perf per-request and GenAI-Perf files are built from their sources."""
+    big = "99999999999999999999999"
+    deep = "[" * 20_000 + "]" * 20_000
+    serving = DATA / "serving"
+    guidellm = json.loads((serving / "guidellm" / "guidellm-0.3dev_stripped_1req.benchmarks.json").read_text())
+    llm = json.loads((serving / "llmperf" / "individual__lepton_70b.json").read_text())[:6]
+    llm_summary = json.loads((serving / "llmperf" / "summary__lepton_70b.json").read_text())
+    old = (serving / "aiperf" / "aiperf-2025-10_gpt-oss-20b_c100_cancel10.profile_export.jsonl").read_text()
+    old_lines = [json.loads(x) for x in old.splitlines()[10:16]]  # successful records of the pre-release schema
+    agg = json.loads(
+        (
+            REPO
+            / "tests"
+            / "data"
+            / "real"
+            / "aiperf"
+            / "aiperf-2025-10_gpt-oss-20b_c100_cancel10.profile_export_aiperf.json"
+        ).read_text()
+    )
+    stage = json.loads(
+        (serving / "inference_perf" / "kubecon-na-2025_vllm" / "stage_0_lifecycle_metrics.json").read_text()
+    )
+    sg_lines = (
+        (serving / "sglang_bench_serving" / "datacrunch-h200__llama_3_3_70b_online_output.jsonl")
+        .read_text()
+        .splitlines()
+    )
+
+    def dumps_lines(objs: list) -> bytes:
+        return "".join(json.dumps(o) + "\n" for o in objs).encode()
+
+    def g_with(**change: object) -> bytes:
+        d = json.loads(json.dumps(guidellm))
+        d["benchmarks"][0]["requests"]["successful"][0].update(change)
+        return json.dumps(d).encode()
+
+    req = guidellm["benchmarks"][0]["requests"]["successful"][0]
+    # guidellm 0.3: overflow, impossible values, BOM, duplicate key, deep nesting elsewhere
+    case("int64_guidellm.benchmarks.json", g_with(prompt_tokens=int(big)), "error")
+    # 0.3 records carry the figures guidellm computed beside the times: the damage is in those
+    case("negative_e2e_guidellm.benchmarks.json", g_with(request_latency=-0.5), "warning")
+    case(
+        "ttft_after_e2e_guidellm.benchmarks.json",
+        g_with(time_to_first_token_ms=req["request_latency"] * 5e3),
+        "warning",
+    )
+    case("fractional_tokens_guidellm.benchmarks.json", g_with(output_tokens=12.5), "warning")
+    case("bom_guidellm.benchmarks.json", b"\xef\xbb\xbf" + json.dumps(guidellm).encode(), "ok")
+    text = json.dumps(guidellm)
+    case(
+        "dupkey_guidellm.benchmarks.json",
+        text.replace('"prompt_tokens": ', '"prompt_tokens": 1, "prompt_tokens": ', 1).encode(),
+        "error",
+    )
+    # LLMPerf individual responses
+    rows = [dict(r) for r in llm]
+    case("deep_llmperf.individual.json", (json.dumps(rows)[:-1] + f", {deep}]").encode(), "error")
+    rows = [dict(r) for r in llm]
+    rows[2]["ttft_s"] = float("inf")
+    case("inf_llmperf.individual.json", json.dumps(rows).encode(), "warning")
+    case("bom_llmperf.individual.json", b"\xef\xbb\xbf" + json.dumps(llm).encode(), "ok")
+    case(
+        "dupkey_llmperf.individual.json",
+        json.dumps(llm).replace('"ttft_s": ', '"ttft_s": 0, "ttft_s": ', 1).encode(),
+        "error",
+    )
+    # LLMPerf summary: text where a figure belongs is dropped, counted
+    case("bom_llmperf.summary.json", b"\xef\xbb\xbf" + json.dumps(llm_summary).encode(), "ok")
+    # AIPerf pre-release schema
+    dup = [json.loads(json.dumps(r)) for r in old_lines]
+    dup[3]["metadata"]["x_request_id"] = dup[1]["metadata"]["x_request_id"]
+    case("dup_request_id_aiperf.profile_export.jsonl", dumps_lines(dup), "error")
+    neg = [json.loads(json.dumps(r)) for r in old_lines]
+    neg[2]["metrics"]["request_latency"]["value"] = -5.0
+    case("negative_e2e_aiperf.profile_export.jsonl", dumps_lines(neg), "warning")
+    late = [json.loads(json.dumps(r)) for r in old_lines]
+    late[2]["metrics"]["ttft"]["value"] = late[2]["metrics"]["request_latency"]["value"] * 2
+    case("ttft_after_e2e_aiperf.profile_export.jsonl", dumps_lines(late), "warning")
+    lines = [json.dumps(r) for r in old_lines]
+    lines[2] = lines[2][:-1] + f', "x": {deep}}}'
+    case("deep_aiperf.profile_export.jsonl", ("\n".join(lines) + "\n").encode(), "error")
+    nan = [json.loads(json.dumps(r)) for r in old_lines]
+    nan[1]["metrics"]["ttft"]["value"] = float("nan")
+    case("nan_aiperf.profile_export.jsonl", dumps_lines(nan), "warning")
+    # AIPerf's aggregate
+    case("bom_aiperf.summary.json", b"\xef\xbb\xbf" + json.dumps(agg).encode(), "ok")
+    case("deep_aiperf.summary.json", (json.dumps(agg)[:-1] + f', "x": {deep}}}').encode(), "error")
+    case("dupkey_aiperf.summary.json", json.dumps(agg).replace('"avg": ', '"avg": 0, "avg": ', 1).encode(), "error")
+    # inference-perf stage report
+    case("bom_inference_perf.lifecycle.json", b"\xef\xbb\xbf" + json.dumps(stage).encode(), "ok")
+    case("deep_inference_perf.lifecycle.json", (json.dumps(stage)[:-1] + f', "x": {deep}}}').encode(), "error")
+    case(
+        "dupkey_inference_perf.lifecycle.json",
+        json.dumps(stage).replace('"count": ', '"count": 0, "count": ', 1).encode(),
+        "error",
+    )
+    # inference-perf per-request records (built from reportgen's per_request dump)
+    per = [
+        {
+            "start_time": 100.0 + i,
+            "end_time": 100.5 + i,
+            "request": "{}",
+            "response": "",
+            "info": {
+                "input_tokens": 64,
+                "request_metrics": {"text": {"input_tokens": 64}},
+                "response_metrics": {"output_tokens": 16, "output_token_times": [100.1 + i]},
+            },
+            "error": None,
+        }
+        for i in range(6)
+    ]
+    p = json.loads(json.dumps(per))
+    p[2]["info"]["input_tokens"] = int(big)
+    case("int64_inference_perf.requests.json", json.dumps(p).encode(), "error")
+    p = json.loads(json.dumps(per))
+    p[3]["end_time"] = p[3]["start_time"] - 2.0
+    case("negative_e2e_inference_perf.requests.json", json.dumps(p).encode(), "warning")
+    p = json.loads(json.dumps(per))
+    p[1]["info"]["response_metrics"]["output_tokens"] = 3.5
+    case("fractional_tokens_inference_perf.requests.json", json.dumps(p).encode(), "warning")
+    # SGLang bench summary lines
+    sg = [json.loads(x) for x in sg_lines]
+    sg[1]["completed"] = "300"
+    case("summary_completed_text_sglang_bench.jsonl", dumps_lines(sg), "warning")
+    case("bom_sglang_bench.jsonl", b"\xef\xbb\xbf" + ("\n".join(sg_lines) + "\n").encode(), "ok")
+    # Mooncake and Azure rows
+    m = [json.loads(x) for x in moon[:50]]
+    m[7]["input_length"] = int(big)
+    case("int64_mooncake.jsonl", dumps_lines(m), "warning")  # a line Mooncake's reader cannot take: dropped, counted
+    m = [json.loads(x) for x in moon[:50]]
+    m[9]["output_length"] = -3
+    case("negative_tokens_mooncake.jsonl", dumps_lines(m), "warning")
+    head, *rows_ = azure[:40]
+    cells = rows_[5].split(",")
+    cells[1] = big
+    case("int64_azure.csv", ("\n".join([head, *rows_[:5], ",".join(cells), *rows_[6:]]) + "\n").encode(), "error")
+    cells = rows_[5].split(",")
+    cells[2] = "-7"
+    case(
+        "negative_tokens_azure.csv",
+        ("\n".join([head, *rows_[:5], ",".join(cells), *rows_[6:]]) + "\n").encode(),
+        "warning",
+    )
+    case("bom_azure.csv", ("\ufeff" + "\n".join([head, *rows_]) + "\n").encode(), "ok")
+    # run A's spans in the other wrappers: a flat span list and a Jaeger export with duplicated request ids
+    spans = [
+        sp
+        for ln in otlp[:40]
+        for rs in json.loads(ln)["resourceSpans"]
+        for ss in rs["scopeSpans"]
+        for sp in ss["spans"]
+    ]
+    requests = [sp for sp in spans if sp["name"] == "llm_request"][:6]
+    case("bom_flat_spans.otlp.json", b"\xef\xbb\xbf" + json.dumps({"spans": requests}).encode(), "ok")
+    twice = json.loads(json.dumps(requests))
+    for sp in twice[3:]:
+        for a in sp["attributes"]:
+            if a["key"] == "gen_ai.request.id":
+                a["value"] = {"stringValue": "cmpl-same-0"}
+    for sp in twice[:3]:
+        for a in sp["attributes"]:
+            if a["key"] == "gen_ai.request.id":
+                a["value"] = {"stringValue": "cmpl-same-0"}
+    case("dup_request_id_flat_spans.otlp.json", json.dumps({"spans": twice}).encode(), "error")
+    inf = json.loads(json.dumps(requests))
+    for a in inf[1]["attributes"]:
+        if a["key"] == "gen_ai.latency.e2e":
+            a["value"] = {"doubleValue": "Infinity"}
+    case("inf_e2e_flat_spans.otlp.json", json.dumps({"spans": inf}).encode(), "warning")
+    jaeger = {
+        "data": [
+            {
+                "traceID": "t",
+                "spans": [
+                    {
+                        "traceID": sp["traceId"],
+                        "spanID": sp["spanId"],
+                        "operationName": sp["name"],
+                        "startTime": int(sp["startTimeUnixNano"]) // 1000,
+                        "duration": (int(sp["endTimeUnixNano"]) - int(sp["startTimeUnixNano"])) // 1000,
+                        "tags": [
+                            {"key": a["key"], "type": "x", "value": next(iter(a["value"].values()))}
+                            for a in sp["attributes"]
+                        ],
+                    }
+                    for sp in requests
+                ],
+                "processes": {},
+            }
+        ]
+    }
+    late = json.loads(json.dumps(jaeger))
+    late["data"][0]["spans"][2]["startTime"] = 7_258_118_400_000_000  # 2200, in µs
+    case("clock_2200_jaeger.json", json.dumps(late).encode(), "error")
+    neg = json.loads(json.dumps(jaeger))
+    for t in neg["data"][0]["spans"][1]["tags"]:
+        if t["key"] == "gen_ai.latency.time_in_queue":
+            t["value"] = -0.5
+    case("negative_queue_jaeger.json", json.dumps(neg).encode(), "warning")
 
 
 if __name__ == "__main__":
