@@ -20,6 +20,7 @@ from lltrace.parsers import (
     kineto_steps,
     otlp,
     prometheus,
+    prometheus_api,
     sglang,
     tgi,
     trtllm,
@@ -146,6 +147,19 @@ FORMATS: tuple[Format, ...] = (
             "vLLM V1 0.32 /metrics: real file",
             "vLLM V0 and SGLang names: fixture from source",
         ),
+    ),
+    Format(
+        name=prometheus_api.PROMETHEUS_API,
+        family="Prometheus",
+        description="a Prometheus server's HTTP API answers (/api/v1/query_range matrix, /api/v1/query vector; "
+        "Prometheus, Thanos, Mimir, VictoriaMetrics), one per file or as JSON lines",
+        tables=("engine_stats",),
+        attributes="per replica and sample time: running / waiting requests, KV usage, cumulative preemptions, "
+        "token and prefix-cache counters, latency histogram sums and counts (counter resets handled)",
+        sniff=prometheus_api.sniff,
+        ingest=prometheus_api.ingest,
+        markers=(b'"resultType"', b'"result"', b'"metric"', b'"values"'),
+        versions=("HTTP API v1 matrix and vector answers: fixture from the API documentation and run B's scrapes",),
     ),
     Format(
         name=vllm_log.SERVER_LOG,

@@ -12,9 +12,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from lltrace.arrow_rows import table_from_rows
 from lltrace.errors import TraceFormatError
 from lltrace.parsers._lines import DuplicateKey, duplicate_at, json_lines, read_text, unique_keys
-from lltrace.tables import STAGING, TABLES, SourceInfo, table_from_rows
+from lltrace.tables import STAGING, TABLES, SourceInfo
 
 
 def write_rows(stage: Path, table: str, part: int, rows: list[dict[str, Any]]) -> int:

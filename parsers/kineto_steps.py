@@ -38,8 +38,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from lltrace.arrow_rows import table_from_rows
 from lltrace.parsers.kineto import DUCK_MEMORY
-from lltrace.tables import ENGINE_STEPS, KERNEL_TIME_CLASSES, table_from_rows
+from lltrace.tables import ENGINE_STEPS, KERNEL_TIME_CLASSES
 
 _VLLM = re.compile(r"^execute_context_(\d+)\((\d+)(?:_\d+)?\)_generation_(\d+)\((\d+)(?:_\d+)?\)$")
 _VLLM_NEW_CACHED = re.compile(r"^execute_new_(\d+)_cached_(\d+)$")

@@ -52,6 +52,63 @@ _SAMPLE = re.compile(r"^([A-Za-z_:][\w:]*)(?:\{([^}]*)\})?\s+(\S+)(?:\s+(-?\d+))
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 
 
+# histogram family (its _bucket series) -> engine_histograms.metric, across vLLM versions and SGLang
+HISTOGRAMS = {
+    "vllm:request_queue_time_seconds_bucket": "queue_time",
+    "sglang:queue_time_seconds_bucket": "queue_time",
+    "vllm:time_to_first_token_seconds_bucket": "ttft",
+    "sglang:time_to_first_token_seconds_bucket": "ttft",
+    "vllm:e2e_request_latency_seconds_bucket": "e2e",
+    "sglang:e2e_request_latency_seconds_bucket": "e2e",
+    "vllm:request_time_per_output_token_seconds_bucket": "tpot",
+    "vllm:time_per_output_token_seconds_bucket": "itl",  # V1 before 0.11: observed per output token
+    "vllm:inter_token_latency_seconds_bucket": "itl",
+    "sglang:inter_token_latency_seconds_bucket": "itl",
+    "sglang:time_per_output_token_seconds_bucket": "itl",
+    "vllm:request_prefill_time_seconds_bucket": "prefill_time",
+    "vllm:request_decode_time_seconds_bucket": "decode_time",
+    "vllm:request_prompt_tokens_bucket": "prompt_tokens",
+    "vllm:request_generation_tokens_bucket": "generation_tokens",
+}
+
+
+def bucket_key(name: str, labels: dict[str, str]) -> tuple[str, float | None] | None:
+    """(metric, upper bound) of a histogram bucket sample, None for any other sample; ``+Inf`` is None."""
+    metric = HISTOGRAMS.get(name)
+    if metric is None or "le" not in labels:
+        return None
+    le = float(labels["le"])
+    return metric, (None if le == float("inf") else le)
+
+
+def bucket_rows(part: int, ts: float | None, engine: str, instance: str | None, buckets: dict) -> list[dict]:
+    """``engine_histograms`` rows of one engine at one time: (metric, le) -> cumulative count."""
+    return [
+        {"part": part, "ts_s": ts, "engine": engine, "instance": instance, "metric": m, "le": le, "count": n}
+        for (m, le), n in sorted(
+            buckets.items(), key=lambda kv: (kv[0][0], float("inf") if kv[0][1] is None else kv[0][1])
+        )
+    ]
+
+
+CUMULATIVE = frozenset(c for c in _PROM if c.endswith(("_total", "_sum_s", "_count")))
+"""The ``engine_stats`` columns that are Prometheus counters (or histogram sums and counts): only grow, until
+the server restarts (a counter reset)."""
+CUMULATIVE_METRICS = frozenset(n for c in CUMULATIVE for n in _PROM[c])
+"""The metric names behind those columns."""
+
+
+def stats_row(part: int, ts: float | None, engine: str, stats: dict[str, float]) -> dict[str, Any]:
+    """One ``engine_stats`` row from one engine's samples at one time (metric name -> value), the metric
+    names of every vLLM version and SGLang mapped onto the canonical columns (first present wins)."""
+    row: dict[str, Any] = {"part": part, "ts_s": ts, "engine": engine, "source": "prometheus"}
+    for col, names in _PROM.items():
+        row[col] = next((stats[n] for n in names if n in stats), None)
+    row["waiting_capacity"] = stats.get("waiting_capacity")
+    row["waiting_deferred"] = stats.get("waiting_deferred")
+    return row
+
+
 def _number(path: str, line: int, text: str) -> float:
     try:
         return float(text)
@@ -78,6 +135,7 @@ def ingest_prometheus(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
         lines = lines[:-1]
     seen: dict[tuple[str, str], int] = {}
     duplicated: set[tuple[str, str]] = set()
+    buckets: dict[str, dict[tuple[str, float | None], float]] = {}
     for n, line in enumerate(lines, start=1):
         if line.startswith("# scrape_unix_ts"):
             ts = _number(path, n, line.split()[2] if len(line.split()) > 2 else "")
@@ -109,10 +167,18 @@ def ingest_prometheus(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
         if name == "vllm:num_requests_waiting_by_reason":
             stats[f"waiting_{lab.get('reason', 'other')}"] = stats.get(f"waiting_{lab.get('reason', 'other')}", 0) + v
             continue
+        bucket = bucket_key(name, lab)
+        if bucket is not None:  # series differing in other labels (model_name) add up, as the gauges do
+            per_bucket = buckets.setdefault(engine, {})
+            per_bucket[bucket] = per_bucket.get(bucket, 0.0) + v
+            continue
         stats[name] = stats.get(name, 0.0) + v
     for name, labels in duplicated:  # the series' value is NULL for its engine, never a sum of the copies
         lab = dict(kv.split("=", 1) for kv in labels.split(",") if "=" in kv)
         per_engine.get(lab.get("engine", "0"), {}).pop(name, None)
+        bucket = bucket_key(name, lab)
+        if bucket is not None:
+            buckets.get(lab.get("engine", "0"), {}).pop(bucket, None)
     if duplicated:
         info.dropped["duplicated_series"] = len(duplicated)
         first = sorted(duplicated)[0]
@@ -120,19 +186,15 @@ def ingest_prometheus(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
             f"{path}: line {seen[first]}: {len(duplicated)} series appear more than once in one scrape "
             f"(e.g. {first[0]}{{{first[1]}}}): their values are NULL"
         )
-    rows = []
-    for engine, stats in sorted(per_engine.items()):
-        row: dict[str, Any] = {"part": part, "ts_s": ts, "engine": engine, "source": "prometheus"}
-        for col, names in _PROM.items():
-            row[col] = next((stats[n] for n in names if n in stats), None)
-        row["waiting_capacity"] = stats.get("waiting_capacity")
-        row["waiting_deferred"] = stats.get("waiting_deferred")
-        rows.append(row)
+    rows = [stats_row(part, ts, engine, stats) for engine, stats in sorted(per_engine.items())]
     if ts is None:
         info.warnings.append(
             f"{path}: no scrape time in the file (# scrape_unix_ts or sample timestamps); ts_s is NULL"
         )
     info.records = write_rows(stage, "engine_stats", part, rows)
+    hist = [r for engine, b in sorted(buckets.items()) for r in bucket_rows(part, ts, engine, None, b)]
+    if hist:
+        write_rows(stage, "engine_histograms", part, hist)
     info.details["scrape_unix_ts"] = ts
     if config:
         info.details["engine_config"] = config

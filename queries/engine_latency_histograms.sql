@@ -13,6 +13,9 @@
 --   e2e_mean_s    mean end-to-end latency by the engine, seconds (NULL without the histogram)
 --   ttft_mean_s   mean time to first token by the engine, seconds
 --   queue_mean_s  mean time in the engine's waiting queue, seconds
+--   queue_sum_s   summed queue time over the span, seconds
+--   e2e_sum_s     summed end-to-end latency over the span, seconds
+--   queue_share   queue_sum_s / e2e_sum_s: the share of the requests' time spent waiting to be scheduled
 CREATE OR REPLACE VIEW engine_latency_histograms AS
 WITH per_engine AS (
     SELECT run_id, engine, count(*) AS scrapes,
@@ -31,5 +34,7 @@ SELECT run_id, sum(scrapes) AS scrapes,
        sum(e2e_n) AS e2e_requests,
        sum(e2e_sum) / nullif(sum(e2e_n), 0) AS e2e_mean_s,
        sum(ttft_sum) / nullif(sum(ttft_n), 0) AS ttft_mean_s,
-       sum(queue_sum) / nullif(sum(queue_n), 0) AS queue_mean_s
+       sum(queue_sum) / nullif(sum(queue_n), 0) AS queue_mean_s,
+       sum(queue_sum) AS queue_sum_s, sum(e2e_sum) AS e2e_sum_s,
+       sum(queue_sum) / nullif(sum(e2e_sum), 0) AS queue_share
 FROM per_engine GROUP BY run_id;

@@ -291,8 +291,35 @@ def render(doc: dict[str, Any]) -> Group:
                 f"Engine's own latency histograms ({hist['basis']}): {whole(hist['e2e_requests'])} requests · mean "
                 f"e2e {_ms(hist['e2e_mean_s'])} ms · TTFT {_ms(hist['ttft_mean_s'])} ms · queue "
                 f"{_ms(hist['queue_mean_s'])} ms"
+                + (f" · queue {pct(hist['queue_share'])} of e2e" if hist.get("queue_share") is not None else "")
             )
         )
+
+    quantiles = [q for q in doc.get("engine_quantiles") or [] if q["observations"]]
+    if quantiles:
+        t = Table(title="Engine's own histograms: quantile estimates (the bucket holding each is its precision)")
+        for col in ("metric", "observations", "p50", "p90", "p99", "unit"):
+            t.add_column(col, justify="left" if col in ("metric", "unit") else "right")
+
+        def fig(v: float) -> str:
+            return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
+
+        def est(q: dict[str, Any], p: str, scale: float) -> str:
+            hi = q[f"{p}_hi"]
+            return f"{fig(q[p] * scale)} [{fig(q[f'{p}_lo'] * scale)}-{'inf' if hi is None else fig(hi * scale)}]"
+
+        for q in quantiles:
+            tokens = q["metric"].endswith("_tokens")
+            scale = 1.0 if tokens else 1e3
+            t.add_row(
+                q["metric"],
+                whole(q["observations"]),
+                est(q, "p50", scale),
+                est(q, "p90", scale),
+                est(q, "p99", scale),
+                "tokens" if tokens else "ms",
+            )
+        parts.append(t)
 
     req = doc.get("requests")
     if req:

@@ -137,6 +137,9 @@ def analyze(
             "engine_latency": (rows(con, "SELECT * EXCLUDE (run_id) FROM engine_latency_histograms") or [None])[0]
             if "engine_stats" in present
             else None,
+            "engine_quantiles": rows(con, "SELECT * EXCLUDE (run_id) FROM engine_histogram_quantiles ORDER BY metric")
+            if "engine_histograms" in present
+            else [],
             "advice": [],
         }
         att = rows(con, "SELECT * EXCLUDE (run_id) FROM attribution_run") if "requests" in present else []

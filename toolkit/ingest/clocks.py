@@ -8,9 +8,9 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
+from lltrace.arrow_rows import table_from_rows
 from lltrace.ingest.join import staged_rows
 from lltrace.parsers._io import WALL_CLOCK_FLOOR_S
-from lltrace.tables import table_from_rows
 
 
 def _needs_year(stamp: str | None) -> bool:

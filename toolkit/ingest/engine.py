@@ -23,8 +23,9 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
+from lltrace.arrow_rows import table_from_rows
 from lltrace.queries import thresholds
-from lltrace.tables import ENGINE_CONFIG, ENGINE_SETTINGS, table_from_rows
+from lltrace.tables import ENGINE_CONFIG, ENGINE_SETTINGS
 
 # setting <- the source's key for it
 _KEYS = {

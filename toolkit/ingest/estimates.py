@@ -8,7 +8,8 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from lltrace.tables import REQUESTS, table_from_rows
+from lltrace.arrow_rows import table_from_rows
+from lltrace.tables import REQUESTS
 
 
 def estimate_ttft_split(stage: Path) -> dict[str, Any] | None:

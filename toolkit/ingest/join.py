@@ -23,10 +23,11 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from lltrace.arrow_rows import table_from_rows
 from lltrace.ingest.identity import unique_spans
 from lltrace.ingest.match import Side, clock_offset, match
 from lltrace.queries import install_views
-from lltrace.tables import REQUEST_EVENTS, REQUESTS, table_from_rows
+from lltrace.tables import REQUEST_EVENTS, REQUESTS
 
 PROVENANCE = {
     "requests.queue_s": "measured: span gen_ai.latency.time_in_queue",

@@ -22,6 +22,7 @@ from typing import Any
 
 import duckdb
 
+from lltrace.arrow_rows import IntegerOverflow
 from lltrace.errors import InputWarning, TraceFormatError, TruncatedInput, UnexpectedContent
 from lltrace.ingest import engine
 from lltrace.ingest.checks import check_stage, warnings_for
@@ -32,7 +33,6 @@ from lltrace.ingest.join import PROVENANCE, assemble_requests
 from lltrace.ingest.locate import locate, locate_depth
 from lltrace.parsers.kineto import NAME as KINETO
 from lltrace.store import Run, Store, check_run_id
-from lltrace.tables import IntegerOverflow
 from lltrace.version import __version__
 
 ProgressFn = Callable[[str, int, int], None]

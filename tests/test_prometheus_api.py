@@ -1,0 +1,179 @@
+"""A Prometheus server's HTTP API answers (issue 18): run B's 15 timed scrapes turned into one
+``/api/v1/query_range`` answer give the scrapes' own engine_stats, and the edge cases the API documentation
+names (NaN / +Inf strings, vector answers, several answers per file, counter resets, several replicas)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from conftest import DATA
+
+import lltrace
+
+SCRAPES = sorted((DATA / "vllm_cpu" / "B_kvpressure" / "metrics").glob("metrics_*.prom"))
+_SAMPLE = re.compile(r"^((?:vllm|sglang):[\w:]+)(?:\{([^}]*)\})? (\S+)$", re.M)
+
+
+def _series(scrapes: list[Path], instance: str) -> dict[tuple, list]:
+    """Each vLLM series of the scrapes as the server would store it: labels plus the scrape's instance,
+    and its samples at the scrape times (read with a regex: independent of lltrace's text parser)."""
+    out: dict[tuple, list] = {}
+    for path in scrapes:
+        text = path.read_text()
+        ts = float(re.search(r"^# scrape_unix_ts (\S+)", text, re.M).group(1))
+        for name, labels, value in _SAMPLE.findall(text):
+            lab = dict(re.findall(r'(\w+)="([^"]*)"', labels)) | {"instance": instance, "job": "vllm"}
+            out.setdefault((name, tuple(sorted(lab.items()))), []).append([ts, value])
+    return out
+
+
+def _matrix(series: dict[tuple, list]) -> dict:
+    result = [{"metric": {"__name__": n, **dict(lab)}, "values": v} for (n, lab), v in series.items()]
+    return {"status": "success", "data": {"resultType": "matrix", "result": result}}
+
+
+COMPARED = (
+    "running",
+    "waiting",
+    "kv_usage",
+    "preemptions_total",
+    "prompt_tokens_total",
+    "generation_tokens_total",
+    "queue_time_sum_s",
+    "e2e_sum_s",
+    "ttft_count",
+)
+
+
+def test_run_bs_scrapes_as_a_query_range_answer(tmp_path: Path) -> None:
+    path = tmp_path / "query_range.json"
+    path.write_text(json.dumps(_matrix(_series(SCRAPES, "replica-b:8000"))))
+    api = lltrace.ingest([path], store=tmp_path / "api")
+    text = lltrace.ingest([DATA / "vllm_cpu" / "B_kvpressure" / "metrics"], store=tmp_path / "text")
+    got = sorted(api.table("engine_stats").to_dicts(), key=lambda r: r["ts_s"])
+    want = sorted(text.table("engine_stats").to_dicts(), key=lambda r: r["ts_s"])
+    assert len(got) == len(want) == len(SCRAPES) == 15
+    for g, w in zip(got, want, strict=True):
+        assert g["ts_s"] == pytest.approx(w["ts_s"], abs=1e-6)
+        assert {c: g[c] for c in COMPARED} == {c: w[c] for c in COMPARED}
+        assert (g["engine"], g["instance"]) == ("replica-b:8000/0", "replica-b:8000")
+    src = api.metadata["sources"][0]
+    assert src["format"] == "prometheus-api" and src["replicas"][0]["model_name"] == "tiny-llama"
+    bare = tmp_path / "promtool.json"  # promtool query range -o json: the result list alone
+    bare.write_text(json.dumps(_matrix(_series(SCRAPES, "replica-b:8000"))["data"]["result"]))
+    again = lltrace.ingest([bare], store=tmp_path / "bare").table("engine_stats").to_dicts()
+    assert sorted((r["ts_s"], r["preemptions_total"]) for r in again) == [
+        (r["ts_s"], r["preemptions_total"]) for r in got
+    ]
+    doc = lltrace.analyze(api).to_dict()
+    assert doc["kv"]["preemptions"] == 35 and doc["kv"]["peak_usage"] == 1.0
+    hist = doc["engine_latency"]
+    counts = [w["e2e_count"] for w in want]
+    assert hist["e2e_requests"] == counts[-1] - counts[0]
+    queue = hist["queue_mean_s"] * (want[-1]["queue_time_count"] - want[0]["queue_time_count"])
+    e2e = hist["e2e_mean_s"] * hist["e2e_requests"]
+    assert (round(queue, 2), round(e2e, 2)) == (512.09, 607.72)  # queue 84 % of e2e
+    assert (round(hist["queue_sum_s"], 2), round(hist["e2e_sum_s"], 2), round(hist["queue_share"], 2)) == (
+        512.09,
+        607.72,
+        0.84,
+    )
+
+
+def test_api_edge_cases(tmp_path: Path) -> None:
+    """NaN and +Inf sample strings, a vector answer, two answers as JSON lines, a counter reset and two
+    replicas (https://prometheus.io/docs/prometheus/latest/querying/api/ "Expression query result formats")."""
+    t0 = 1_790_000_000.0
+
+    def series(name, instance, values, **labels):
+        return {"metric": {"__name__": name, "instance": instance, "engine": "0", **labels}, "values": values}
+
+    running_a = series("vllm:num_requests_running", "a:8000", [[t0, "3"], [t0 + 15, "NaN"], [t0 + 30, "5"]])
+    kv_b = series("vllm:kv_cache_usage_perc", "b:8000", [[t0, "0.5"], [t0 + 15, "+Inf"]])
+    # a restart between t0+15 and t0+30: 40 preemptions before, 3 after
+    pre_a = series("vllm:num_preemptions_total", "a:8000", [[t0, "10"], [t0 + 15, "40"], [t0 + 30, "3"]])
+    first = {"status": "success", "data": {"resultType": "matrix", "result": [running_a, kv_b, pre_a]}}
+    vector = {
+        "status": "success",
+        "data": {
+            "resultType": "vector",
+            "result": [
+                {
+                    "metric": {"__name__": "vllm:num_requests_waiting", "instance": "b:8000", "engine": "0"},
+                    "value": [t0 + 15, "7"],
+                }
+            ],
+        },
+    }
+    path = tmp_path / "answers.jsonl"
+    path.write_text(json.dumps(first) + "\n" + json.dumps(vector) + "\n")
+    run = lltrace.ingest([path], store=tmp_path / "store")
+    rows = {(r["engine"], r["ts_s"] - t0): r for r in run.table("engine_stats").to_dicts()}
+    assert rows[("a:8000/0", 0)]["running"] == 3 and rows[("a:8000/0", 15)]["running"] is None  # NaN: no value
+    assert [rows[("a:8000/0", t)]["preemptions_total"] for t in (0, 15, 30)] == [10, 40, 43]  # read over the reset
+    assert rows[("b:8000/0", 15)]["kv_usage"] is None  # +Inf: beyond the physical limit, NULL and counted
+    assert rows[("b:8000/0", 15)]["waiting"] == 7
+    src = run.metadata["sources"][0]
+    assert src["version"] == "HTTP API matrix and vector"
+    assert src["dropped"]["nan_samples"] == 1 and src["counter_resets"] == {"vllm:num_preemptions_total": 1}
+    assert [r["instance"] for r in src["replicas"]] == ["a:8000", "b:8000"]
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({"status": "error", "errorType": "bad_data", "error": "parse error"}, "the server answered an error"),
+        ({"status": "success", "data": {"resultType": "scalar", "result": [1, "2"], "x": "vllm:"}}, "resultType"),
+    ],
+)
+def test_api_answers_that_hold_no_series_are_errors(body: dict, message: str, tmp_path: Path) -> None:
+    path = tmp_path / "answer.json"
+    path.write_text(json.dumps(body | {"note": '"resultType" "result" "vllm:x"'}))
+    from lltrace.errors import TraceFormatError, UnknownFormat
+
+    with pytest.raises((TraceFormatError, UnknownFormat), match=message):
+        lltrace.ingest([path], store=tmp_path / "store")
+
+
+def _bucket_index(bounds: list[float], v: float) -> int:
+    return next((i for i, b in enumerate(bounds) if v <= b), len(bounds))
+
+
+@pytest.mark.parametrize("run", ["B_kvpressure", "A_baseline", "D_chunked"])
+def test_histogram_quantiles_lie_within_a_bucket_of_the_spans(run: str, tmp_path: Path) -> None:
+    """The engine's TTFT and queue-time histograms over a whole run (its scrapes and the final one: every
+    request since the server started) give quantiles in the bucket of the spans' own quantiles or the next
+    one: the histogram's precision is its bucket."""
+    r = lltrace.ingest([DATA / "vllm_cpu" / run], store=tmp_path)
+    con = r.store.connect([r.id])
+    for metric, column in (("ttft", "server_ttft_s"), ("queue_time", "queue_s")):
+        bounds = [
+            b
+            for (b,) in con.execute(
+                "SELECT DISTINCT le FROM engine_histograms WHERE metric = ? AND le IS NOT NULL ORDER BY le", [metric]
+            ).fetchall()
+        ]
+        est = con.execute(
+            "SELECT observations, p50, p90, p99 FROM engine_histogram_quantiles WHERE metric = ?", [metric]
+        ).fetchone()
+        # histogram_quantile inverts the cumulative count at rank q * n: the spans' order statistic at that
+        # rank (quantile_disc) is the same quantity; an interpolated median of an even count can fall in an
+        # empty bucket beside it (run D: 65 of 130 TTFTs at most 80 ms, the 66th above 100 ms)
+        spans = con.execute(
+            f"SELECT count({column}), quantile_disc({column}, [0.5, 0.9, 0.99]) FROM requests"
+        ).fetchone()
+        assert est[0] >= spans[0] > 0  # the histogram saw every request the spans did (and any still running)
+        for e, s in zip(est[1:], spans[1], strict=True):
+            assert abs(_bucket_index(bounds, e) - _bucket_index(bounds, s)) <= 1, (metric, e, s)
+    con.close()
+
+
+def test_the_api_export_gives_the_scrapes_quantiles(tmp_path: Path) -> None:
+    path = tmp_path / "query_range.json"
+    path.write_text(json.dumps(_matrix(_series(SCRAPES, "replica-b:8000"))))
+    api = lltrace.analyze([str(path)], store=tmp_path / "api").to_dict()["engine_quantiles"]
+    text = lltrace.analyze([str(SCRAPES[0].parent)], store=tmp_path / "text").to_dict()["engine_quantiles"]
+    assert api == text and {q["metric"] for q in api} >= {"ttft", "queue_time", "e2e", "tpot"}
