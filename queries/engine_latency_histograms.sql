@@ -16,6 +16,10 @@
 --   queue_sum_s   summed queue time over the span, seconds
 --   e2e_sum_s     summed end-to-end latency over the span, seconds
 --   queue_share   queue_sum_s / e2e_sum_s: the share of the requests' time spent waiting to be scheduled
+--   prefill_sum_s summed prefill time (vLLM request_prefill_time_seconds), seconds
+--   decode_sum_s  summed decode time (vLLM request_decode_time_seconds), seconds
+--   prefill_share prefill_sum_s / e2e_sum_s
+--   decode_share  decode_sum_s / e2e_sum_s
 CREATE OR REPLACE VIEW engine_latency_histograms AS
 WITH per_engine AS (
     SELECT run_id, engine, count(*) AS scrapes,
@@ -24,7 +28,9 @@ WITH per_engine AS (
            max(ttft_sum_s) - CASE WHEN count(*) > 1 THEN min(ttft_sum_s) ELSE 0 END AS ttft_sum,
            max(ttft_count) - CASE WHEN count(*) > 1 THEN min(ttft_count) ELSE 0 END AS ttft_n,
            max(queue_time_sum_s) - CASE WHEN count(*) > 1 THEN min(queue_time_sum_s) ELSE 0 END AS queue_sum,
-           max(queue_time_count) - CASE WHEN count(*) > 1 THEN min(queue_time_count) ELSE 0 END AS queue_n
+           max(queue_time_count) - CASE WHEN count(*) > 1 THEN min(queue_time_count) ELSE 0 END AS queue_n,
+           max(prefill_time_sum_s) - CASE WHEN count(*) > 1 THEN min(prefill_time_sum_s) ELSE 0 END AS prefill_sum,
+           max(decode_time_sum_s) - CASE WHEN count(*) > 1 THEN min(decode_time_sum_s) ELSE 0 END AS decode_sum
     FROM engine_stats
     WHERE source = 'prometheus' AND (e2e_count IS NOT NULL OR ttft_count IS NOT NULL OR queue_time_count IS NOT NULL)
     GROUP BY run_id, engine
@@ -36,5 +42,8 @@ SELECT run_id, sum(scrapes) AS scrapes,
        sum(ttft_sum) / nullif(sum(ttft_n), 0) AS ttft_mean_s,
        sum(queue_sum) / nullif(sum(queue_n), 0) AS queue_mean_s,
        sum(queue_sum) AS queue_sum_s, sum(e2e_sum) AS e2e_sum_s,
-       sum(queue_sum) / nullif(sum(e2e_sum), 0) AS queue_share
+       sum(queue_sum) / nullif(sum(e2e_sum), 0) AS queue_share,
+       sum(prefill_sum) AS prefill_sum_s, sum(decode_sum) AS decode_sum_s,
+       sum(prefill_sum) / nullif(sum(e2e_sum), 0) AS prefill_share,
+       sum(decode_sum) / nullif(sum(e2e_sum), 0) AS decode_share
 FROM per_engine GROUP BY run_id;

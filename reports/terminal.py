@@ -295,6 +295,50 @@ def render(doc: dict[str, Any]) -> Group:
             )
         )
 
+    replicas = doc.get("replicas") or []
+    if len(replicas) > 1:
+        t = Table(title=f"Replicas: {len(replicas)} (the engine's own gauges and counters)")
+        for col in (
+            "replica",
+            "samples",
+            "peak running",
+            "mean running",
+            "peak waiting",
+            "peak KV",
+            "preempted",
+            "requests",
+            "mean e2e ms",
+        ):
+            t.add_column(col, justify="left" if col == "replica" else "right")
+        for r in replicas:
+            t.add_row(
+                r["engine"],
+                whole(r["samples"]),
+                whole(r["peak_running"]),
+                "-" if r["mean_running"] is None else f"{r['mean_running']:,.1f}",
+                whole(r["peak_waiting"]),
+                pct(r["peak_kv_usage"]),
+                whole(r["preemptions"]),
+                whole(r["requests"]),
+                _ms(r["e2e_mean_s"]),
+            )
+
+        def total(k: str) -> float:
+            return sum(r[k] or 0 for r in replicas)
+
+        t.add_row(
+            "all",
+            whole(total("samples")),
+            "",
+            f"{total('mean_running'):,.1f}",
+            "",
+            "",
+            whole(total("preemptions")),
+            whole(total("requests")),
+            "",
+        )
+        parts.append(t)
+
     quantiles = [q for q in doc.get("engine_quantiles") or [] if q["observations"]]
     if quantiles:
         t = Table(title="Engine's own histograms: quantile estimates (the bucket holding each is its precision)")

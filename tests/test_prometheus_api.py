@@ -76,6 +76,9 @@ def test_run_bs_scrapes_as_a_query_range_answer(tmp_path: Path) -> None:
     queue = hist["queue_mean_s"] * (want[-1]["queue_time_count"] - want[0]["queue_time_count"])
     e2e = hist["e2e_mean_s"] * hist["e2e_requests"]
     assert (round(queue, 2), round(e2e, 2)) == (512.09, 607.72)  # queue 84 % of e2e
+    verdict = doc["classification"]  # from the histograms alone: queueing named, KV room not knowable
+    assert (verdict["label"], verdict["basis"]) == ("queue-bound", "engine histograms")
+    assert verdict["queue_share"] == hist["queue_share"]
     assert (round(hist["queue_sum_s"], 2), round(hist["e2e_sum_s"], 2), round(hist["queue_share"], 2)) == (
         512.09,
         607.72,
@@ -177,3 +180,21 @@ def test_the_api_export_gives_the_scrapes_quantiles(tmp_path: Path) -> None:
     api = lltrace.analyze([str(path)], store=tmp_path / "api").to_dict()["engine_quantiles"]
     text = lltrace.analyze([str(SCRAPES[0].parent)], store=tmp_path / "text").to_dict()["engine_quantiles"]
     assert api == text and {q["metric"] for q in api} >= {"ttft", "queue_time", "e2e", "tpot"}
+
+
+def test_replicas_side_by_side(tmp_path: Path) -> None:
+    """Three replicas in one export: each its own row (instance/engine), the gauges and counters never mixed;
+    the per-engine rules (preemptions, histogram means) add the replicas up."""
+    series: dict[tuple, list] = {}
+    for name in ("r1:8000", "r2:8000", "r3:8000"):
+        series |= _series(SCRAPES, name)
+    path = tmp_path / "fleet.json"
+    path.write_text(json.dumps(_matrix(series)))
+    doc = lltrace.analyze([str(path)], store=tmp_path / "store").to_dict()
+    reps = doc["replicas"]
+    assert [r["engine"] for r in reps] == ["r1:8000/0", "r2:8000/0", "r3:8000/0"]
+    assert {(r["preemptions"], r["peak_kv_usage"], r["samples"]) for r in reps} == {(35, 1.0, 15)}
+    assert doc["engine_latency"]["e2e_requests"] == 3 * reps[0]["requests"]
+    one = lltrace.analyze([str(SCRAPES[0].parent)], store=tmp_path / "one").to_dict()
+    assert doc["engine_latency"]["e2e_mean_s"] == pytest.approx(one["engine_latency"]["e2e_mean_s"])
+    assert doc["kv"]["preemptions"] == 3 * 35  # each replica's count, added up

@@ -141,6 +141,27 @@ def classify_token_mix(con: duckdb.DuckDBPyConnection, model: str, gpu: str) -> 
     }
 
 
+def classify_histograms(hist: dict[str, Any]) -> dict[str, Any] | None:
+    """A Prometheus export alone: the engine's own histogram sums of queue, prefill and decode time over its
+    e2e sum (``engine_latency_histograms``), the same rule as a measured attribution; whether the queue waited
+    for KV room the histograms cannot say (no capacity-bound verdict from them)."""
+    q, p, d = hist.get("queue_share"), hist.get("prefill_share"), hist.get("decode_share")
+    if p is None or d is None:
+        return None
+    return {
+        "label": label(prefill_share=p, decode_share=d, queue_share=q),
+        "why": f"from the engine's own histograms ({hist['basis']}, {hist['e2e_requests']:,.0f} requests): queue "
+        f"{'-' if q is None else f'{q:.0%}'}, prefill {p:.0%}, decode {d:.0%} of the summed e2e (no request-level "
+        "source in this run)",
+        "prefill_share": p,
+        "decode_share": d,
+        "queue_share": q,
+        "crossover_input_tokens": None,
+        "basis": "engine histograms",
+        "thresholds": thresholds_shown(),
+    }
+
+
 def has_phases(share: dict[str, Any] | None) -> bool:
     """Whether any step time is known to be prefill, decode or mixed (a training or non-LLM trace has none:
     no prefill/decode verdict is drawn from it)."""

@@ -46,7 +46,7 @@ def diff(baseline: Target, incident: Target, *, store: Store | str | os.PathLike
         cur = con.execute(_BUCKETS)
         cols = [d[0] for d in cur.description]
         rows = [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
-        preempt = dict(con.execute("SELECT run_id, max(preemptions_total) FROM engine_stats GROUP BY 1").fetchall())
+        preempt = dict(con.execute("SELECT run_id, preemptions FROM engine_preemptions").fetchall())
     finally:
         con.close()
     b = {(r["ib"], r["ob"]): r for r in rows if r["run_id"] == base.id}

@@ -15,7 +15,7 @@ from typing import Any
 import duckdb
 
 from lltrace.analysis.advice import advise, advise_steps, fp8_decode_ratio
-from lltrace.analysis.classify import classify, classify_steps, classify_token_mix, has_phases
+from lltrace.analysis.classify import classify, classify_histograms, classify_steps, classify_token_mix, has_phases
 from lltrace.analysis.client_summary import client_summary
 from lltrace.analysis.queue import PARTS, queue_split
 from lltrace.analysis.sql import clean, rows
@@ -137,6 +137,9 @@ def analyze(
             "engine_latency": (rows(con, "SELECT * EXCLUDE (run_id) FROM engine_latency_histograms") or [None])[0]
             if "engine_stats" in present
             else None,
+            "replicas": rows(con, "SELECT * EXCLUDE (run_id) FROM engine_replicas ORDER BY engine")
+            if "engine_stats" in present
+            else [],
             "engine_quantiles": rows(con, "SELECT * EXCLUDE (run_id) FROM engine_histogram_quantiles ORDER BY metric")
             if "engine_histograms" in present
             else [],
@@ -179,6 +182,8 @@ def analyze(
             )
         elif "requests" in present and model_obj and gpu_obj:
             doc["classification"] = classify_token_mix(con, model_obj.name, gpu_obj.name)
+        elif (doc.get("engine_latency") or {}).get("e2e_requests") and classify_histograms(doc["engine_latency"]):
+            doc["classification"] = classify_histograms(doc["engine_latency"])
         elif doc["steps"] and has_phases(doc["steps"].get("phase_share")):
             doc["classification"] = classify_steps(doc["steps"]["phase_share"])
         doc["advice"] += advise_steps(doc["steps"])
@@ -291,9 +296,10 @@ def _attribution(a: dict[str, Any]) -> dict[str, Any]:
 
 def _kv(con: duckdb.DuckDBPyConnection) -> dict[str, Any] | None:
     """KV-cache pressure and the prefix cache (``kv_wait_s`` is filled from the attribution's queue split)."""
-    peak, pre, waitcap, samples = con.execute(
-        "SELECT max(kv_usage), max(preemptions_total), max(waiting_capacity), count(*) FROM engine_stats"
+    peak, waitcap, samples = con.execute(
+        "SELECT max(kv_usage), max(waiting_capacity), count(*) FROM engine_stats"
     ).fetchone()
+    pre = (con.execute("SELECT preemptions FROM engine_preemptions").fetchone() or (None,))[0]
     cache = (rows(con, "SELECT * EXCLUDE (run_id) FROM engine_prefix_cache") or [{}])[0]
     per_request, bases = con.execute(
         "SELECT count(*), string_agg(DISTINCT basis, ' and ' ORDER BY basis) FROM requests_cached_tokens"
