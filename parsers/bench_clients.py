@@ -317,6 +317,8 @@ def ingest_aiperf_summary(path: str, stage: Path, part: int, **_: Any) -> Source
     data = load_json(path)
     if not isinstance(data, dict):
         raise TraceFormatError(path, "line 1", "expected one JSON object")
+    if "records" in data and not isinstance(data["records"], dict):
+        raise TraceFormatError(path, "key 'records'", f"expected an object, found {type(data['records']).__name__}")
     if isinstance(data.get("records"), dict):
         metrics, info.version = data["records"], "aggregate, records schema (before aiperf #343)"
     else:
@@ -397,11 +399,13 @@ _GUIDELLM_METRICS = (
 def _guidellm_summary(bench: dict[str, Any]) -> dict[str, Any]:
     """What guidellm itself reports for one benchmark: its strategy and rate, request totals, duration and the
     successful requests' distributions (mean, median, p90, p99) of each metric ``client_summary`` shows."""
-    settings = bench.get("config") or bench.get("args") or {}
+    settings = bench.get("config") or bench.get("args")
+    settings = settings if isinstance(settings, dict) else {}
     strategy = settings.get("strategy") if isinstance(settings.get("strategy"), dict) else {}
     metrics: dict[str, Any] = {}
     for name in _GUIDELLM_METRICS:
-        d = (bench.get("metrics") or {}).get(name)
+        metrics = bench.get("metrics") if isinstance(bench.get("metrics"), dict) else {}
+        d = metrics.get(name)
         ok = d.get("successful") if isinstance(d, dict) else None
         if isinstance(ok, dict):
             pct = ok.get("percentiles") if isinstance(ok.get("percentiles"), dict) else {}
@@ -416,7 +420,8 @@ def _guidellm_summary(bench: dict[str, Any]) -> dict[str, Any]:
         "strategy": strategy.get("type_"),
         "rate": strategy.get("rate"),
         "duration": bench.get("duration"),
-        "request_totals": bench.get("request_totals") or (bench.get("metrics") or {}).get("request_totals"),
+        "request_totals": bench.get("request_totals")
+        or (bench.get("metrics") if isinstance(bench.get("metrics"), dict) else {}).get("request_totals"),
         "metrics": metrics,
     }
 

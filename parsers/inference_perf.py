@@ -72,9 +72,17 @@ def sniff_per_request(head: bytes) -> bool:
 
 
 def _object(path: str) -> dict[str, Any]:
+    """A report: one object whose ``load_summary``, ``successes`` and ``failures`` are objects (or absent)."""
     data = load_json(path)
     if not isinstance(data, dict):
         raise TraceFormatError(path, "line 1", "expected one JSON object")
+    for key in ("load_summary", "successes", "failures"):
+        if data.get(key) is not None and not isinstance(data[key], dict):
+            raise TraceFormatError(path, f"key {key!r}", f"expected an object, found {type(data[key]).__name__}")
+    for key in ("latency", "throughput", "prompt_len", "output_len"):
+        v = (data.get("successes") or {}).get(key)
+        if v is not None and not isinstance(v, dict):
+            raise TraceFormatError(path, f"key 'successes.{key}'", f"expected an object, found {type(v).__name__}")
     return data
 
 

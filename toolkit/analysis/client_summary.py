@@ -119,14 +119,13 @@ def _guidellm(source: dict[str, Any]) -> list[dict[str, Any]]:
     for b in benches:
         e = _entry(source["path"], source["format"], b.get("strategy") if len(benches) > 1 else None)
         e["requested_rate_per_s"] = _num(b.get("rate"))
-        totals = b.get("request_totals") or {}
+        totals = _obj(b.get("request_totals"))
         e["completed"], e["failed"] = _whole(totals.get("successful")), _whole(totals.get("errored"))
         e["duration_s"] = _num(b.get("duration"))
-        m = b.get("metrics") or {}
+        m = _obj(b.get("metrics"))
 
         def ok(name: str, m: dict[str, Any] = m) -> dict[str, Any]:
-            d = m.get(name)
-            return (d.get("successful") or {}) if isinstance(d, dict) else {}
+            return _obj(_obj(m.get(name)).get("successful"))
 
         e["achieved_rate_per_s"] = _num(ok("requests_per_second").get("mean"))
         e["output_tokens_per_s"] = _num(ok("output_tokens_per_second").get("mean"))
@@ -140,7 +139,7 @@ def _guidellm(source: dict[str, Any]) -> list[dict[str, Any]]:
             ("e2e", "request_latency", 1.0),
         ):
             d = ok(name)
-            pct = d.get("percentiles") or {}
+            pct = _obj(d.get("percentiles"))
             raw = {"mean": d.get("mean"), "median": d.get("median"), "p90": pct.get("p90"), "p99": pct.get("p99")}
             e[f"{lat}_s"] = _dist({s: (_num(v) * scale if _num(v) is not None else None) for s, v in raw.items()})
         out.append(e)
@@ -177,6 +176,11 @@ def _aiperf(source: dict[str, Any]) -> list[dict[str, Any]]:
     return [e]
 
 
+def _obj(v: Any) -> dict[str, Any]:
+    """A nested object of a client's summary, or an empty one where the file has something else there."""
+    return v if isinstance(v, dict) else {}
+
+
 def _dist_s(d: Any) -> dict[str, float | None] | None:
     """An inference-perf ``summarize`` distribution (seconds: mean, median, p90, p99 among others)."""
     if not isinstance(d, dict):
@@ -190,18 +194,18 @@ def _inference_perf(client: dict[str, Any], server: dict[str, Any] | None) -> di
     rep = client["inference_perf"]["summary"]
     stage = client["inference_perf"]["stage"]
     e = _entry(client["path"], client["format"], stage)
-    load, ok, bad = rep.get("load_summary") or {}, rep.get("successes") or {}, rep.get("failures") or {}
+    load, ok, bad = _obj(rep.get("load_summary")), _obj(rep.get("successes")), _obj(rep.get("failures"))
     e["requested_rate_per_s"] = _num(load.get("requested_rate"))
     e["achieved_rate_per_s"] = _num(load.get("achieved_rate"))
     e["max_concurrency"] = _whole(load.get("concurrency"))
     e["completed"], e["failed"] = _whole(ok.get("count")), _whole(bad.get("count"))
     e["duration_s"] = _num(load.get("send_duration"))
-    e["mean_input_tokens"] = _num((ok.get("prompt_len") or {}).get("mean"))
-    e["mean_output_tokens"] = _num((ok.get("output_len") or {}).get("mean"))
-    tput = ok.get("throughput") or {}
+    e["mean_input_tokens"] = _num(_obj(ok.get("prompt_len")).get("mean"))
+    e["mean_output_tokens"] = _num(_obj(ok.get("output_len")).get("mean"))
+    tput = _obj(ok.get("throughput"))
     e["output_tokens_per_s"] = _num(tput.get("output_tokens_per_sec"))
     e["total_tokens_per_s"] = _num(tput.get("total_tokens_per_sec"))
-    lat = ok.get("latency") or {}
+    lat = _obj(ok.get("latency"))
     for key, name in (
         ("ttft", "time_to_first_token"),
         ("tpot", "time_per_output_token"),
@@ -210,20 +214,20 @@ def _inference_perf(client: dict[str, Any], server: dict[str, Any] | None) -> di
     ):
         e[f"{key}_s"] = _dist_s(lat.get(name))
     if server is not None:
-        srv = server["inference_perf"]["summary"].get("successes") or {}
+        srv = _obj(server["inference_perf"]["summary"].get("successes"))
         kv = srv.get("kv_cache_usage_percentage")
         e["server"] = {
             "source": server["path"],
             "requests": _whole(srv.get("count")),
             "rate_per_s": _num(srv.get("rate")),
-            "queue_len_mean": _num((srv.get("queue_len") or {}).get("mean")),
-            "running_mean": _num((srv.get("num_requests_running") or {}).get("mean")),
+            "queue_len_mean": _num(_obj(srv.get("queue_len")).get("mean")),
+            "running_mean": _num(_obj(srv.get("num_requests_running")).get("mean")),
             "ttft_s": _dist_s(srv.get("time_to_first_token")),
             "tpot_s": _dist_s(srv.get("time_per_output_token")),
             "e2e_s": _dist_s(srv.get("request_latency")),
             "kv_usage_mean": _num(kv.get("mean")) if isinstance(kv, dict) else None,
-            "preemptions": _num((srv.get("num_preemptions_total") or {}).get("mean")),
-            "prefix_cache_hit_share": _num((srv.get("prefix_cache_hit_percent") or {}).get("mean")),
+            "preemptions": _num(_obj(srv.get("num_preemptions_total")).get("mean")),
+            "prefix_cache_hit_share": _num(_obj(srv.get("prefix_cache_hit_percent")).get("mean")),
         }
     return e
 

@@ -509,6 +509,12 @@ def _client_damage(case: Callable[[str, bytes, str], None], otlp: list[bytes], m
         json.dumps(stage).replace('"count": ', '"count": 0, "count": ', 1).encode(),
         "error",
     )
+    broken = json.loads(json.dumps(stage))
+    broken["load_summary"] = [broken["load_summary"]]
+    case("structure_inference_perf.lifecycle.json", json.dumps(broken).encode(), "error")
+    broken = json.loads(json.dumps(agg))
+    broken["records"] = list(broken["records"].values())
+    case("structure_aiperf.summary.json", json.dumps(broken).encode(), "error")
     # inference-perf per-request records (built from reportgen's per_request dump)
     per = [
         {
