@@ -62,6 +62,17 @@ SEEDS = {  # format -> a small real file of it
     "aiperf": DATA / "serving" / "aiperf" / "aiperf-2025-11_qwen3-0.6b_c1_rtx6000ada.profile_export.jsonl",
     "guidellm": DATA / "serving" / "guidellm" / "guidellm-0.3dev_stripped_1req.benchmarks.json",
     "sglang-bench": DATA / "serving" / "sglang_bench_serving" / "datacrunch-h200__llama_3_3_70b_online_output.jsonl",
+    "aiperf-old": DATA / "serving" / "aiperf" / "aiperf-2025-10_gpt-oss-20b_c100_cancel10.profile_export.jsonl",
+    "aiperf-summary": REPO / "tests" / "data" / "bad" / "bom_aiperf.summary.json",
+    "inference-perf": DATA / "serving" / "inference_perf" / "kubecon-na-2025_vllm" / "stage_3_lifecycle_metrics.json",
+    "inference-perf-server": DATA
+    / "serving"
+    / "inference_perf"
+    / "kubecon-na-2025_vllm"
+    / "stage_3_prometheus_metrics.json",
+    "llmperf-summary": DATA / "serving" / "llmperf" / "summary__lepton_70b.json",
+    "flat-spans": REPO / "tests" / "data" / "bad" / "bom_flat_spans.otlp.json",
+    "prometheus-api": REPO / "tests" / "data" / "bad" / "ok_prometheus_api.json",
 }
 # a run folder: the file mutated, and the real files it is ingested beside (joins, log clock, checks)
 RUN = DATA / "vllm_cpu" / "A_baseline"

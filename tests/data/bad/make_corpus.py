@@ -150,6 +150,7 @@ def build() -> dict[str, str]:
     _engine_value_damage(case, prom, log, slog)
     _line_damage(case, otlp, moon)
     _client_damage(case, otlp, moon, azure)
+    _prometheus_api_damage(case)
 
     for name, data in out.items():
         (HERE / name).write_bytes(data)
@@ -619,6 +620,53 @@ def _client_damage(case: Callable[[str, bytes, str], None], otlp: list[bytes], m
         if t["key"] == "gen_ai.latency.time_in_queue":
             t["value"] = -0.5
     case("negative_queue_jaeger.json", json.dumps(neg).encode(), "warning")
+
+
+def _prometheus_api_damage(case: Callable[[str, bytes, str], None]) -> None:
+    """A Prometheus server's query_range answer made from run B's first timed scrapes (the gauges, counters and
+    histogram sums of one replica), and the API's edge cases: NaN samples, a counter reset, an error answer."""
+    scrapes = sorted((DATA / "vllm_cpu" / "B_kvpressure" / "metrics").glob("metrics_*.prom"))[5:11]  # under load
+    series: dict[tuple, list] = {}
+    for path in scrapes:
+        text = path.read_text()
+        ts = float(re.search(r"^# scrape_unix_ts (\S+)", text, re.M).group(1))
+        for name, labels, value in re.findall(r"^(vllm:[\w:]+)(?:\{([^}]*)\})? (\S+)$", text, re.M):
+            if name.endswith("_bucket"):
+                continue
+            lab = dict(re.findall(r'(\w+)="([^"]*)"', labels)) | {"instance": "replica-b:8000"}
+            series.setdefault((name, tuple(sorted(lab.items()))), []).append([ts, value])
+
+    def answer(change: Callable[[str, list], list] | None = None) -> bytes:
+        result = [
+            {"metric": {"__name__": n, **dict(lab)}, "values": change(n, v) if change else v}
+            for (n, lab), v in series.items()
+        ]
+        return json.dumps({"status": "success", "data": {"resultType": "matrix", "result": result}}).encode()
+
+    case("ok_prometheus_api.json", answer(), "ok")
+    case(
+        "nan_prometheus_api.json",
+        answer(
+            lambda n, v: [
+                [t, "NaN"] if i == 2 and n == "vllm:num_requests_running" else [t, x] for i, (t, x) in enumerate(v)
+            ]
+        ),
+        "warning",
+    )
+    case(
+        "counter_reset_prometheus_api.json",
+        answer(
+            lambda n, v: [
+                [t, "0"] if i >= 4 and n == "vllm:generation_tokens_total" else [t, x] for i, (t, x) in enumerate(v)
+            ]
+        ),
+        "warning",
+    )
+    case(
+        "error_answer_prometheus_api.json",
+        json.dumps({"status": "error", "errorType": "bad_data", "error": 'invalid parameter "query"'}).encode(),
+        "error",
+    )
 
 
 if __name__ == "__main__":
