@@ -41,17 +41,22 @@ def _stage(path: str) -> int | str:
     return int(m.group(1)) if m else "summary"
 
 
+def _opens_report(text: bytes) -> bool:
+    """A report's first key, as reportgen writes it (compact, or re-saved with indentation)."""
+    return re.match(rb'\{\s*"load_summary"\s*:', text) is not None
+
+
 def sniff_lifecycle(head: bytes) -> bool:
     """A ``*_lifecycle_metrics.json`` summary: ``load_summary``, ``successes`` with client ``latency``."""
     text = head.lstrip()
-    return text.startswith(b'{"load_summary"') and b'"successes"' in text and b'"latency"' in text
+    return _opens_report(text) and b'"successes"' in text and b'"latency"' in text
 
 
 def sniff_server(head: bytes) -> bool:
     """A ``*_prometheus_metrics.json`` summary: ``successes`` with the server's queue and KV figures."""
     text = head.lstrip()
     return (
-        text.startswith(b'{"load_summary"')
+        _opens_report(text)
         and b'"successes"' in text
         and b'"queue_len"' in text
         and b'"kv_cache_usage_percentage"' in text
@@ -86,22 +91,22 @@ def _object(path: str) -> dict[str, Any]:
     return data
 
 
-def ingest_lifecycle(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
-    """One stage's (or the run's) client summary, kept in the metadata as the tool wrote it."""
-    info = SourceInfo(path=path, format=LIFECYCLE, version="summarize_requests report")
-    data = _object(path)
-    info.details["inference_perf"] = {"stage": _stage(path), "side": "client", "summary": data}
+def _report(path: str, fmt: str, side: str, version: str) -> SourceInfo:
+    """One stage's (or the run's) report, kept in the metadata as the tool wrote it."""
+    info = SourceInfo(path=path, format=fmt, version=version)
+    info.details["inference_perf"] = {"stage": _stage(path), "side": side, "summary": _object(path)}
     info.records = 1
     return info
+
+
+def ingest_lifecycle(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
+    """The client's summary of one stage (or of the run)."""
+    return _report(path, LIFECYCLE, "client", "summarize_requests report")
 
 
 def ingest_server(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
-    """One stage's (or the run's) server-side Prometheus summary, kept in the metadata."""
-    info = SourceInfo(path=path, format=SERVER, version="summarize_prometheus_metrics report")
-    data = _object(path)
-    info.details["inference_perf"] = {"stage": _stage(path), "side": "server", "summary": data}
-    info.records = 1
-    return info
+    """The server-side Prometheus summary of one stage (or of the run)."""
+    return _report(path, SERVER, "server", "summarize_prometheus_metrics report")
 
 
 def _num(v: Any) -> float | None:
