@@ -6,18 +6,30 @@ import json
 import subprocess
 import sys
 
+# the process's own peak: VmHWM is reset by exec, while ru_maxrss keeps the parent's peak at the fork (a
+# benchmark that built its input in memory would see that peak in every step)
+_PEAK = """
+def peak():
+    try:
+        for line in open('/proc/self/status'):
+            if line.startswith('VmHWM:'):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+"""
+
 
 def run_child(imports: str, work: str, variables: dict[str, object]) -> dict:
     """Execute ``imports``, bind ``variables``, time ``work``; returns {seconds, peak_rss} or {error}."""
     bindings = "".join(f"{k} = {v!r}\n" for k, v in variables.items())
     code = (
-        "import json, resource, time\n"
-        + imports
+        "import json, resource, time\n" + _PEAK + imports
         + bindings
         + "t = time.perf_counter()\n"
         + work
         + "dt = time.perf_counter() - t\n"
-        "print(json.dumps({'seconds': dt, 'peak_rss': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))\n"
+        "print(json.dumps({'seconds': dt, 'peak_rss': peak()}))\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     if proc.returncode != 0:

@@ -1,4 +1,4 @@
-"""A Prometheus server's week: query_range answers resampled from the real scrapes, through ingest and analyze.
+"""A Prometheus server's week: query_range answers resampled from the real scrapes, through ingest, analyze and weekly.
 
 Builds the export an SRE would pull for the weekly review (issue 18): every vLLM series of run A's, B's and
 D's timed scrapes in ../shared/data/vllm_cpu (gauges, counters, histogram sums, counts and buckets), one
@@ -8,11 +8,12 @@ server's 11,000-points-per-series limit requires. Then, in one run of this scrip
 
 - the baseline: ``json.loads`` of every file (what any reader of the answers pays first);
 - ``lltrace.ingest`` of the folder into a throw-away store;
-- ``lltrace.analyze`` of the run.
+- ``lltrace.analyze`` of the run (the stored run, reused);
+- ``weekly`` of the store (one window a day, from the engine's histograms and gauges).
 
 Each step runs in a fresh process; it prints seconds, samples/s, MB/s and peak RSS, and each step's time as a
 multiple of the baseline (these machines are noisy: read the ratios). The issue's target: a week of three
-replicas through ``weekly`` in under 30 s.
+replicas through ``weekly`` in under 30 s (ingest and weekly together).
 
     python benchmarks/prometheus_week.py              # 7 days, 3 replicas
     python benchmarks/prometheus_week.py --days 1
@@ -63,16 +64,22 @@ def write_week(folder: Path, days: int) -> tuple[int, int]:
         result = []
         for instance, series in replicas.items():
             for lab, values, counter in series:
+                # a counter's pass p is read on top of the sum of the passes before it, carried by repeated
+                # addition so that float rounding never makes it fall (a fall is a reset to the reader)
+                offsets = [0.0]
+                while len(offsets) * len(values) < days * steps_per_day:
+                    offsets.append(offsets[-1] + (values[-1] if counter else 0.0))
                 points = []
                 for i in range(steps_per_day):
                     k = day * steps_per_day + i
                     passes, at = divmod(k, len(values))
-                    v = values[at] + (passes * values[-1] if counter else 0.0)  # counters keep growing
-                    points.append([round(t0 + k * STEP_S, 3), repr(v)])
+                    t = t0 + k * STEP_S
+                    points.append([int(t) if t.is_integer() else t, repr(offsets[passes] + values[at])])
                 samples += len(points)
                 result.append({"metric": {**lab, "instance": instance, "job": "vllm"}, "values": points})
         path = folder / f"day_{day + 1}.json"
-        path.write_text(json.dumps({"status": "success", "data": {"resultType": "matrix", "result": result}}))
+        answer = {"status": "success", "data": {"resultType": "matrix", "result": result}}
+        path.write_text(json.dumps(answer, separators=(",", ":")))  # compact, as the server writes it
         size += path.stat().st_size
     return samples, size
 
@@ -93,6 +100,7 @@ def main() -> None:
             "baseline json.loads": ("import json\n", "for f in files:\n    json.loads(open(f).read())\n"),
             "lltrace ingest": ("import lltrace\n", "lltrace.ingest([folder], store=store)\n"),
             "lltrace analyze": ("import lltrace\n", "lltrace.analyze([folder], store=store)\n"),
+            "lltrace weekly": ("from lltrace.analysis.weekly import weekly\n", "weekly(store=store)\n"),
         }
         base = None
         for name, (imports, work) in steps.items():
@@ -105,6 +113,16 @@ def main() -> None:
                 f"{name:22s} {r['seconds']:8.2f} s  {samples / r['seconds']:>12,.0f} samples/s  "
                 f"{size / 1e6 / r['seconds']:7.1f} MB/s  peak {r['peak_rss'] / 2**20:7.0f} MiB  "
                 f"x{r['seconds'] / base:.1f} the baseline"
+            )
+        # what the timed weekly said: one window a day, each with the replicas' requests and the TTFT p90
+        from lltrace.analysis.weekly import weekly
+
+        doc = weekly(store=str(tmp / "store"), window="day")
+        print(f"weekly: {len(doc['windows'])} windows of one day ({doc['figures']}):")
+        for w in doc["windows"]:
+            print(
+                f"  {w['window_start_s']:.0f}: {w['requests']:,.0f} requests, {w['preemptions']:,.0f} preemptions, "
+                f"peak KV {w['peak_kv_usage']:.2f}, TTFT p90 {w['ttft_p90']:.2f} s (bucket {w['ttft_p90_bucket']})"
             )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -32,6 +32,18 @@ def write_rows(stage: Path, table: str, part: int, rows: list[dict[str, Any]]) -
     return len(rows)
 
 
+def write_columns(stage: Path, table: str, part: int, columns: pa.Table) -> int:
+    """``write_rows`` for a source read in bulk: its columns (any Arrow types that cast to the declared ones;
+    a declared column it lacks is NULL) as ``stage/<table>/part-<part>.parquet``; returns the row count.
+    Only for tables without integer counts (whose fractions ``write_rows`` reports)."""
+    declared = (TABLES.get(table) or STAGING[table]).schema
+    n = columns.num_rows
+    arrays = [columns[f.name].cast(f.type) if f.name in columns.column_names else pa.nulls(n, f.type) for f in declared]
+    (stage / table).mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_arrays(arrays, schema=declared), stage / table / f"part-{part:05d}.parquet")
+    return n
+
+
 FRACTIONAL = "_fractional.jsonl"  # staged counts of counts that were not whole numbers, set to NULL
 
 

@@ -28,8 +28,7 @@ def sniff_prometheus(head: bytes) -> bool:
     )
 
 
-# column ← metric names across vLLM versions (first present wins)
-_PROM = {
+PROM_COLUMNS = {
     "running": ("vllm:num_requests_running", "sglang:num_running_reqs"),
     "waiting": ("vllm:num_requests_waiting", "sglang:num_queue_reqs"),
     "swapped": ("vllm:num_requests_swapped",),
@@ -48,6 +47,7 @@ _PROM = {
     "prefill_time_sum_s": ("vllm:request_prefill_time_seconds_sum",),
     "decode_time_sum_s": ("vllm:request_decode_time_seconds_sum",),
 }
+"""``engine_stats`` column <- its metric names across vLLM versions and SGLang (the first present wins)."""
 _SAMPLE = re.compile(r"^([A-Za-z_:][\w:]*)(?:\{([^}]*)\})?\s+(\S+)(?:\s+(-?\d+))?\s*$")
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 
@@ -91,10 +91,10 @@ def bucket_rows(part: int, ts: float | None, engine: str, instance: str | None, 
     ]
 
 
-CUMULATIVE = frozenset(c for c in _PROM if c.endswith(("_total", "_sum_s", "_count")))
+CUMULATIVE = frozenset(c for c in PROM_COLUMNS if c.endswith(("_total", "_sum_s", "_count")))
 """The ``engine_stats`` columns that are Prometheus counters (or histogram sums and counts): only grow, until
 the server restarts (a counter reset)."""
-CUMULATIVE_METRICS = frozenset(n for c in CUMULATIVE for n in _PROM[c])
+CUMULATIVE_METRICS = frozenset(n for c in CUMULATIVE for n in PROM_COLUMNS[c])
 """The metric names behind those columns."""
 
 
@@ -102,7 +102,7 @@ def stats_row(part: int, ts: float | None, engine: str, stats: dict[str, float])
     """One ``engine_stats`` row from one engine's samples at one time (metric name -> value), the metric
     names of every vLLM version and SGLang mapped onto the canonical columns (first present wins)."""
     row: dict[str, Any] = {"part": part, "ts_s": ts, "engine": engine, "source": "prometheus"}
-    for col, names in _PROM.items():
+    for col, names in PROM_COLUMNS.items():
         row[col] = next((stats[n] for n in names if n in stats), None)
     row["waiting_capacity"] = stats.get("waiting_capacity")
     row["waiting_deferred"] = stats.get("waiting_deferred")
