@@ -24,7 +24,7 @@ import duckdb
 
 from lltrace.arrow_rows import IntegerOverflow
 from lltrace.errors import InputWarning, TraceFormatError, TruncatedInput, UnexpectedContent
-from lltrace.ingest import engine
+from lltrace.ingest import counters, engine
 from lltrace.ingest.checks import check_stage, warnings_for
 from lltrace.ingest.clocks import outside_window, place_log_times
 from lltrace.ingest.estimates import estimate_ttft_split
@@ -153,6 +153,14 @@ def ingest(
                 detection.append({"part": part, **summary})
             sources.append(src)
         try:  # the run's assembly reads what every parser wrote: a value no check caught fails here, in one line
+            resets = counters.stitch(stage)
+            if resets:
+                warnings.warn(
+                    f"{sum(resets.values())} counter resets between files (a server restart): later files read on "
+                    "top of the value before the reset",
+                    InputWarning,
+                    stacklevel=2,
+                )
             join = assemble_requests(stage, sources)
             log_clock = place_log_times(stage)
             split = estimate_ttft_split(stage)
@@ -207,6 +215,7 @@ def ingest(
             "step_detection": detection,
             "join": join,
             "checks": checks,
+            "counter_resets_between_files": resets,
             "ttft_split": split,
             "provenance": {
                 "engine_steps.kind": "derived from step markers, else attention input shapes, else kernels (kind_from)",

@@ -1,0 +1,95 @@
+"""Counters across a run's files: a Prometheus counter that falls was reset (the server restarted).
+
+Each reader undoes the resets inside its own file (``lltrace.parsers.prometheus_api.monotone``); this step
+undoes those between files: a week exported one day per file, or a folder of ``/metrics`` scrapes across a
+restart. Each series' files are taken in the order of their first sample; where one starts below where the
+previous one ended, it and every later file of that series are read on top of the value before the fall (as
+PromQL's ``increase()`` does). After it every cumulative column of ``engine_stats`` and every bucket of
+``engine_histograms`` only grows over the run, so the change between two samples is what happened between them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from lltrace.parsers.prometheus import CUMULATIVE
+
+# table -> (the series' key columns, its cumulative value columns)
+_SERIES = {
+    "engine_stats": (("engine",), tuple(sorted(CUMULATIVE))),
+    "engine_histograms": (("engine", "metric", "le"), ("count",)),
+}
+
+
+def stitch(stage: Path) -> dict[str, int]:
+    """Undo the counter resets between the staged files of a run, in place; returns the resets undone per
+    column (``engine_histograms.count`` for every bucket together)."""
+    out: dict[str, int] = {}
+    for table, (keys, values) in _SERIES.items():
+        files = sorted((stage / table).glob("part-*.parquet"))
+        if len(files) < 2:
+            continue
+        con = duckdb.connect()
+        try:
+            rows = f"read_parquet({[str(f) for f in files]!r})"
+            key = ", ".join(keys)
+            offsets = []
+            for col in values:
+                ends = con.sql(
+                    f"""
+                    SELECT {key}, part, min(ts_s) AS first_s, arg_min({col}, ts_s) AS first,
+                           arg_max({col}, ts_s) AS last
+                    FROM {rows} WHERE ts_s IS NOT NULL AND {col} IS NOT NULL
+                    {"AND source = 'prometheus'" if table == "engine_stats" else ""}
+                    GROUP BY ALL
+                    """
+                ).to_arrow_table()
+                ends = pl.from_arrow(ends)
+                if ends.height < 2:
+                    continue
+                ends = ends.sort([*keys, "first_s", "part"], nulls_last=True).with_columns(
+                    prev=pl.col("last").shift(1).over(list(keys), order_by=["first_s", "part"])
+                )
+                ends = ends.with_columns(fall=pl.col("first") < pl.col("prev"))
+                falls = int(ends["fall"].sum())
+                if not falls:
+                    continue
+                out[f"{table}.{col}"] = falls
+                offsets.append(
+                    ends.with_columns(
+                        offset=pl.when(pl.col("fall"))
+                        .then(pl.col("prev"))
+                        .otherwise(0.0)
+                        .cum_sum()
+                        .over(list(keys), order_by=["first_s", "part"]),
+                        column=pl.lit(col),
+                    ).select(*keys, "part", "column", "offset")
+                )
+            if offsets:
+                _rewrite(con, files, keys, pl.concat(offsets))
+        finally:
+            con.close()
+    return out
+
+
+def _rewrite(con: duckdb.DuckDBPyConnection, files: list[Path], keys: tuple[str, ...], offsets: pl.DataFrame) -> None:
+    """Each staged file with a non-zero offset for some series: those series' values raised by it."""
+    offsets = offsets.filter(pl.col("offset") != 0)
+    match = " AND ".join(f"o.{k} IS NOT DISTINCT FROM t.{k}" for k in keys)
+    for path in files:
+        part = int(path.stem.split("-")[1])
+        mine = offsets.filter(pl.col("part") == part)
+        if not mine.height:
+            continue
+        con.register("offsets", mine.to_arrow())
+        raised = ", ".join(
+            f"t.{c} + coalesce((SELECT o.offset FROM offsets o WHERE o.column = '{c}' AND {match}), 0) AS {c}"
+            for c in mine["column"].unique().to_list()
+        )
+        tmp = path.with_suffix(".stitched")
+        con.execute(f"COPY (SELECT t.* REPLACE ({raised}) FROM read_parquet('{path}') t) TO '{tmp}' (FORMAT parquet)")
+        con.unregister("offsets")
+        tmp.replace(path)
