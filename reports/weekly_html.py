@@ -24,21 +24,25 @@ def write_weekly_html(doc: dict[str, Any], output: Path) -> None:
     rows = [{**w, "window": _label(w["window_start_s"])} for w in doc["windows"]]
     order = [r["window"] for r in rows]
     x = alt.X("window:N", sort=order, title=f"window ({doc['window']})")
+    by_requests = doc.get("figures", "requests") == "requests"
+    share = "prefill_dominant_share" if by_requests else "prefill_time_share"
+    share_title = "Share of prefill-dominant requests" if by_requests else "Prefill's share of prefill + decode time"
+    estimated = "" if by_requests else " (engine histograms: estimates within a bucket)"
     charts = [
         alt.Chart(data(rows), title="Requests per window")
         .mark_bar()
         .encode(x=x, y="requests:Q")
         .properties(width=640, height=140),
         alt.Chart(
-            data([r for r in rows if r["prefill_dominant_share"] is not None]),
-            title=f"Share of prefill-dominant requests ({doc['classification_basis']})",
+            data([r for r in rows if r.get(share) is not None]),
+            title=f"{share_title} ({doc['classification_basis']})",
         )
         .mark_line(point=True)
-        .encode(x=x, y=alt.Y("prefill_dominant_share:Q", scale=alt.Scale(domain=[0, 1]), title="share"))
+        .encode(x=x, y=alt.Y(f"{share}:Q", scale=alt.Scale(domain=[0, 1]), title="share"))
         .properties(width=640, height=140),
         alt.Chart(
             data(melt(rows, ["window"], ["input_p50", "input_p90", "output_p50", "output_p90"], "series", "tokens")),
-            title="Prompt and output lengths",
+            title=f"Prompt and output lengths{estimated}",
         )
         .mark_line(point=True)
         .encode(x=x, y=alt.Y("tokens:Q", scale=alt.Scale(type="log")), color="series:N")
@@ -47,7 +51,7 @@ def write_weekly_html(doc: dict[str, Any], output: Path) -> None:
     lat = melt(rows, ["window"], ["ttft_p50", "ttft_p90", "e2e_p50", "e2e_p90"], "series", "seconds")
     if lat:
         charts.append(
-            alt.Chart(data(lat), title="Latency percentiles")
+            alt.Chart(data(lat), title=f"Latency percentiles{estimated}")
             .mark_line(point=True)
             .encode(x=x, y="seconds:Q", color="series:N")
             .properties(width=640, height=160)

@@ -3,9 +3,15 @@
 Every request with an arrival time falls into a window (hour, day or week; by default the one that gives
 at least a handful of windows over the span). Per window: traffic, the share of requests whose prefill
 outweighs their decode, prompt/output lengths and their drift from the previous window, latency
-percentiles where latencies exist, and KV pressure from the engine samples. A request's side of the
-crossover comes from its measured attribution where there is one, else from the latency model of the
-``--model``/``--gpu`` given (labelled estimated), else it stays unknown.
+percentiles where latencies exist, and load, KV pressure and preemptions from the engine samples. A
+request's side of the crossover comes from its measured attribution where there is one, else from the
+latency model of the ``--model``/``--gpu`` given (labelled estimated), else it stays unknown.
+
+A store that holds only the engine's own metrics (a Prometheus server's export, no request file) gets the
+same windows from them (``figures: engine histograms``): requests from the e2e histogram's count, the mix
+from the prompt- and generation-token histograms, the latency trend from the latency histograms (labelled
+estimates, each with the bounds of the bucket it fell in), the prefill/decode side from the prefill and
+decode time sums, and load and KV from the gauges (``engine_windows``, ``engine_histogram_windows``).
 """
 
 from __future__ import annotations
@@ -41,87 +47,54 @@ def weekly(
     st = as_store(store)
     if not st.run_ids():
         raise StoreError(f"{st.root}: the store holds no runs")
-    if "requests" not in st.present():
-        raise StoreError(f"{st.root}: no run in the store has requests")
+    present = st.present()
+    if "requests" not in present and "engine_stats" not in present:
+        raise StoreError(f"{st.root}: no run in the store has requests or engine metrics")
     con = st.connect()
     try:
         lo, hi = _epoch(since), _epoch(until)
-        where = (
-            "arrival_s IS NOT NULL"
-            + (f" AND arrival_s >= {lo}" if lo else "")
-            + (f" AND arrival_s < {hi}" if hi else "")
+        period = (f" AND {{t}} >= {lo}" if lo else "") + (f" AND {{t}} < {hi}" if hi else "")
+        by_requests = (
+            "requests" in present
+            and con.execute(
+                f"SELECT count(*) FROM requests WHERE arrival_s IS NOT NULL{period.format(t='arrival_s')}"
+            ).fetchone()[0]
         )
-        t0, t1 = con.execute(f"SELECT min(arrival_s), max(arrival_s) FROM requests WHERE {where}").fetchone()
+        if by_requests:
+            t0, t1 = con.execute(
+                f"SELECT min(arrival_s), max(arrival_s) FROM requests WHERE arrival_s IS NOT NULL"
+                f"{period.format(t='arrival_s')}"
+            ).fetchone()
+        else:
+            t0, t1 = con.execute(
+                f"SELECT min(ts_s), max(ts_s) FROM engine_stats WHERE ts_s IS NOT NULL{period.format(t='ts_s')}"
+            ).fetchone()
         if t0 is None:
-            raise StoreError(f"{st.root}: no request with an arrival time in the period asked for")
+            raise StoreError(f"{st.root}: no request with an arrival time (nor engine sample) in the period asked for")
         if window == "auto":
             span = t1 - t0
             window = "week" if span > 28 * 86400 else "day" if span > 4 * 86400 else "hour"
         width = WINDOWS[window]
-        lstar_expr = "NULL"
-        basis = "measured attribution"
-        if model and gpu:
-            rates = estimate(model=model, gpu=gpu, input_tokens=1024, output_tokens=128)
-            lstar_expr = f"{rates['prefill_tokens_per_s']} * q.output_tokens * {rates['decode_s_per_token']}"
-            basis = f"measured attribution, else the latency model of {model} on {gpu} (estimated)"
-        rows = con.execute(
-            f"""
-            WITH r AS (
-                SELECT q.run_id, q.request_id, q.arrival_s, q.input_tokens, q.output_tokens, q.e2e_s, q.ttft_s,
-                       coalesce(a.dominant_phase,
-                                CASE WHEN {lstar_expr} IS NOT NULL AND q.input_tokens IS NOT NULL
-                                     THEN CASE WHEN q.input_tokens > {lstar_expr} THEN 'prefill' ELSE 'decode' END
-                                END) AS phase,
-                       floor(q.arrival_s / {width}) * {width} AS w
-                FROM requests_latency q
-                LEFT JOIN attribution_request a ON a.run_id = q.run_id AND a.request_id = q.request_id
-                WHERE {where.replace("arrival_s", "q.arrival_s")}
-            )
-            SELECT w, count(*) AS requests, count(DISTINCT run_id) AS runs,
-                   count(*) FILTER (WHERE phase = 'prefill') / nullif(count(phase), 0) AS prefill_dominant_share,
-                   count(phase) AS classified,
-                   quantile_cont(input_tokens, 0.5) AS input_p50, quantile_cont(input_tokens, 0.9) AS input_p90,
-                   quantile_cont(output_tokens, 0.5) AS output_p50, quantile_cont(output_tokens, 0.9) AS output_p90,
-                   quantile_cont(ttft_s, 0.5) AS ttft_p50, quantile_cont(ttft_s, 0.9) AS ttft_p90,
-                   quantile_cont(e2e_s, 0.5) AS e2e_p50, quantile_cont(e2e_s, 0.9) AS e2e_p90
-            FROM r GROUP BY w ORDER BY w
-            """
-        ).fetchall()
-        cols = [
-            "window_start_s",
-            "requests",
-            "runs",
-            "prefill_dominant_share",
-            "classified",
-            "input_p50",
-            "input_p90",
-            "output_p50",
-            "output_p90",
-            "ttft_p50",
-            "ttft_p90",
-            "e2e_p50",
-            "e2e_p90",
-        ]
-        windows = [dict(zip(cols, r, strict=True)) for r in rows]
-        kv = {}
-        for w, peak, pre_max, pre_min, cap in con.execute(
-            f"SELECT floor(ts_s / {width}) * {width}, max(kv_usage), max(preemptions_total), "
-            f"min(preemptions_total), max(waiting_capacity) FROM engine_stats WHERE ts_s IS NOT NULL GROUP BY 1"
-        ).fetchall():
-            kv[w] = {
-                "peak_kv_usage": peak,
-                "preemptions": (pre_max - pre_min) if pre_max is not None else None,
-                "peak_waiting_capacity": cap,
-            }
+        if by_requests:
+            basis, windows = _request_windows(con, period.format(t="q.arrival_s"), width, model, gpu)
+        else:
+            basis, windows = "engine histograms (estimated: prefill vs decode time sums)", []
+        engine = _engine_windows(con, period.format(t="window_start_s"), width)
     finally:
         con.close()
+    if not by_requests:
+        windows = [w for w in engine.values() if w["requests"]]
+    else:
+        for win in windows:
+            win |= {k: v for k, v in engine.get(win["window_start_s"], {}).items() if k in _ENGINE_LOAD}
+            for k in _ENGINE_LOAD:
+                win.setdefault(k, None)
     prev = None
     drift_named = thresholds()["weekly_drift"]
     for win in windows:
-        win |= kv.get(
-            win["window_start_s"], {"peak_kv_usage": None, "preemptions": None, "peak_waiting_capacity": None}
-        )
         share = win["prefill_dominant_share"]
+        if share is None:  # the engine's figures alone: which phase the requests' time went to
+            share = win.get("prefill_time_share")
         win["label"] = None if share is None else label(prefill_share=share, decode_share=1 - share)
         win["changes"] = []
         if prev:
@@ -144,7 +117,99 @@ def weekly(
     return {
         "window": window,
         "window_s": width,
+        "figures": "requests" if by_requests else "engine histograms",
         "classification_basis": basis,
         "windows": windows,
         "relative_clock": t0 < 1e9,
     }
+
+
+_ENGINE_LOAD = ("peak_kv_usage", "preemptions", "peak_waiting_capacity", "mean_running", "mean_waiting", "queue_share")
+
+
+def _request_windows(
+    con: Any, where: str, width: float, model: str | None, gpu: str | None
+) -> tuple[str, list[dict[str, Any]]]:
+    """Per window, the figures of the requests that arrived in it."""
+    lstar_expr = "NULL"
+    basis = "measured attribution"
+    if model and gpu:
+        rates = estimate(model=model, gpu=gpu, input_tokens=1024, output_tokens=128)
+        lstar_expr = f"{rates['prefill_tokens_per_s']} * q.output_tokens * {rates['decode_s_per_token']}"
+        basis = f"measured attribution, else the latency model of {model} on {gpu} (estimated)"
+    cur = con.execute(
+        f"""
+        WITH r AS (
+            SELECT q.run_id, q.request_id, q.arrival_s, q.input_tokens, q.output_tokens, q.e2e_s, q.ttft_s,
+                   coalesce(a.dominant_phase,
+                            CASE WHEN {lstar_expr} IS NOT NULL AND q.input_tokens IS NOT NULL
+                                 THEN CASE WHEN q.input_tokens > {lstar_expr} THEN 'prefill' ELSE 'decode' END
+                            END) AS phase,
+                   floor(q.arrival_s / {width}) * {width} AS window_start_s
+            FROM requests_latency q
+            LEFT JOIN attribution_request a ON a.run_id = q.run_id AND a.request_id = q.request_id
+            WHERE q.arrival_s IS NOT NULL{where}
+        )
+        SELECT window_start_s, count(*) AS requests, count(DISTINCT run_id) AS runs,
+               count(*) FILTER (WHERE phase = 'prefill') / nullif(count(phase), 0) AS prefill_dominant_share,
+               count(phase) AS classified,
+               quantile_cont(input_tokens, 0.5) AS input_p50, quantile_cont(input_tokens, 0.9) AS input_p90,
+               quantile_cont(output_tokens, 0.5) AS output_p50, quantile_cont(output_tokens, 0.9) AS output_p90,
+               quantile_cont(ttft_s, 0.5) AS ttft_p50, quantile_cont(ttft_s, 0.9) AS ttft_p90,
+               quantile_cont(e2e_s, 0.5) AS e2e_p50, quantile_cont(e2e_s, 0.9) AS e2e_p90
+        FROM r GROUP BY window_start_s ORDER BY window_start_s
+        """
+    )
+    cols = [d[0] for d in cur.description]
+    return basis, [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
+
+
+# weekly's name <- (histogram metric, quantile) of engine_histogram_windows
+_QUANTILES = {
+    "input": "prompt_tokens",
+    "output": "generation_tokens",
+    "ttft": "ttft",
+    "e2e": "e2e",
+    "queue": "queue_time",
+    "tpot": "tpot",
+}
+
+
+def _engine_windows(con: Any, where: str, width: float) -> dict[float, dict[str, Any]]:
+    """Per window, the engine's own figures summed over runs and replicas: load and KV from the gauges,
+    requests and mean latencies from the counters, quantiles from the histograms (estimates, with the bounds
+    of the bucket each fell in)."""
+    cur = con.execute(
+        f"""
+        SELECT window_start_s, count(DISTINCT run_id) AS runs, sum(engines) AS engines,
+               sum(e2e_requests) AS requests, sum(mean_running) AS mean_running, sum(mean_waiting) AS mean_waiting,
+               max(peak_kv_usage) AS peak_kv_usage, sum(preemptions) AS preemptions,
+               max(peak_waiting_capacity) AS peak_waiting_capacity,
+               sum(queue_sum_s) / nullif(sum(e2e_sum_s), 0) AS queue_share,
+               sum(prefill_sum_s) / nullif(sum(prefill_sum_s) + sum(decode_sum_s), 0) AS prefill_time_share,
+               sum(e2e_sum_s) / nullif(sum(e2e_requests), 0) AS e2e_mean_s,
+               sum(prompt_tokens) AS prompt_tokens, sum(generation_tokens) AS generation_tokens
+        FROM engine_windows({width}) WHERE true{where} GROUP BY window_start_s ORDER BY window_start_s
+        """
+    )
+    cols = [d[0] for d in cur.description]
+    out: dict[float, dict[str, Any]] = {}
+    for r in cur.fetchall():
+        w = dict(zip(cols, r, strict=True))
+        w |= {"prefill_dominant_share": None, "classified": None}
+        for name in _QUANTILES:
+            w |= {f"{name}_p50": None, f"{name}_p90": None, f"{name}_p90_bucket": None}
+        out[w["window_start_s"]] = w
+    quantiles = con.execute(  # every run's buckets summed per window, as one fleet's
+        f"""
+        SELECT window_start_s, metric, p50, p90, p90_lo, p90_hi
+        FROM engine_histogram_windows({width}, false) WHERE true{where}
+        """
+    ).fetchall()
+    metric_name = {m: n for n, m in _QUANTILES.items()}
+    for ws, metric, p50, p90, p90_lo, p90_hi in quantiles:
+        name = metric_name.get(metric)
+        if name is None or ws not in out:
+            continue
+        out[ws] |= {f"{name}_p50": p50, f"{name}_p90": p90, f"{name}_p90_bucket": [p90_lo, p90_hi]}
+    return out
