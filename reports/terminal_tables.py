@@ -19,7 +19,8 @@ def diff_table(doc: dict[str, Any]) -> Group:
     """The diff document: each component's mean per request in both runs, the change, and the verdict."""
     t = Table(
         title=f"{doc['baseline']['run']} → {doc['incident']['run']} (mean per request"
-        f"{', on the baseline mix' if doc['mix']['normalised'] else ''})"
+        f"{', on the baseline mix' if doc['mix']['normalised'] else ''}"
+        f"{', from the engine histograms' if doc.get('basis') == 'engine histograms' else ''})"
     )
     for col in ("component", "baseline s", "incident s", "delta s", "share of change"):
         t.add_column(col, justify="left" if col == "component" else "right")
@@ -27,9 +28,8 @@ def diff_table(doc: dict[str, Any]) -> Group:
         share = "-" if v["share_of_change"] is None else f"{v['share_of_change']:.0%}"
         t.add_row(
             f"  of queue: {_PART_LABEL[c]}" if c in _PART_LABEL else c,
-            f"{v['baseline_s']:.3f}",
-            f"{v['incident_s']:.3f}",
-            f"{v['delta_s']:+.3f}",
+            *("-" if v[k] is None else f"{v[k]:{f}}" for k, f in (("baseline_s", ".3f"), ("incident_s", ".3f"))),
+            "-" if v["delta_s"] is None else f"{v['delta_s']:+.3f}",
             share,
         )
     return Group(t, Text(doc["verdict"]))

@@ -198,3 +198,180 @@ def test_replicas_side_by_side(tmp_path: Path) -> None:
     one = lltrace.analyze([str(SCRAPES[0].parent)], store=tmp_path / "one").to_dict()
     assert doc["engine_latency"]["e2e_mean_s"] == pytest.approx(one["engine_latency"]["e2e_mean_s"])
     assert doc["kv"]["preemptions"] == 3 * 35  # each replica's count, added up
+
+
+def _b_export() -> dict:
+    return _matrix(_series(SCRAPES, "replica-b:8000"))
+
+
+@pytest.mark.parametrize("layout", ["compact", "indented", "spaced", "lines"])
+def test_bulk_reader_reads_what_the_exact_reader_reads(layout: str, tmp_path: Path) -> None:
+    """The bulk reader of the values arrays and the sample-by-sample one agree on every series of run B's
+    export, however the JSON is laid out (compact as the server writes it, indented, as JSON lines)."""
+    from lltrace.parsers.prometheus_api import series_bulk, series_exact
+
+    answer = _b_export()
+    if layout == "lines":  # one answer per family, as one query per family gives
+        by_name: dict[str, list] = {}
+        for s in answer["data"]["result"]:
+            by_name.setdefault(s["metric"]["__name__"], []).append(s)
+        text = "\n".join(
+            json.dumps({"status": "success", "data": {"resultType": "matrix", "result": r}}) for r in by_name.values()
+        )
+    else:
+        kw = {"compact": {"separators": (",", ":")}, "indented": {"indent": 2}, "spaced": {}}[layout]
+        text = json.dumps(answer, **kw)
+    bulk = series_bulk("x", text.encode(), set(), None)
+    exact = list(series_exact("x", text, set()))
+    assert bulk is not None and len(bulk) == len(exact) == len(answer["data"]["result"])
+    for b, e in zip(bulk, exact, strict=True):
+        assert (b.name, b.labels) == (e.name, e.labels)
+        assert b.ts.tolist() == e.ts.tolist() and b.values.tolist() == e.values.tolist()
+
+
+@pytest.mark.parametrize(
+    ("damage", "where"),
+    [
+        ('[[1790000000,"1"],[1790000015,"2","3"]]', "sample 2"),  # a pair of three
+        ('[[1790000000,"1"],[1790000015,"two"]]', "sample 2"),  # not a number
+        ('[[1790000000,"1"],[1790000015]]', "sample 2"),  # a pair of one
+    ],
+)
+def test_a_values_array_out_of_shape_is_named_by_its_sample(damage: str, where: str, tmp_path: Path) -> None:
+    """The bulk reader declines an array not exactly [[t, "v"], ...]; the exact reader names the sample."""
+    body = (
+        '{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"__name__":'
+        '"vllm:num_requests_running","instance":"a:8000"},"values":' + damage + "}]}}"
+    )
+    path = tmp_path / "damaged.json"
+    path.write_text(body)
+    with pytest.raises(lltrace.TraceFormatError, match=f"series 1 .*{where}"):
+        lltrace.ingest([path], store=tmp_path / "store")
+    assert not any((tmp_path / "store").glob("engine_stats/run_id=*"))
+
+
+def test_the_word_values_inside_a_label_is_not_a_series(tmp_path: Path) -> None:
+    body = {
+        "status": "success",
+        "data": {
+            "resultType": "matrix",
+            "result": [
+                {
+                    "metric": {"__name__": "vllm:num_requests_running", "instance": 'x"values":[[1,"2"]]'},
+                    "values": [[1_790_000_000, "3"], [1_790_000_015, "4"]],
+                }
+            ],
+        },
+    }
+    path = tmp_path / "odd.json"
+    path.write_text(json.dumps(body, separators=(",", ":")))
+    rows = lltrace.ingest([path], store=tmp_path / "store").table("engine_stats").to_dicts()
+    assert [r["running"] for r in rows] == [3, 4] and rows[0]["instance"] == 'x"values":[[1,"2"]]'
+
+
+def test_a_reset_between_files_is_undone_across_the_run(tmp_path: Path) -> None:
+    """Run B's export cut into two files at its 9th scrape, where the server restarted: the second file's
+    counters and buckets start again from zero there. The run reads them on top of the first file's last
+    values, so each counter's change over the run is its change before the cut plus its change after it."""
+    answer = _b_export()
+    first, second, expected = [], [], {}
+    for s in answer["data"]["result"]:
+        name, values = s["metric"]["__name__"], s["values"]
+        x = [float(v) for _, v in values]
+        counter = name.endswith(("_total", "_sum", "_count", "_bucket"))
+        first.append({**s, "values": values[:8]})
+        second.append({**s, "values": [[t, repr(float(v) - x[8] if counter else float(v))] for t, v in values[8:]]})
+        if counter and "le" not in s["metric"]:
+            expected[name] = (x[7] - x[0]) + (x[-1] - x[8])
+    folder = tmp_path / "export"
+    folder.mkdir()
+    for n, result in (("day_1", first), ("day_2", second)):
+        body = {"status": "success", "data": {"resultType": "matrix", "result": result}}
+        (folder / f"{n}.json").write_text(json.dumps(body))
+    with pytest.warns(lltrace.InputWarning, match="counter resets between files"):
+        cut = lltrace.ingest([folder], store=tmp_path / "cut")
+    assert cut.metadata["counter_resets_between_files"]["engine_stats.preemptions_total"] == 1
+    doc = lltrace.analyze(cut).to_dict()
+    assert doc["kv"]["preemptions"] == expected["vllm:num_preemptions_total"] > 0
+    hist = doc["engine_latency"]
+    assert hist["queue_sum_s"] == pytest.approx(expected["vllm:request_queue_time_seconds_sum"], rel=1e-12)
+    assert hist["e2e_sum_s"] == pytest.approx(expected["vllm:e2e_request_latency_seconds_sum"], rel=1e-12)
+    assert hist["e2e_requests"] == expected["vllm:e2e_request_latency_seconds_count"]
+    e2e = next(q for q in doc["engine_quantiles"] if q["metric"] == "e2e")
+    assert e2e["observations"] == expected["vllm:e2e_request_latency_seconds_count"]  # the +Inf bucket's
+
+
+def test_weekly_from_an_export_alone(tmp_path: Path) -> None:
+    """weekly on a store holding only run B's export: its window's requests, preemptions, KV and queue share
+    are what analyze says of the run, its quantiles the histograms' (labelled estimates, with their bucket)."""
+    from lltrace.analysis.weekly import weekly
+
+    path = tmp_path / "query_range.json"
+    path.write_text(json.dumps(_b_export()))
+    run = lltrace.ingest([path], store=tmp_path / "store")
+    doc = weekly(store=tmp_path / "store")
+    analysis = lltrace.analyze(run).to_dict()
+    assert doc["figures"] == "engine histograms" and len(doc["windows"]) == 1
+    (w,) = doc["windows"]
+    assert w["requests"] == analysis["engine_latency"]["e2e_requests"] == 60
+    assert w["preemptions"] == analysis["kv"]["preemptions"] == 35 and w["peak_kv_usage"] == 1.0
+    assert w["queue_share"] == pytest.approx(analysis["engine_latency"]["queue_share"])
+    ttft = next(q for q in analysis["engine_quantiles"] if q["metric"] == "ttft")
+    assert (w["ttft_p90"], w["ttft_p90_bucket"]) == (ttft["p90"], [ttft["p90_lo"], ttft["p90_hi"]])
+    assert w["label"] == "decode-dominant" and w["prefill_dominant_share"] is None
+
+
+def test_histogram_windows_add_up_to_the_run(tmp_path: Path) -> None:
+    """Cut into 20 s windows, run B's histograms count every observation once: the windows' counts add up to
+    the whole run's, for every metric."""
+    path = tmp_path / "query_range.json"
+    path.write_text(json.dumps(_b_export()))
+    run = lltrace.ingest([path], store=tmp_path / "store")
+    con = run.store.connect([run.id])
+    try:
+        windows = dict(
+            con.execute(
+                "SELECT metric, sum(observations) FROM engine_histogram_windows(20, true) GROUP BY metric"
+            ).fetchall()
+        )
+        whole = dict(con.execute("SELECT metric, observations FROM engine_histogram_quantiles").fetchall())
+        n = con.execute("SELECT count(DISTINCT window_start_s) FROM engine_histogram_windows(20, true)").fetchone()
+        assert n[0] > 1
+    finally:
+        con.close()
+    assert windows == whole
+
+
+def test_diff_of_two_exports(tmp_path: Path) -> None:
+    """diff of run B's and run B2's exports (B2: the same load with twice the KV cache, a real what-if), known
+    from the engine's histograms alone: each mean per request is the histogram sums' change over the counts',
+    computed here from the scrapes directly; B2 queues less."""
+    from lltrace.analysis.diff import diff
+
+    b2_scrapes = sorted((DATA / "vllm_cpu" / "B2_kv2x" / "metrics").glob("metrics_*.prom"))
+    runs = {}
+    for name, scrapes in (("b", SCRAPES), ("b2", b2_scrapes)):
+        path = tmp_path / f"{name}.json"
+        series = _series(scrapes, f"{name}:8000")
+        path.write_text(json.dumps(_matrix(series)))
+        runs[name] = lltrace.ingest([path], store=tmp_path / "store", run=name)
+
+        def change(family: str, series: dict = series) -> float:
+            (values,) = [v for (n, _), v in series.items() if n == family]
+            return float(values[-1][1]) - float(values[0][1])
+
+        runs[name + "_queue"] = change("vllm:request_queue_time_seconds_sum") / change(
+            "vllm:request_queue_time_seconds_count"
+        )
+        runs[name + "_e2e"] = change("vllm:e2e_request_latency_seconds_sum") / change(
+            "vllm:e2e_request_latency_seconds_count"
+        )
+    doc = diff("b", "b2", store=tmp_path / "store")
+    assert doc["basis"] == "engine histograms"
+    comps = doc["components"]
+    assert comps["queue"]["baseline_s"] == pytest.approx(runs["b_queue"], rel=1e-12)
+    assert comps["queue"]["incident_s"] == pytest.approx(runs["b2_queue"], rel=1e-12)
+    total = runs["b2_e2e"] - runs["b_e2e"]
+    assert sum(c["delta_s"] for c in comps.values()) == pytest.approx(total, rel=1e-9)  # the parts add up to e2e
+    assert comps["queue"]["delta_s"] < 0 and "faster" in doc["verdict"]
+    assert set(doc["quantiles"]) >= {"ttft", "e2e", "queue_time"}

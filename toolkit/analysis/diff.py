@@ -47,11 +47,19 @@ def diff(baseline: Target, incident: Target, *, store: Store | str | os.PathLike
         cols = [d[0] for d in cur.description]
         rows = [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
         preempt = dict(con.execute("SELECT run_id, preemptions FROM engine_preemptions").fetchall())
+        cur = con.execute("SELECT * FROM engine_windows(NULL)")
+        names = [d[0] for d in cur.description]
+        engine = {r[0]: dict(zip(names, r, strict=True)) for r in cur.fetchall()}
+        quantiles = con.execute(
+            "SELECT run_id, metric, p50, p90, p90_lo, p90_hi FROM engine_histogram_quantiles"
+        ).fetchall()
     finally:
         con.close()
     b = {(r["ib"], r["ob"]): r for r in rows if r["run_id"] == base.id}
     i = {(r["ib"], r["ob"]): r for r in rows if r["run_id"] == inc.id}
     nb, ni = sum(r["n"] for r in b.values()), sum(r["n"] for r in i.values())
+    if not (nb and ni) and engine.get(base.id, {}).get("e2e_requests") and engine.get(inc.id, {}).get("e2e_requests"):
+        return _engine_diff(base.id, inc.id, engine, quantiles, preempt)
     shared = set(b) & set(i)
     overlap = (sum(b[k]["n"] for k in shared) + sum(i[k]["n"] for k in shared)) / (nb + ni) if nb + ni else 0.0
     normalised = bool(shared) and overlap >= min_overlap
@@ -97,3 +105,89 @@ def diff(baseline: Target, incident: Target, *, store: Store | str | os.PathLike
         "components": comps,
         "verdict": verdict,
     }
+
+
+# the engine's histograms: component <- (sum column, count column) of engine_windows
+_ENGINE_COMPONENTS = {
+    "queue": ("queue_sum_s", "queue_n"),
+    "prefill": ("prefill_sum_s", "e2e_requests"),
+    "decode": ("decode_sum_s", "e2e_requests"),
+    "e2e": ("e2e_sum_s", "e2e_requests"),
+}
+
+
+def _engine_diff(
+    base: str, inc: str, engine: dict[str, dict[str, Any]], quantiles: list[tuple], preempt: dict[str, Any]
+) -> dict[str, Any]:
+    """The diff of two runs known only from the engine's own metrics (two windows of a Prometheus export):
+    mean queue, prefill and decode time per request from the histogram sums, what is left of e2e as
+    overhead, the quantiles' change (estimates, with their buckets), and the mix as tokens per request (no
+    per-request lengths to normalise by)."""
+    comps: dict[str, dict[str, Any]] = {}
+    for c, (total, n) in _ENGINE_COMPONENTS.items():
+        bv, iv = (
+            (engine[r][total] / engine[r][n]) if engine[r][total] is not None and engine[r][n] else None
+            for r in (base, inc)
+        )
+        comps[c] = {"baseline_s": bv, "incident_s": iv, "delta_s": None if None in (bv, iv) else iv - bv}
+    e2e = comps.pop("e2e")
+    parts = [comps[c] for c in ("queue", "prefill", "decode")]
+    if None not in (e2e["baseline_s"], e2e["incident_s"]) and all(p["delta_s"] is not None for p in parts):
+        comps = {
+            "overhead": {side: e2e[side] - sum(p[side] for p in parts) for side in ("baseline_s", "incident_s")}
+        } | comps
+        comps["overhead"]["delta_s"] = comps["overhead"]["incident_s"] - comps["overhead"]["baseline_s"]
+    total = e2e["delta_s"]
+    for v in comps.values():
+        v["share_of_change"] = v["delta_s"] / total if total and v["delta_s"] is not None else None
+    mix = {
+        side: {
+            "input_tokens_per_request": _per(engine[run], "prompt_tokens"),
+            "output_tokens_per_request": _per(engine[run], "generation_tokens"),
+        }
+        for side, run in (("baseline", base), ("incident", inc))
+    }
+    q = {(r, m): (p50, p90, lo, hi) for r, m, p50, p90, lo, hi in quantiles}
+    changes = {
+        m: {
+            "baseline_p90": q[(base, m)][1],
+            "incident_p90": q[(inc, m)][1],
+            "baseline_p90_bucket": list(q[(base, m)][2:]),
+            "incident_p90_bucket": list(q[(inc, m)][2:]),
+        }
+        for m in ("queue_time", "ttft", "e2e", "tpot")
+        if (base, m) in q and (inc, m) in q
+    }
+    known = {c: v for c, v in comps.items() if v["delta_s"] is not None}
+    if total is None or not known:
+        verdict = "The two runs' engine histograms do not give the same latencies: no change can be read."
+    else:
+        lead = max(known, key=lambda c: abs(known[c]["delta_s"]))
+        verdict = (
+            f"The incident is {abs(total):.3f} s per request {'faster' if total < 0 else 'slower'} (mean e2e by the "
+            f"engine's histograms); most of the change is {lead} ({known[lead]['delta_s']:+.3f} s"
+            + (f", {abs(known[lead]['share_of_change']):.0%} of it" if known[lead]["share_of_change"] else "")
+            + ")"
+        )
+        b_in, i_in = mix["baseline"]["input_tokens_per_request"], mix["incident"]["input_tokens_per_request"]
+        b_out, i_out = mix["baseline"]["output_tokens_per_request"], mix["incident"]["output_tokens_per_request"]
+        if b_in and i_in and b_out and i_out:
+            verdict += (
+                f". Traffic: {b_in:,.0f} -> {i_in:,.0f} prompt and {b_out:,.0f} -> {i_out:,.0f} output tokens per "
+                "request (not normalised: the histograms hold no per-request lengths)"
+            )
+        verdict += "."
+    return {
+        "basis": "engine histograms",
+        "baseline": {"run": base, "requests": engine[base]["e2e_requests"], "preemptions": preempt.get(base)},
+        "incident": {"run": inc, "requests": engine[inc]["e2e_requests"], "preemptions": preempt.get(inc)},
+        "mix": {"normalised": False, "overlap": None, **mix},
+        "components": comps,
+        "quantiles": changes,
+        "verdict": verdict,
+    }
+
+
+def _per(figures: dict[str, Any], tokens: str) -> float | None:
+    n = figures.get("e2e_requests")
+    return figures[tokens] / n if figures.get(tokens) is not None and n else None
