@@ -162,7 +162,7 @@ def ingest_prometheus(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
             check_wall_clock(path, f"line {n}", ts, "the sample's timestamp")
         v = _number(path, n, value)
         if name == "vllm:cache_config_info":
-            config.update(_cache_config(lab))
+            config.update(cache_config(lab))
             continue
         if name == "vllm:num_requests_waiting_by_reason":
             stats[f"waiting_{lab.get('reason', 'other')}"] = stats.get(f"waiting_{lab.get('reason', 'other')}", 0) + v
@@ -205,7 +205,7 @@ def ingest_prometheus(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
 _CACHE_INT = {"block_size": "block_size", "num_gpu_blocks": "num_gpu_blocks", "kv_cache_size_tokens": "kv_cache_tokens"}
 
 
-def _cache_config(labels: dict[str, str]) -> dict[str, Any]:
+def cache_config(labels: dict[str, str]) -> dict[str, Any]:
     """The KV cache's resolved settings from vLLM's ``cache_config_info`` gauge (its labels), where numbers."""
     out: dict[str, Any] = {}
     for label, key in _CACHE_INT.items():

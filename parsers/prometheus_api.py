@@ -38,7 +38,7 @@ import polars as pl
 from lltrace.errors import TraceFormatError
 from lltrace.parsers._io import check_wall_clock, strip_bom, write_columns
 from lltrace.parsers._lines import DuplicateKey, duplicate_at, read_text, unique_keys
-from lltrace.parsers.prometheus import CUMULATIVE_METRICS, PROM_COLUMNS, bucket_key
+from lltrace.parsers.prometheus import CUMULATIVE_METRICS, PROM_COLUMNS, bucket_key, cache_config
 from lltrace.tables import SourceInfo
 
 PROMETHEUS_API = "prometheus-api"
@@ -258,6 +258,7 @@ def ingest(path: str, stage: Path, part: int, progress: Callable[[int], None] | 
     seen: set[tuple[str, tuple]] = set()
     resets: dict[str, int] = defaultdict(int)
     nan = unnamed = native = duplicated = 0
+    configs: list[dict[str, Any]] = []
     for s in series:
         if s.name is None:
             unnamed += 1  # a query that computed something (rate(), sum by): not a raw family
@@ -274,6 +275,9 @@ def ingest(path: str, stage: Path, part: int, progress: Callable[[int], None] | 
         replicas.setdefault(
             key, {"instance": key[0] or None, "engine": key[1], "model_name": s.labels.get("model_name")}
         )
+        if s.name == "vllm:cache_config_info":  # an info gauge: the KV cache's settings are its labels
+            configs.append(cache_config(s.labels))
+            continue
         ts, values = s.ts, s.values
         missing = values != values
         if missing.any():
@@ -321,6 +325,11 @@ def ingest(path: str, stage: Path, part: int, progress: Callable[[int], None] | 
     info.version = f"HTTP API {' and '.join(sorted(kinds))}"
     info.details["replicas"] = [replicas[k] for k in sorted(replicas)]
     info.details["step_s"] = float(np.median(np.diff(steps))) if steps.size > 1 else None
+    # the replicas' KV cache settings, where they all agree (a setting they differ on is no run-wide value)
+    agreed = {k: v for k, v in (configs[0] if configs else {}).items() if all(c.get(k) == v for c in configs)}
+    if agreed:
+        info.details["engine_config"] = agreed
+        info.details["engine_config_origin"] = dict.fromkeys(agreed, "Prometheus vllm:cache_config_info")
     info.records = write_columns(stage, "engine_stats", part, stats_frame.to_arrow())
     if hist.height:
         write_columns(stage, "engine_histograms", part, hist.to_arrow())

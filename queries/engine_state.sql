@@ -8,18 +8,19 @@
 --   kv_out: no KV room: the free KV tokens ((1 - kv_usage) x the cache's tokens) cannot hold the blocks the
 --     queue head needs next (its prompt, less cached tokens, capped by the budget left in the step when
 --     prefill is chunked, the budget when the step used it all; the head is the next request the engine
---     scheduled); where the cache's size is not
---     known, KV usage at threshold_kv_full_usage() or above; and in any case requests swapped out or paused
---     for room, or (on a timeline of samples, which has no KV reading per step) preemptions counted since the
---     previous scrape;
+--     scheduled); where the cache's size is not known, or no request file names the head, KV usage at
+--     threshold_kv_full_usage() or above; and in any case requests swapped out or paused for room, or (on a
+--     timeline of samples, which has no KV reading per step) preemptions counted since the previous scrape;
 --   slots_full: scheduled (steps) or running (samples) requests at max_num_seqs;
 --   budget_full: the step's scheduled tokens at max_num_batched_tokens (steps only).
 -- Limits come from engine_config as stated, derived or the engine's default; a limit inferred from the steps
 -- themselves is not used (it cannot tell whether it bound). A flag is NULL where its inputs are unknown. The
 -- cause is the first that binds in the order kv, slot, budget: a request that does not fit the KV cache waits
 -- whatever else frees; a slot counts only with KV room to spare, the budget only with a slot free too.
+-- Replicas of a Prometheus server's export (engine_stats.instance) each have their own timeline of samples.
 -- columns:
 --   run_id          run
+--   instance        the replica (a Prometheus server's export; NULL for one server's logs and scrapes)
 --   basis           steps | samples: what the timeline is made of
 --   start_s         segment start, run clock seconds
 --   end_s           segment end (the next step or sample), seconds; NULL for the last sample
@@ -32,6 +33,7 @@
 --   slots_full      true when every sequence slot was taken (NULL: unknown)
 --   budget_full     true when the step used the whole token budget (NULL: unknown)
 --   cause           kv | slot | budget | NULL (none binding: load, or unknown)
+--   waiting         requests waiting at the segment's start (the latest sample at or before it)
 CREATE OR REPLACE VIEW engine_state AS
 WITH limits AS (
     SELECT run_id,
@@ -45,32 +47,35 @@ WITH limits AS (
     SELECT DISTINCT run_id FROM engine_steps
     WHERE source = 'log' AND detection IN ('vllm iteration log', 'trtllm iteration log') AND start_s IS NOT NULL
 ), steps AS (
-    SELECT run_id, 'steps' AS basis, start_s,
+    SELECT run_id, CAST(NULL AS VARCHAR) AS instance, 'steps' AS basis, start_s,
            coalesce(lead(start_s) OVER (PARTITION BY run_id ORDER BY start_s, step_id), end_s) AS end_s,
            prefill_reqs + decode_reqs AS scheduled_reqs, prefill_tokens + decode_tokens AS scheduled_tokens,
            kv_usage
     FROM engine_steps
     WHERE source = 'log' AND detection IN ('vllm iteration log', 'trtllm iteration log') AND start_s IS NOT NULL
 ), samples_all AS (
-    SELECT run_id, ts_s, running, kv_usage, swapped,
-           preemptions_total > lag(preemptions_total) OVER (PARTITION BY run_id, source ORDER BY ts_s) AS preempting
+    SELECT run_id, instance, coalesce(instance, '') AS replica, ts_s, running, waiting, kv_usage, swapped,
+           preemptions_total > lag(preemptions_total) OVER (PARTITION BY run_id, instance, source ORDER BY ts_s)
+               AS preempting
     FROM engine_stats WHERE ts_s IS NOT NULL
 ), samples AS (
-    SELECT run_id, 'samples' AS basis, ts_s AS start_s, lead(ts_s) OVER (PARTITION BY run_id ORDER BY ts_s) AS end_s,
+    SELECT run_id, instance, 'samples' AS basis, ts_s AS start_s,
+           lead(ts_s) OVER (PARTITION BY run_id, instance ORDER BY ts_s) AS end_s,
            running AS scheduled_reqs, CAST(NULL AS BIGINT) AS scheduled_tokens, kv_usage
     FROM samples_all WHERE run_id NOT IN (SELECT run_id FROM full_logs)
 ), segments AS (
     SELECT * FROM steps UNION ALL SELECT * FROM samples
 ), held AS (
     -- what the latest sample at or before a segment's start says (steps carry no swap counts)
-    SELECT g.*, a.kv_usage AS sample_kv_usage, a.swapped
-    FROM segments g ASOF LEFT JOIN samples_all a ON g.run_id = a.run_id AND g.start_s >= a.ts_s
+    SELECT g.*, a.kv_usage AS sample_kv_usage, a.swapped, a.waiting
+    FROM segments g ASOF LEFT JOIN samples_all a
+        ON g.run_id = a.run_id AND coalesce(g.instance, '') = a.replica AND g.start_s >= a.ts_s
 ), preempted AS (
     -- whether the engine preempted during the segment: the first scrape after its start counts what happened
     -- since the scrape before it
     SELECT h.*, p.preempting
-    FROM held h ASOF LEFT JOIN (SELECT * FROM samples_all WHERE preempting IS NOT NULL) p
-        ON h.run_id = p.run_id AND h.start_s < p.ts_s
+    FROM held h ASOF LEFT JOIN (SELECT * EXCLUDE (instance, waiting) FROM samples_all WHERE preempting IS NOT NULL) p
+        ON h.run_id = p.run_id AND coalesce(h.instance, '') = p.replica AND h.start_s < p.ts_s
 ), headed AS (
     -- the queue head: the next request the engine scheduled after the segment began (FCFS)
     SELECT p.*, q.input_tokens - coalesce(q.cached_tokens, 0) AS head_prompt
@@ -93,7 +98,8 @@ WITH limits AS (
     SELECT *,
            CASE WHEN block_size IS NOT NULL THEN ceil(chunk / block_size) * block_size ELSE chunk END AS need,
            CASE WHEN usage IS NULL AND swapped IS NULL AND preempting IS NULL THEN NULL
-                ELSE coalesce(CASE WHEN kv_tokens IS NOT NULL THEN free < CASE WHEN block_size IS NOT NULL
+                ELSE coalesce(CASE WHEN kv_tokens IS NOT NULL AND chunk IS NOT NULL
+                                   THEN free < CASE WHEN block_size IS NOT NULL
                                        THEN ceil(chunk / block_size) * block_size ELSE chunk END
                                    ELSE usage >= threshold_kv_full_usage() END, false)
                      OR coalesce(swapped > 0, false) OR (basis = 'samples' AND coalesce(preempting, false)) END
@@ -102,7 +108,7 @@ WITH limits AS (
            scheduled_tokens >= max_tokens AS budget_full
     FROM needs
 )
-SELECT run_id, basis, start_s, end_s, scheduled_reqs, scheduled_tokens, usage AS kv_usage, free AS kv_free_tokens,
+SELECT run_id, instance, basis, start_s, end_s, scheduled_reqs, scheduled_tokens, usage AS kv_usage, free AS kv_free_tokens,
        need AS head_need_tokens, kv_out, slots_full, budget_full,
-       CASE WHEN kv_out THEN 'kv' WHEN slots_full THEN 'slot' WHEN budget_full THEN 'budget' END AS cause
+       CASE WHEN kv_out THEN 'kv' WHEN slots_full THEN 'slot' WHEN budget_full THEN 'budget' END AS cause, waiting
 FROM flagged;

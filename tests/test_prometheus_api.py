@@ -76,8 +76,8 @@ def test_run_bs_scrapes_as_a_query_range_answer(tmp_path: Path) -> None:
     queue = hist["queue_mean_s"] * (want[-1]["queue_time_count"] - want[0]["queue_time_count"])
     e2e = hist["e2e_mean_s"] * hist["e2e_requests"]
     assert (round(queue, 2), round(e2e, 2)) == (512.09, 607.72)  # queue 84 % of e2e
-    verdict = doc["classification"]  # from the histograms alone: queueing named, KV room not knowable
-    assert (verdict["label"], verdict["basis"]) == ("queue-bound", "engine histograms")
+    verdict = doc["classification"]  # from the histograms and gauges alone: the full run's own verdict
+    assert (verdict["label"], verdict["basis"]) == ("capacity-bound", "engine histograms")
     assert verdict["queue_share"] == hist["queue_share"]
     assert (round(hist["queue_sum_s"], 2), round(hist["e2e_sum_s"], 2), round(hist["queue_share"], 2)) == (
         512.09,
@@ -375,3 +375,27 @@ def test_diff_of_two_exports(tmp_path: Path) -> None:
     assert sum(c["delta_s"] for c in comps.values()) == pytest.approx(total, rel=1e-9)  # the parts add up to e2e
     assert comps["queue"]["delta_s"] < 0 and "faster" in doc["verdict"]
     assert set(doc["quantiles"]) >= {"ttft", "e2e", "queue_time"}
+
+
+@pytest.mark.parametrize(
+    ("run", "folder"), [("B_kvpressure", "metrics"), ("B2_kv2x", "metrics"), ("D_chunked", "metrics")]
+)
+def test_the_gauges_name_what_the_spans_name_the_queue_waited_for(run: str, folder: str, tmp_path: Path) -> None:
+    """The queue split from the scrapes alone (engine_queue_causes) against the one from the whole run (spans,
+    iteration log, server log): where the spans put most of the queue at KV room (B, B2), so do the gauges;
+    where they put none there (D, sequence-limited), neither do the gauges, and slots, which need
+    max_num_seqs, are unknown from the metrics, never guessed."""
+    scrapes = lltrace.ingest([DATA / "vllm_cpu" / run / folder], store=tmp_path / "s")
+    whole = lltrace.ingest([DATA / "vllm_cpu" / run], store=tmp_path / "w")
+    con = whole.store.connect([whole.id])
+    try:
+        kv, slot = con.execute(
+            "SELECT sum(kv_wait_s) / sum(queue_s), sum(slot_wait_s) / sum(queue_s) FROM attribution_queue_causes"
+        ).fetchone()
+    finally:
+        con.close()
+    causes = lltrace.analyze(scrapes).to_dict()["engine_queue_causes"]
+    assert causes["slot_share"] is None and causes["budget_wait_s"] is None
+    assert (causes["kv_share"] > 0.5) == (kv > 0.5)
+    if kv == 0:
+        assert causes["kv_share"] == 0 and slot > 0.5

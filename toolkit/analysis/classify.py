@@ -141,18 +141,25 @@ def classify_token_mix(con: duckdb.DuckDBPyConnection, model: str, gpu: str) -> 
     }
 
 
-def classify_histograms(hist: dict[str, Any]) -> dict[str, Any] | None:
+def classify_histograms(hist: dict[str, Any], causes: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """A Prometheus export alone: the engine's own histogram sums of queue, prefill and decode time over its
-    e2e sum (``engine_latency_histograms``), the same rule as a measured attribution; whether the queue waited
-    for KV room the histograms cannot say (no capacity-bound verdict from them)."""
+    e2e sum (``engine_latency_histograms``), the same rule as a measured attribution; what the queue waited for
+    from the gauges (``engine_queue_causes``: KV room's share of the waiting requests' time), where they tell
+    it, so a KV-bound queue is capacity-bound here too."""
     q, p, d = hist.get("queue_share"), hist.get("prefill_share"), hist.get("decode_share")
     if p is None or d is None:
         return None
-    return {
-        "label": label(prefill_share=p, decode_share=d, queue_share=q),
-        "why": f"from the engine's own histograms ({hist['basis']}, {hist['e2e_requests']:,.0f} requests): queue "
+    kv_part = (causes or {}).get("kv_share")
+    why = (
+        f"from the engine's own histograms ({hist['basis']}, {hist['e2e_requests']:,.0f} requests): queue "
         f"{'-' if q is None else f'{q:.0%}'}, prefill {p:.0%}, decode {d:.0%} of the summed e2e (no request-level "
-        "source in this run)",
+        "source in this run)"
+    )
+    if kv_part is not None:
+        why += f"; the gauges put {kv_part:.0%} of the waiting requests' time at full KV (estimated from samples)"
+    return {
+        "label": label(prefill_share=p, decode_share=d, queue_share=q, kv_part_of_queue=kv_part),
+        "why": why,
         "prefill_share": p,
         "decode_share": d,
         "queue_share": q,
