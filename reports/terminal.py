@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -295,6 +296,54 @@ def render(doc: dict[str, Any]) -> Group:
             )
         )
 
+    causes = doc.get("engine_queue_causes")
+    if causes and causes.get("waiting_request_s") and not doc.get("attribution"):
+        known = {
+            "KV room": causes["kv_share"],
+            "a sequence slot": causes["slot_share"],
+        }
+        said = [f"{name} {pct(v)}" for name, v in known.items() if v is not None]
+        unknown = [name for name, v in known.items() if v is None]
+        parts.append(
+            Text(
+                f"What the queue waited for, from the gauges ({whole(causes['samples'])} sample intervals, "
+                f"{causes['waiting_request_s']:,.1f} request-seconds waiting; estimates): "
+                + (" · ".join(said) if said else "nothing the samples can tell")
+                + (f" · not knowable from the metrics: {', '.join(unknown)}" if unknown else "")
+                + " · the token budget: samples never tell"
+            )
+        )
+
+    timeline = doc.get("engine_timeline")
+    if timeline and len(timeline["windows"]) > 1 and not doc.get("attribution"):
+        t = Table(
+            title=f"The engine window by window ({timeline['width_s']:g} s; p90s are histogram estimates, "
+            "\\[bucket] their precision)"
+        )
+        for col in (
+            "window (UTC)",
+            "requests",
+            "running",
+            "waiting",
+            "peak KV",
+            "preempted",
+            "TTFT p90 s",
+            "queue p90 s",
+            "e2e p90 s",
+        ):
+            t.add_column(col, justify="left" if col.startswith("window") else "right")
+        for w in timeline["windows"]:
+            t.add_row(
+                _utc(w["window_start_s"]),
+                whole(w["requests"]),
+                "-" if w["mean_running"] is None else f"{w['mean_running']:,.1f}",
+                "-" if w["mean_waiting"] is None else f"{w['mean_waiting']:,.1f}",
+                pct(w["peak_kv_usage"]),
+                whole(w["preemptions"]),
+                *(_p90(w, m) for m in ("ttft", "queue", "e2e")),
+            )
+        parts.append(t)
+
     replicas = doc.get("replicas") or []
     if len(replicas) > 1:
         t = Table(title=f"Replicas: {len(replicas)} (the engine's own gauges and counters)")
@@ -490,3 +539,17 @@ def render(doc: dict[str, Any]) -> Group:
 def print_summary(doc: dict[str, Any], console: Console | None = None) -> None:
     """Print the summary to the console (stdout by default)."""
     (console or Console()).print(render(doc))
+
+
+def _utc(t: float) -> str:
+    """A window's start as a UTC time (an offset for a relative clock)."""
+    return datetime.fromtimestamp(t, tz=timezone.utc).strftime("%m-%d %H:%M:%S") if t > 1e9 else f"+{t:,.0f} s"
+
+
+def _p90(w: dict[str, Any], metric: str) -> Text:
+    """A window's histogram p90 with the bucket it fell in (plain text: brackets are not markup)."""
+    v, b = w.get(f"{metric}_p90"), w.get(f"{metric}_p90_bucket")
+    if v is None:
+        return Text("-")
+    hi = "inf" if b is None or b[1] is None else f"{b[1]:g}"
+    return Text(f"{v:,.2f} [{'' if b is None else f'{b[0]:g}'}-{hi}]")

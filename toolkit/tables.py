@@ -274,7 +274,8 @@ ENGINE_STEPS = Table(
 ENGINE_STATS = Table(
     "engine_stats",
     "metrics sample",
-    "The engine's state over time: load, KV usage and cumulative counters from scrapes and stats lines.",
+    "The engine's state over time: load, KV usage and cumulative counters from scrapes and stats lines "
+    "(a Prometheus counter's resets undone: it only grows over the run).",
     (
         PART,
         _time("ts_s", "sample time on the run clock (NULL where the source gives none)"),
@@ -440,7 +441,8 @@ HISTOGRAM_METRICS = (
 ENGINE_HISTOGRAMS = Table(
     "engine_histograms",
     "histogram bucket sample",
-    "The engine's Prometheus histograms bucket by bucket: each bucket's cumulative count at each sample time.",
+    "The engine's Prometheus histograms bucket by bucket: each bucket's cumulative count at each sample time "
+    "(resets undone).",
     (
         PART,
         _time("ts_s", "sample time on the run clock (NULL where the scrape gives none)"),

@@ -17,6 +17,7 @@ import duckdb
 from lltrace.analysis.advice import advise, advise_steps, fp8_decode_ratio
 from lltrace.analysis.classify import classify, classify_histograms, classify_steps, classify_token_mix, has_phases
 from lltrace.analysis.client_summary import client_summary
+from lltrace.analysis.engine_windows import engine_windows, timeline_width
 from lltrace.analysis.queue import PARTS, queue_split
 from lltrace.analysis.sql import clean, rows
 from lltrace.ingest.pipeline import ProgressFn
@@ -143,6 +144,10 @@ def analyze(
             "engine_quantiles": rows(con, "SELECT * EXCLUDE (run_id) FROM engine_histogram_quantiles ORDER BY metric")
             if "engine_histograms" in present
             else [],
+            "engine_queue_causes": (rows(con, "SELECT * EXCLUDE (run_id) FROM engine_queue_causes") or [None])[0]
+            if "engine_stats" in present
+            else None,
+            "engine_timeline": _engine_timeline(con) if "engine_stats" in present else None,
             "advice": [],
         }
         att = rows(con, "SELECT * EXCLUDE (run_id) FROM attribution_run") if "requests" in present else []
@@ -183,7 +188,7 @@ def analyze(
         elif "requests" in present and model_obj and gpu_obj:
             doc["classification"] = classify_token_mix(con, model_obj.name, gpu_obj.name)
         elif (doc.get("engine_latency") or {}).get("e2e_requests") and classify_histograms(doc["engine_latency"]):
-            doc["classification"] = classify_histograms(doc["engine_latency"])
+            doc["classification"] = classify_histograms(doc["engine_latency"], doc["engine_queue_causes"])
         elif doc["steps"] and has_phases(doc["steps"].get("phase_share")):
             doc["classification"] = classify_steps(doc["steps"]["phase_share"])
         doc["advice"] += advise_steps(doc["steps"])
@@ -292,6 +297,24 @@ def _attribution(a: dict[str, Any]) -> dict[str, Any]:
     out["prefill_tokens_per_s"] = a["prefill_tokens_per_s"]
     out["decode_s_per_token"] = a["decode_s_per_token"]
     return out
+
+
+def _engine_timeline(con: duckdb.DuckDBPyConnection) -> dict[str, Any] | None:
+    """The engine's own figures window by window over the run (``engine_windows``: load, KV, requests and the
+    histograms' p50/p90 per window), the width the smallest nice one giving at most 24 windows of two samples
+    or more; None without two timed samples."""
+    span, step = con.execute(
+        """
+        WITH t AS (SELECT DISTINCT ts_s FROM engine_stats WHERE ts_s IS NOT NULL)
+        SELECT max(ts_s) - min(ts_s), (SELECT median(d) FROM (SELECT ts_s - lag(ts_s) OVER (ORDER BY ts_s) AS d FROM t))
+        FROM t
+        """
+    ).fetchone()
+    if not span:
+        return None
+    width = timeline_width(span, step)
+    windows = engine_windows(con, width)
+    return {"width_s": width, "windows": [windows[k] for k in sorted(windows)]}
 
 
 def _kv(con: duckdb.DuckDBPyConnection) -> dict[str, Any] | None:

@@ -21,6 +21,7 @@ from datetime import datetime
 from typing import Any
 
 from lltrace.analysis.classify import label
+from lltrace.analysis.engine_windows import engine_windows
 from lltrace.errors import StoreError
 from lltrace.ingest.targets import as_store
 from lltrace.physics.estimate import estimate
@@ -79,11 +80,11 @@ def weekly(
             basis, windows = _request_windows(con, period.format(t="q.arrival_s"), width, model, gpu)
         else:
             basis, windows = "engine histograms (estimated: prefill vs decode time sums)", []
-        engine = _engine_windows(con, period.format(t="window_start_s"), width)
+        engine = engine_windows(con, width, period.format(t="window_start_s"))
     finally:
         con.close()
     if not by_requests:
-        windows = [w for w in engine.values() if w["requests"]]
+        windows = [w | {"prefill_dominant_share": None, "classified": None} for w in engine.values() if w["requests"]]
     else:
         for win in windows:
             win |= {k: v for k, v in engine.get(win["window_start_s"], {}).items() if k in _ENGINE_LOAD}
@@ -162,54 +163,3 @@ def _request_windows(
     )
     cols = [d[0] for d in cur.description]
     return basis, [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
-
-
-# weekly's name <- (histogram metric, quantile) of engine_histogram_windows
-_QUANTILES = {
-    "input": "prompt_tokens",
-    "output": "generation_tokens",
-    "ttft": "ttft",
-    "e2e": "e2e",
-    "queue": "queue_time",
-    "tpot": "tpot",
-}
-
-
-def _engine_windows(con: Any, where: str, width: float) -> dict[float, dict[str, Any]]:
-    """Per window, the engine's own figures summed over runs and replicas: load and KV from the gauges,
-    requests and mean latencies from the counters, quantiles from the histograms (estimates, with the bounds
-    of the bucket each fell in)."""
-    cur = con.execute(
-        f"""
-        SELECT window_start_s, count(DISTINCT run_id) AS runs, sum(engines) AS engines,
-               sum(e2e_requests) AS requests, sum(mean_running) AS mean_running, sum(mean_waiting) AS mean_waiting,
-               max(peak_kv_usage) AS peak_kv_usage, sum(preemptions) AS preemptions,
-               max(peak_waiting_capacity) AS peak_waiting_capacity,
-               sum(queue_sum_s) / nullif(sum(e2e_sum_s), 0) AS queue_share,
-               sum(prefill_sum_s) / nullif(sum(prefill_sum_s) + sum(decode_sum_s), 0) AS prefill_time_share,
-               sum(e2e_sum_s) / nullif(sum(e2e_requests), 0) AS e2e_mean_s,
-               sum(prompt_tokens) AS prompt_tokens, sum(generation_tokens) AS generation_tokens
-        FROM engine_windows({width}) WHERE true{where} GROUP BY window_start_s ORDER BY window_start_s
-        """
-    )
-    cols = [d[0] for d in cur.description]
-    out: dict[float, dict[str, Any]] = {}
-    for r in cur.fetchall():
-        w = dict(zip(cols, r, strict=True))
-        w |= {"prefill_dominant_share": None, "classified": None}
-        for name in _QUANTILES:
-            w |= {f"{name}_p50": None, f"{name}_p90": None, f"{name}_p90_bucket": None}
-        out[w["window_start_s"]] = w
-    quantiles = con.execute(  # every run's buckets summed per window, as one fleet's
-        f"""
-        SELECT window_start_s, metric, p50, p90, p90_lo, p90_hi
-        FROM engine_histogram_windows({width}, false) WHERE true{where}
-        """
-    ).fetchall()
-    metric_name = {m: n for n, m in _QUANTILES.items()}
-    for ws, metric, p50, p90, p90_lo, p90_hi in quantiles:
-        name = metric_name.get(metric)
-        if name is None or ws not in out:
-            continue
-        out[ws] |= {f"{name}_p50": p50, f"{name}_p90": p90, f"{name}_p90_bucket": [p90_lo, p90_hi]}
-    return out

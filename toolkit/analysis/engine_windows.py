@@ -1,0 +1,68 @@
+"""The engine's own figures window by window (``engine_windows`` and ``engine_histogram_windows``), one
+definition for ``weekly`` and ``analyze``'s timeline of an engine-only run, and the window width a span gets."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# nice window widths, seconds: the timeline takes the smallest that cuts the span into at most TIMELINE_WINDOWS
+NICE_WIDTHS = (10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400)
+TIMELINE_WINDOWS = 24
+
+
+def timeline_width(span_s: float, step_s: float | None) -> float:
+    """The smallest nice width that cuts ``span_s`` into at most TIMELINE_WINDOWS windows, and holds at least
+    two samples ``step_s`` apart (a window of one sample has no change of its own)."""
+    need = max(span_s / TIMELINE_WINDOWS, 2 * (step_s or 0))
+    return float(next((w for w in NICE_WIDTHS if w >= need), NICE_WIDTHS[-1]))
+
+
+# the figures' name <- the histogram metric of engine_histogram_windows
+_QUANTILES = {
+    "input": "prompt_tokens",
+    "output": "generation_tokens",
+    "ttft": "ttft",
+    "e2e": "e2e",
+    "queue": "queue_time",
+    "tpot": "tpot",
+}
+
+
+def engine_windows(con: Any, width: float, where: str = "") -> dict[float, dict[str, Any]]:
+    """Per window of ``width`` seconds (start -> figures), the engine's own figures summed over the runs and
+    replicas of the connection: load and KV from the gauges, requests and mean latencies from the counters,
+    p50/p90 from the histograms (estimates, each p90 with the bounds of the bucket it fell in). ``where``
+    narrows the windows (`` AND window_start_s >= …``)."""
+    cur = con.execute(
+        f"""
+        SELECT window_start_s, count(DISTINCT run_id) AS runs, sum(engines) AS engines,
+               sum(e2e_requests) AS requests, sum(mean_running) AS mean_running, sum(mean_waiting) AS mean_waiting,
+               max(peak_kv_usage) AS peak_kv_usage, sum(preemptions) AS preemptions,
+               max(peak_waiting_capacity) AS peak_waiting_capacity,
+               sum(queue_sum_s) / nullif(sum(e2e_sum_s), 0) AS queue_share,
+               sum(prefill_sum_s) / nullif(sum(prefill_sum_s) + sum(decode_sum_s), 0) AS prefill_time_share,
+               sum(e2e_sum_s) / nullif(sum(e2e_requests), 0) AS e2e_mean_s,
+               sum(prompt_tokens) AS prompt_tokens, sum(generation_tokens) AS generation_tokens
+        FROM engine_windows({width}) WHERE true{where} GROUP BY window_start_s ORDER BY window_start_s
+        """
+    )
+    cols = [d[0] for d in cur.description]
+    out: dict[float, dict[str, Any]] = {}
+    for r in cur.fetchall():
+        w = dict(zip(cols, r, strict=True))
+        for name in _QUANTILES:
+            w |= {f"{name}_p50": None, f"{name}_p90": None, f"{name}_p90_bucket": None}
+        out[w["window_start_s"]] = w
+    quantiles = con.execute(  # every run's buckets summed per window, as one fleet's
+        f"""
+        SELECT window_start_s, metric, p50, p90, p90_lo, p90_hi
+        FROM engine_histogram_windows({width}, false) WHERE true{where}
+        """
+    ).fetchall()
+    metric_name = {m: n for n, m in _QUANTILES.items()}
+    for ws, metric, p50, p90, p90_lo, p90_hi in quantiles:
+        name = metric_name.get(metric)
+        if name is None or ws not in out:
+            continue
+        out[ws] |= {f"{name}_p50": p50, f"{name}_p90": p90, f"{name}_p90_bucket": [p90_lo, p90_hi]}
+    return out
