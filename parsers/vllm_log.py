@@ -135,6 +135,7 @@ def ingest_server_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
             stamp = None  # the line's values stand; its time is unknown
         if m := _ITERATION.search(body):
             eng, k, nc, tc, ng, tg, ms, kv = m.groups()
+            eng = _engine_index(eng)
             tc_i, tg_i = int(tc), int(tg)
             kind = "mixed" if tc_i and tg_i else "prefill" if tc_i else "decode" if tg_i else "idle"
             steps.append(
@@ -158,6 +159,7 @@ def ingest_server_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
             v1 += 1
         elif m := _V1_STATS.search(body):
             eng, pt, gt, run, wait, pre, kv, hit = m.groups()
+            eng = _engine_index(eng)
             stats.append(
                 {
                     "part": part,
@@ -293,3 +295,9 @@ def ingest_replay_config(path: str, stage: Path, part: int, **_: Any) -> SourceI
     info.details["configs"] = objs
     info.records = len(objs)
     return info
+
+
+def _engine_index(written: str | None) -> str | None:
+    """The engine's data-parallel index as the metrics' ``engine`` label spells it: the log's ``Engine 000`` is
+    engine ``0``, so a log and a scrape of one engine name it alike."""
+    return str(int(written)) if written is not None and written.isdigit() else written
