@@ -24,7 +24,9 @@ def run_child(imports: str, work: str, variables: dict[str, object]) -> dict:
     """Execute ``imports``, bind ``variables``, time ``work``; returns {seconds, peak_rss} or {error}."""
     bindings = "".join(f"{k} = {v!r}\n" for k, v in variables.items())
     code = (
-        "import json, resource, time\n" + _PEAK + imports
+        "import json, resource, time\n"
+        + _PEAK
+        + imports
         + bindings
         + "t = time.perf_counter()\n"
         + work

@@ -3,7 +3,7 @@
 Every file starts with a header: ``-- <name>: what it answers``, ``-- requires: <tables, views or none>``,
 and one ``--   column  unit/meaning`` line per output column (``--   requests.*`` stands for every column of
 a canonical table, ``lltrace.tables``). A file defines one view, or one macro: a scalar one
-(``latency_stats``) or a table one, rows for its arguments (``engine_windows(width_s)``).
+(``latency_stats``) or a table one, rows for its arguments (``engine_windows(width_s, from_s, to_s)``).
 
 ``thresholds.csv`` holds every threshold lltrace's rules use, SQL and Python alike: ``thresholds()`` reads it,
 and ``install_views`` defines each as a DuckDB macro ``threshold_<name>()`` the views call.

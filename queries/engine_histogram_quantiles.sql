@@ -17,4 +17,4 @@
 --   p99_lo        lower bound of its bucket
 --   p99_hi        upper bound of its bucket
 CREATE OR REPLACE VIEW engine_histogram_quantiles AS
-SELECT * EXCLUDE (window_start_s) FROM engine_histogram_windows(NULL, true);
+SELECT * EXCLUDE (window_start_s) FROM engine_histogram_windows(NULL, true, NULL, NULL);

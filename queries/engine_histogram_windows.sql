@@ -1,6 +1,7 @@
 -- engine_histogram_windows: quantiles of the engine's own latency and size histograms per run, time window and
--- metric (a table macro: engine_histogram_windows(width_s, by_run); NULL width: one window, the whole run;
--- by_run false: every run's buckets summed, as one fleet, run_id NULL). What a
+-- metric (a table macro: engine_histogram_windows(width_s, by_run, from_s, to_s) over the samples in [from_s,
+-- to_s), NULL: unbounded; NULL width: one window, all of them; by_run false: every run's buckets summed, as one
+-- fleet, run_id NULL). What a
 -- Prometheus export says about requests without any request file. Estimates, labelled: a quantile is
 -- interpolated inside the bucket that holds its rank (Prometheus' histogram_quantile rule: linear between the
 -- bucket's bounds, the first bucket from 0, the +Inf bucket gives the highest finite bound), so the bucket's
@@ -11,7 +12,7 @@
 -- single sample in the whole run counts since its server started (basis says which).
 -- columns:
 --   run_id          run (NULL when by_run is false)
---   window_start_s  start of the window, seconds on the run clock (0 with a NULL width)
+--   window_start_s  start of the window, seconds on the run clock (from_s, else 0, with a NULL width)
 --   metric          queue_time | ttft | e2e | tpot | itl | prefill_time | decode_time | prompt_tokens | generation_tokens
 --   basis           between samples | since server start, one sample
 --   observations    requests (or tokens) the histogram counted in the window
@@ -24,12 +25,13 @@
 --   p99             99th percentile, interpolated
 --   p99_lo          lower bound of its bucket
 --   p99_hi          upper bound of its bucket
-CREATE OR REPLACE MACRO engine_histogram_windows(width_s, by_run) AS TABLE
+CREATE OR REPLACE MACRO engine_histogram_windows(width_s, by_run, from_s, to_s) AS TABLE
 WITH per_window AS (
     SELECT run_id, engine, metric, le,
-           CASE WHEN width_s IS NULL THEN 0.0 ELSE floor(ts_s / width_s) * width_s END AS window_start_s,
+           CASE WHEN width_s IS NULL THEN coalesce(from_s, 0.0) ELSE floor(ts_s / width_s) * width_s END AS window_start_s,
            max(count) AS c_end, min(count) AS c_start, count(*) AS samples
-    FROM engine_histograms WHERE width_s IS NULL OR ts_s IS NOT NULL
+    FROM engine_histograms
+    WHERE (width_s IS NULL OR ts_s IS NOT NULL) AND (from_s IS NULL OR ts_s >= from_s) AND (to_s IS NULL OR ts_s < to_s)
     GROUP BY run_id, engine, metric, le, window_start_s
 ), per_engine AS (
     SELECT run_id, engine, metric, le, window_start_s,

@@ -1,7 +1,7 @@
 -- engine_windows: the engine's own figures per run and time window, summed over its engines (replicas): load and
 -- KV from the gauges, requests, tokens, preemptions and mean latencies from the counters and histogram sums (a
--- table macro: engine_windows(width_s); NULL width: one window, the whole run). What a Prometheus export says
--- about a window without any request file.
+-- table macro: engine_windows(width_s, from_s, to_s) over the samples in [from_s, to_s), NULL: unbounded; NULL
+-- width: one window, all of them). What a Prometheus export says about a window without any request file.
 -- requires: engine_stats
 -- A window's counts are each counter's change from the previous window's last sample to this window's last
 -- sample (in the first window, from its first sample), per engine and source; an engine with a single sample
@@ -9,7 +9,7 @@
 -- larger figure is kept. Load figures are each engine's mean over the window's samples, summed over engines.
 -- columns:
 --   run_id             run
---   window_start_s     start of the window, seconds on the run clock (0 with a NULL width)
+--   window_start_s     start of the window, seconds on the run clock (from_s, else 0, with a NULL width)
 --   samples            engine samples in the window
 --   engines            engines with a sample in the window
 --   mean_running       requests running, mean over the window (summed over engines)
@@ -31,10 +31,10 @@
 --   ttft_mean_s        ttft_sum_s / ttft_n
 --   queue_mean_s       queue_sum_s / queue_n
 --   queue_share        queue_sum_s / e2e_sum_s
-CREATE OR REPLACE MACRO engine_windows(width_s) AS TABLE
+CREATE OR REPLACE MACRO engine_windows(width_s, from_s, to_s) AS TABLE
 WITH per_window AS (
     SELECT run_id, engine, source,
-           CASE WHEN width_s IS NULL THEN 0.0 ELSE floor(ts_s / width_s) * width_s END AS window_start_s,
+           CASE WHEN width_s IS NULL THEN coalesce(from_s, 0.0) ELSE floor(ts_s / width_s) * width_s END AS window_start_s,
            count(*) AS samples, avg(running) AS running, avg(waiting) AS waiting,
            max(waiting_capacity) AS waiting_capacity, max(kv_usage) AS kv_usage,
            max(e2e_count) AS e2e_requests_end, min(e2e_count) AS e2e_requests_start,
@@ -48,7 +48,8 @@ WITH per_window AS (
            max(prompt_tokens_total) AS prompt_tokens_end, min(prompt_tokens_total) AS prompt_tokens_start,
            max(generation_tokens_total) AS generation_tokens_end, min(generation_tokens_total) AS generation_tokens_start,
            max(preemptions_total) AS preemptions_end, min(preemptions_total) AS preemptions_start
-    FROM engine_stats WHERE width_s IS NULL OR ts_s IS NOT NULL
+    FROM engine_stats
+    WHERE (width_s IS NULL OR ts_s IS NOT NULL) AND (from_s IS NULL OR ts_s >= from_s) AND (to_s IS NULL OR ts_s < to_s)
     GROUP BY run_id, engine, source, window_start_s
 ), counted AS (
     SELECT *, sum(samples) OVER (PARTITION BY run_id, engine, source) AS engine_samples FROM per_window

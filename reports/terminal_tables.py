@@ -4,6 +4,7 @@ formats list. They format what they are given; they compute nothing."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime, timezone
 from typing import Any
 
 from rich.console import Group
@@ -18,7 +19,7 @@ _PART_LABEL = dict(QUEUE_PARTS)
 def diff_table(doc: dict[str, Any]) -> Group:
     """The diff document: each component's mean per request in both runs, the change, and the verdict."""
     t = Table(
-        title=f"{doc['baseline']['run']} → {doc['incident']['run']} (mean per request"
+        title=f"{_side(doc['baseline'])} → {_side(doc['incident'])} (mean per request"
         f"{', on the baseline mix' if doc['mix']['normalised'] else ''}"
         f"{', from the engine histograms' if doc.get('basis') == 'engine histograms' else ''})"
     )
@@ -33,6 +34,20 @@ def diff_table(doc: dict[str, Any]) -> Group:
             share,
         )
     return Group(t, Text(doc["verdict"]))
+
+
+def _side(side: dict[str, Any]) -> str:
+    """A diff side: its run, and its window where it has one (UTC)."""
+    window = side.get("window")
+    if not window:
+        return side["run"]
+
+    def at(t: float | None) -> str:
+        if t is None:
+            return ""
+        return datetime.fromtimestamp(t, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S") if t > 1e9 else f"{t:g} s"
+
+    return f"{side['run']} [{at(window[0])} – {at(window[1])})"
 
 
 def estimate_line(doc: dict[str, Any]) -> Text:

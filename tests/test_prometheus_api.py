@@ -331,11 +331,13 @@ def test_histogram_windows_add_up_to_the_run(tmp_path: Path) -> None:
     try:
         windows = dict(
             con.execute(
-                "SELECT metric, sum(observations) FROM engine_histogram_windows(20, true) GROUP BY metric"
+                "SELECT metric, sum(observations) FROM engine_histogram_windows(20, true, NULL, NULL) GROUP BY metric"
             ).fetchall()
         )
         whole = dict(con.execute("SELECT metric, observations FROM engine_histogram_quantiles").fetchall())
-        n = con.execute("SELECT count(DISTINCT window_start_s) FROM engine_histogram_windows(20, true)").fetchone()
+        n = con.execute(
+            "SELECT count(DISTINCT window_start_s) FROM engine_histogram_windows(20, true, NULL, NULL)"
+        ).fetchone()
         assert n[0] > 1
     finally:
         con.close()
@@ -374,7 +376,7 @@ def test_diff_of_two_exports(tmp_path: Path) -> None:
     total = runs["b2_e2e"] - runs["b_e2e"]
     assert sum(c["delta_s"] for c in comps.values()) == pytest.approx(total, rel=1e-9)  # the parts add up to e2e
     assert comps["queue"]["delta_s"] < 0 and "faster" in doc["verdict"]
-    assert set(doc["quantiles"]) >= {"ttft", "e2e", "queue_time"}
+    assert set(doc["quantiles"]) >= {"ttft", "e2e", "queue"}
 
 
 @pytest.mark.parametrize(
@@ -399,3 +401,30 @@ def test_the_gauges_name_what_the_spans_name_the_queue_waited_for(run: str, fold
     assert (causes["kv_share"] > 0.5) == (kv > 0.5)
     if kv == 0:
         assert causes["kv_share"] == 0 and slot > 0.5
+
+
+def test_diff_of_two_windows_of_one_export(tmp_path: Path) -> None:
+    """One export, two windows (before and after run B's 8th scrape): each side's mean queue time is the
+    histogram's change over that side's own samples, computed here from the scrapes directly; a window is
+    FROM/TO in ISO-8601 (UTC without a zone) or seconds."""
+    from lltrace.analysis.diff import diff, parse_window
+
+    series = _series(SCRAPES, "b:8000")
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps(_matrix(series)))
+    lltrace.ingest([path], store=tmp_path / "store", run="b")
+    (queue_sum,) = [v for (n, _), v in series.items() if n == "vllm:request_queue_time_seconds_sum"]
+    (queue_n,) = [v for (n, _), v in series.items() if n == "vllm:request_queue_time_seconds_count"]
+    cut = queue_sum[8][0]  # the 9th scrape's time: the incident window starts there
+
+    def mean(lo: int, hi: int) -> float:
+        return (float(queue_sum[hi][1]) - float(queue_sum[lo][1])) / (float(queue_n[hi][1]) - float(queue_n[lo][1]))
+
+    doc = diff("b", "b", store=tmp_path / "store", baseline_window=(None, cut), incident_window=(cut, None))
+    assert doc["basis"] == "engine histograms" and doc["incident"]["window"] == [cut, None]
+    assert doc["components"]["queue"]["baseline_s"] == pytest.approx(mean(0, 7), rel=1e-12)
+    assert doc["components"]["queue"]["incident_s"] == pytest.approx(mean(8, -1), rel=1e-12)
+    assert parse_window("2026-11-30T14:00:00/2026-11-30T15:00:00Z") == (1796047200.0, 1796050800.0)
+    assert parse_window(f"{cut}/") == (cut, None)
+    with pytest.raises(lltrace.LltraceError, match="expected FROM/TO"):
+        parse_window("2026-11-30T14:00:00")

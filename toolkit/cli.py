@@ -283,15 +283,24 @@ def diff_cli(
     baseline: Annotated[str, typer.Argument(help="Baseline: a stored run's id or a run's file/folder.")],
     incident: Annotated[str, typer.Argument(help="Incident: a stored run's id or a run's file/folder.")],
     store: StoreOpt = None,
+    baseline_window: Annotated[
+        str | None,
+        typer.Option("--baseline-window", help="FROM/TO: only the baseline's requests and samples in it (ISO-8601)."),
+    ] = None,
+    incident_window: Annotated[
+        str | None,
+        typer.Option("--incident-window", help="FROM/TO: only the incident's requests and samples in it (ISO-8601)."),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the diff document as JSON.")] = False,
     quiet: QuietOpt = False,
 ) -> None:
-    """What changed between two runs, with the request mix normalised."""
-    from lltrace.analysis.diff import diff
+    """What changed between two runs (or two windows of one), with the request mix normalised."""
+    from lltrace.analysis.diff import diff, parse_window
     from lltrace.reports.terminal_tables import diff_table
 
     with _errors(quiet):
-        doc = diff(baseline, incident, store=store)
+        windows = [parse_window(w) if w else None for w in (baseline_window, incident_window)]
+        doc = diff(baseline, incident, store=store, baseline_window=windows[0], incident_window=windows[1])
     if as_json:
         _json(doc)
     else:

@@ -10,8 +10,11 @@ plain means.
 from __future__ import annotations
 
 import os
+from datetime import datetime, timezone
 from typing import Any
 
+from lltrace.analysis.engine_windows import engine_windows
+from lltrace.errors import LltraceError
 from lltrace.ingest.targets import Target, as_store, open_run
 from lltrace.queries import thresholds
 from lltrace.store import Store
@@ -20,8 +23,7 @@ COMPONENTS = ("overhead", "queue", "kv_wait", "slot_wait", "budget_wait", "prefi
 ADDITIVE = ("overhead", "queue", "prefill", "decode", "preempted")
 
 _BUCKETS = """
-SELECT a.run_id,
-       CAST(floor(log2(greatest(a.input_tokens, 1))) AS INTEGER) AS ib,
+SELECT CAST(floor(log2(greatest(a.input_tokens, 1))) AS INTEGER) AS ib,
        CAST(floor(log2(greatest(a.output_tokens, 1))) AS INTEGER) AS ob,
        count(*) AS n,
        avg(a.overhead_s) AS overhead, avg(a.queue_s) AS queue, avg(coalesce(k.kv_wait_s, 0)) AS kv_wait,
@@ -31,35 +33,78 @@ FROM attribution_request a
 LEFT JOIN attribution_queue_causes k ON k.run_id = a.run_id AND k.request_id = a.request_id
 WHERE a.e2e_s IS NOT NULL AND a.queue_s IS NOT NULL AND a.prefill_s IS NOT NULL AND a.decode_s IS NOT NULL
   AND a.input_tokens IS NOT NULL AND a.output_tokens IS NOT NULL
+  AND a.run_id = $run AND ($lo IS NULL OR a.arrival_s >= $lo) AND ($hi IS NULL OR a.arrival_s < $hi)
 GROUP BY ALL
 """
 
+Window = tuple[float | None, float | None]
+"""[from, to) on the run clock, seconds; None: unbounded."""
 
-def diff(baseline: Target, incident: Target, *, store: Store | str | os.PathLike[str] | None = None) -> dict[str, Any]:
+
+def parse_window(text: str) -> Window:
+    """``FROM/TO`` (ISO-8601 times, a zone or UTC, or seconds on the run clock; either side may be empty) as a
+    window; a one-line ``LltraceError`` for anything else."""
+    if text.count("/") != 1:
+        raise LltraceError(f"window {text!r}: expected FROM/TO (ISO-8601 times or seconds; either may be empty)")
+    return tuple(_instant(part.strip(), text) for part in text.split("/"))  # type: ignore[return-value]
+
+
+def _instant(part: str, text: str) -> float | None:
+    if not part:
+        return None
+    try:
+        return float(part)
+    except ValueError:
+        pass
+    try:
+        t = datetime.fromisoformat(part)
+    except ValueError:
+        raise LltraceError(f"window {text!r}: {part!r} is not an ISO-8601 time or a number of seconds") from None
+    return (t if t.tzinfo else t.replace(tzinfo=timezone.utc)).timestamp()
+
+
+def diff(
+    baseline: Target,
+    incident: Target,
+    *,
+    store: Store | str | os.PathLike[str] | None = None,
+    baseline_window: Window | None = None,
+    incident_window: Window | None = None,
+) -> dict[str, Any]:
     """The diff document of DESIGN.md (``lltrace diff --json``): each run a ``Run``, a stored run's id, or the
-    file or folder of one run."""
+    file or folder of one run; each side optionally narrowed to a window (its requests by arrival, its engine
+    samples by time), so two windows of one run compare too."""
     st = as_store(store)
     base, inc = open_run(baseline, st), open_run(incident, st)
     min_overlap = thresholds()["diff_min_overlap"]
-    con = st.connect([base.id, inc.id])
+    sides = {"baseline": (base.id, baseline_window), "incident": (inc.id, incident_window)}
+    con = st.connect(sorted({base.id, inc.id}))
     try:
-        cur = con.execute(_BUCKETS)
-        cols = [d[0] for d in cur.description]
-        rows = [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
         preempt = dict(con.execute("SELECT run_id, preemptions FROM engine_preemptions").fetchall())
-        cur = con.execute("SELECT * FROM engine_windows(NULL)")
-        names = [d[0] for d in cur.description]
-        engine = {r[0]: dict(zip(names, r, strict=True)) for r in cur.fetchall()}
-        quantiles = con.execute(
-            "SELECT run_id, metric, p50, p90, p90_lo, p90_hi FROM engine_histogram_quantiles"
-        ).fetchall()
+        buckets, engine, preemptions = {}, {}, {}
+        for side, (run_id, window) in sides.items():
+            lo, hi = window or (None, None)
+            cur = con.execute(_BUCKETS, {"run": run_id, "lo": lo, "hi": hi})
+            cols = [d[0] for d in cur.description]
+            buckets[side] = {(r[0], r[1]): dict(zip(cols, r, strict=True)) for r in cur.fetchall()}
+            engine[side] = next(iter(engine_windows(con, None, lo, hi, run_id).values()), {})
+            preemptions[side] = engine[side].get("preemptions") if window else preempt.get(run_id)
     finally:
         con.close()
-    b = {(r["ib"], r["ob"]): r for r in rows if r["run_id"] == base.id}
-    i = {(r["ib"], r["ob"]): r for r in rows if r["run_id"] == inc.id}
+    ids = {
+        side: {"run": run_id, "window": list(window) if window else None} for side, (run_id, window) in sides.items()
+    }
+    b, i = buckets["baseline"], buckets["incident"]
     nb, ni = sum(r["n"] for r in b.values()), sum(r["n"] for r in i.values())
-    if not (nb and ni) and engine.get(base.id, {}).get("e2e_requests") and engine.get(inc.id, {}).get("e2e_requests"):
-        return _engine_diff(base.id, inc.id, engine, quantiles, preempt)
+    if not (nb and ni) and engine["baseline"].get("requests") and engine["incident"].get("requests"):
+        return _engine_diff(ids, engine, preemptions)
+    if not (nb and ni):
+        empty = "baseline" if not nb else "incident"
+        raise LltraceError(
+            f"{ids[empty]['run']}: no attributed request (nor engine histogram)"
+            + (" in the window asked for" if sides[empty][1] else "")
+            + ": nothing to compare"
+        )
     shared = set(b) & set(i)
     overlap = (sum(b[k]["n"] for k in shared) + sum(i[k]["n"] for k in shared)) / (nb + ni) if nb + ni else 0.0
     normalised = bool(shared) and overlap >= min_overlap
@@ -93,8 +138,8 @@ def diff(baseline: Target, incident: Target, *, store: Store | str | os.PathLike
         verdict += f". The two runs' mixes overlap only {overlap:.0%}, so they were not normalised"
     verdict += "."
     return {
-        "baseline": {"run": base.id, "requests": nb, "preemptions": preempt.get(base.id)},
-        "incident": {"run": inc.id, "requests": ni, "preemptions": preempt.get(inc.id)},
+        "baseline": ids["baseline"] | {"requests": nb, "preemptions": preemptions["baseline"]},
+        "incident": ids["incident"] | {"requests": ni, "preemptions": preemptions["incident"]},
         "mix": {
             "overlap": overlap,
             "normalised": normalised,
@@ -107,60 +152,55 @@ def diff(baseline: Target, incident: Target, *, store: Store | str | os.PathLike
     }
 
 
-# the engine's histograms: component <- (sum column, count column) of engine_windows
+# the engine's histograms: component <- (sum, count) of engine_windows' figures
 _ENGINE_COMPONENTS = {
     "queue": ("queue_sum_s", "queue_n"),
-    "prefill": ("prefill_sum_s", "e2e_requests"),
-    "decode": ("decode_sum_s", "e2e_requests"),
-    "e2e": ("e2e_sum_s", "e2e_requests"),
+    "prefill": ("prefill_sum_s", "requests"),
+    "decode": ("decode_sum_s", "requests"),
+    "e2e": ("e2e_sum_s", "requests"),
 }
 
 
 def _engine_diff(
-    base: str, inc: str, engine: dict[str, dict[str, Any]], quantiles: list[tuple], preempt: dict[str, Any]
+    ids: dict[str, dict[str, Any]], engine: dict[str, dict[str, Any]], preemptions: dict[str, Any]
 ) -> dict[str, Any]:
-    """The diff of two runs known only from the engine's own metrics (two windows of a Prometheus export):
-    mean queue, prefill and decode time per request from the histogram sums, what is left of e2e as
-    overhead, the quantiles' change (estimates, with their buckets), and the mix as tokens per request (no
-    per-request lengths to normalise by)."""
+    """The diff of two runs (or windows) known only from the engine's own metrics: mean queue, prefill and
+    decode time per request from the histogram sums, what is left of e2e as overhead, the p90s' change
+    (estimates, with their buckets), and the mix as tokens per request (no per-request lengths to normalise
+    by)."""
+    b, i = engine["baseline"], engine["incident"]
     comps: dict[str, dict[str, Any]] = {}
     for c, (total, n) in _ENGINE_COMPONENTS.items():
-        bv, iv = (
-            (engine[r][total] / engine[r][n]) if engine[r][total] is not None and engine[r][n] else None
-            for r in (base, inc)
-        )
+        bv, iv = ((f[total] / f[n]) if f.get(total) is not None and f.get(n) else None for f in (b, i))
         comps[c] = {"baseline_s": bv, "incident_s": iv, "delta_s": None if None in (bv, iv) else iv - bv}
     e2e = comps.pop("e2e")
     parts = [comps[c] for c in ("queue", "prefill", "decode")]
-    if None not in (e2e["baseline_s"], e2e["incident_s"]) and all(p["delta_s"] is not None for p in parts):
-        comps = {
-            "overhead": {side: e2e[side] - sum(p[side] for p in parts) for side in ("baseline_s", "incident_s")}
-        } | comps
-        comps["overhead"]["delta_s"] = comps["overhead"]["incident_s"] - comps["overhead"]["baseline_s"]
+    if e2e["delta_s"] is not None and all(p["delta_s"] is not None for p in parts):
+        over = {side: e2e[side] - sum(p[side] for p in parts) for side in ("baseline_s", "incident_s")}
+        comps = {"overhead": over | {"delta_s": over["incident_s"] - over["baseline_s"]}} | comps
     total = e2e["delta_s"]
     for v in comps.values():
         v["share_of_change"] = v["delta_s"] / total if total and v["delta_s"] is not None else None
     mix = {
         side: {
-            "input_tokens_per_request": _per(engine[run], "prompt_tokens"),
-            "output_tokens_per_request": _per(engine[run], "generation_tokens"),
+            "input_tokens_per_request": _per(engine[side], "prompt_tokens"),
+            "output_tokens_per_request": _per(engine[side], "generation_tokens"),
         }
-        for side, run in (("baseline", base), ("incident", inc))
+        for side in ("baseline", "incident")
     }
-    q = {(r, m): (p50, p90, lo, hi) for r, m, p50, p90, lo, hi in quantiles}
     changes = {
         m: {
-            "baseline_p90": q[(base, m)][1],
-            "incident_p90": q[(inc, m)][1],
-            "baseline_p90_bucket": list(q[(base, m)][2:]),
-            "incident_p90_bucket": list(q[(inc, m)][2:]),
+            "baseline_p90": b[f"{m}_p90"],
+            "incident_p90": i[f"{m}_p90"],
+            "baseline_p90_bucket": b[f"{m}_p90_bucket"],
+            "incident_p90_bucket": i[f"{m}_p90_bucket"],
         }
-        for m in ("queue_time", "ttft", "e2e", "tpot")
-        if (base, m) in q and (inc, m) in q
+        for m in ("queue", "ttft", "e2e", "tpot")
+        if b.get(f"{m}_p90") is not None and i.get(f"{m}_p90") is not None
     }
     known = {c: v for c, v in comps.items() if v["delta_s"] is not None}
     if total is None or not known:
-        verdict = "The two runs' engine histograms do not give the same latencies: no change can be read."
+        verdict = "The two sides' engine histograms do not give the same latencies: no change can be read."
     else:
         lead = max(known, key=lambda c: abs(known[c]["delta_s"]))
         verdict = (
@@ -179,8 +219,8 @@ def _engine_diff(
         verdict += "."
     return {
         "basis": "engine histograms",
-        "baseline": {"run": base, "requests": engine[base]["e2e_requests"], "preemptions": preempt.get(base)},
-        "incident": {"run": inc, "requests": engine[inc]["e2e_requests"], "preemptions": preempt.get(inc)},
+        "baseline": ids["baseline"] | {"requests": b["requests"], "preemptions": preemptions["baseline"]},
+        "incident": ids["incident"] | {"requests": i["requests"], "preemptions": preemptions["incident"]},
         "mix": {"normalised": False, "overlap": None, **mix},
         "components": comps,
         "quantiles": changes,
@@ -189,5 +229,5 @@ def _engine_diff(
 
 
 def _per(figures: dict[str, Any], tokens: str) -> float | None:
-    n = figures.get("e2e_requests")
+    n = figures.get("requests")
     return figures[tokens] / n if figures.get(tokens) is not None and n else None

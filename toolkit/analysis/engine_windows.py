@@ -28,11 +28,20 @@ _QUANTILES = {
 }
 
 
-def engine_windows(con: Any, width: float, where: str = "") -> dict[float, dict[str, Any]]:
-    """Per window of ``width`` seconds (start -> figures), the engine's own figures summed over the runs and
-    replicas of the connection: load and KV from the gauges, requests and mean latencies from the counters,
-    p50/p90 from the histograms (estimates, each p90 with the bounds of the bucket it fell in). ``where``
-    narrows the windows (`` AND window_start_s >= …``)."""
+def engine_windows(
+    con: Any,
+    width: float | None = None,
+    from_s: float | None = None,
+    to_s: float | None = None,
+    run_id: str | None = None,
+) -> dict[float, dict[str, Any]]:
+    """Per window of ``width`` seconds (start -> figures; None: one window), the engine's own figures over the
+    samples in [``from_s``, ``to_s``) (None: unbounded), summed over the runs of the connection (or of
+    ``run_id`` alone) and their replicas: load and KV from the gauges, requests, tokens, preemptions and the
+    latency sums from the counters, p50/p90 from the histograms (estimates, each p90 with the bounds of the
+    bucket it fell in)."""
+    window = [width, from_s, to_s]
+    only = ([" AND run_id = ?"], [run_id]) if run_id is not None else ([""], [])
     cur = con.execute(
         f"""
         SELECT window_start_s, count(DISTINCT run_id) AS runs, sum(engines) AS engines,
@@ -42,9 +51,13 @@ def engine_windows(con: Any, width: float, where: str = "") -> dict[float, dict[
                sum(queue_sum_s) / nullif(sum(e2e_sum_s), 0) AS queue_share,
                sum(prefill_sum_s) / nullif(sum(prefill_sum_s) + sum(decode_sum_s), 0) AS prefill_time_share,
                sum(e2e_sum_s) / nullif(sum(e2e_requests), 0) AS e2e_mean_s,
-               sum(prompt_tokens) AS prompt_tokens, sum(generation_tokens) AS generation_tokens
-        FROM engine_windows({width}) WHERE true{where} GROUP BY window_start_s ORDER BY window_start_s
-        """
+               sum(prompt_tokens) AS prompt_tokens, sum(generation_tokens) AS generation_tokens,
+               sum(e2e_sum_s) AS e2e_sum_s, sum(queue_sum_s) AS queue_sum_s, sum(queue_n) AS queue_n,
+               sum(prefill_sum_s) AS prefill_sum_s, sum(decode_sum_s) AS decode_sum_s
+        FROM engine_windows(?::DOUBLE, ?::DOUBLE, ?::DOUBLE) WHERE true{only[0][0]}
+        GROUP BY window_start_s ORDER BY window_start_s
+        """,
+        window + only[1],
     )
     cols = [d[0] for d in cur.description]
     out: dict[float, dict[str, Any]] = {}
@@ -53,11 +66,13 @@ def engine_windows(con: Any, width: float, where: str = "") -> dict[float, dict[
         for name in _QUANTILES:
             w |= {f"{name}_p50": None, f"{name}_p90": None, f"{name}_p90_bucket": None}
         out[w["window_start_s"]] = w
-    quantiles = con.execute(  # every run's buckets summed per window, as one fleet's
+    # every run's buckets summed per window, as one fleet's (one run's alone with run_id)
+    quantiles = con.execute(
         f"""
         SELECT window_start_s, metric, p50, p90, p90_lo, p90_hi
-        FROM engine_histogram_windows({width}, false) WHERE true{where}
-        """
+        FROM engine_histogram_windows(?::DOUBLE, ?, ?::DOUBLE, ?::DOUBLE) WHERE true{only[0][0]}
+        """,
+        [width, run_id is not None, from_s, to_s] + only[1],
     ).fetchall()
     metric_name = {m: n for n, m in _QUANTILES.items()}
     for ws, metric, p50, p90, p90_lo, p90_hi in quantiles:

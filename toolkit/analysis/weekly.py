@@ -80,7 +80,7 @@ def weekly(
             basis, windows = _request_windows(con, period.format(t="q.arrival_s"), width, model, gpu)
         else:
             basis, windows = "engine histograms (estimated: prefill vs decode time sums)", []
-        engine = engine_windows(con, width, period.format(t="window_start_s"))
+        engine = engine_windows(con, width, lo, hi)
     finally:
         con.close()
     if not by_requests:
