@@ -428,3 +428,42 @@ def test_diff_of_two_windows_of_one_export(tmp_path: Path) -> None:
     assert parse_window(f"{cut}/") == (cut, None)
     with pytest.raises(lltrace.LltraceError, match="expected FROM/TO"):
         parse_window("2026-11-30T14:00:00")
+
+
+def test_one_file_per_family_reads_as_one_export(tmp_path: Path) -> None:
+    """Run B's export taken one query per family (72 files, each its own columns of the same samples) gives
+    what the single answer gives: one sample per time, the same figures, queue split and verdict."""
+    answer = _b_export()
+    families: dict[str, list] = {}
+    for s in answer["data"]["result"]:
+        name = s["metric"]["__name__"]
+        families.setdefault(re.sub(r"_(bucket|sum|count)$", "", name), []).append(s)
+    folder = tmp_path / "families"
+    folder.mkdir()
+    for k, result in enumerate(families.values()):
+        body = {"status": "success", "data": {"resultType": "matrix", "result": result}}
+        (folder / f"family_{k:03d}.json").write_text(json.dumps(body))
+    one = tmp_path / "one.json"
+    one.write_text(json.dumps(answer))
+    split = lltrace.ingest([folder], store=tmp_path / "a")
+    assert split.metadata["samples_merged_across_files"] == 15 and len(families) > 50
+    a, b = lltrace.analyze(split).to_dict(), lltrace.analyze(lltrace.ingest([one], store=tmp_path / "b")).to_dict()
+    for key in ("kv", "engine_latency", "engine_queue_causes", "classification", "replicas", "engine_quantiles"):
+        assert a[key] == b[key], key
+
+
+def test_files_that_disagree_on_a_sample_leave_it_null(tmp_path: Path) -> None:
+    t0 = 1_790_000_000
+
+    def answer(name: str, values: list) -> str:
+        series = {"metric": {"__name__": name, "instance": "a:8000"}, "values": values}
+        return json.dumps({"status": "success", "data": {"resultType": "matrix", "result": [series]}})
+
+    folder = tmp_path / "overlap"
+    folder.mkdir()
+    (folder / "1.json").write_text(answer("vllm:num_requests_running", [[t0, "3"], [t0 + 15, "4"]]))
+    (folder / "2.json").write_text(answer("vllm:num_requests_running", [[t0 + 15, "5"], [t0 + 30, "6"]]))
+    with pytest.warns(lltrace.InputWarning, match="1 values of one sample differ between files"):
+        run = lltrace.ingest([folder], store=tmp_path / "store")
+    rows = sorted(run.table("engine_stats").to_dicts(), key=lambda r: r["ts_s"])
+    assert [(r["ts_s"] - t0, r["running"]) for r in rows] == [(0, 3), (15, None), (30, 6)]

@@ -1,4 +1,8 @@
-"""Counters across a run's files: a Prometheus counter that falls was reset (the server restarted).
+"""A Prometheus export's samples across a run's files: one row per sample, and counters that only grow.
+
+An export taken one query per family (a file each) gives each file its own columns of the same samples:
+``merge_samples`` makes them one ``engine_stats`` row per replica and time. A counter that falls was reset
+(the server restarted).
 
 Each reader undoes the resets inside its own file (``lltrace.parsers.prometheus_api.monotone``); this step
 undoes those between files: a week exported one day per file, or a folder of ``/metrics`` scrapes across a
@@ -93,3 +97,73 @@ def _rewrite(con: duckdb.DuckDBPyConnection, files: list[Path], keys: tuple[str,
         con.execute(f"COPY (SELECT t.* REPLACE ({raised}) FROM read_parquet('{path}') t) TO '{tmp}' (FORMAT parquet)")
         con.unregister("offsets")
         tmp.replace(path)
+
+
+def merge_samples(stage: Path) -> tuple[int, int]:
+    """One ``engine_stats`` row per replica and sample time across a run's files: a Prometheus export taken one
+    query per family (one file each) gives each file its own columns of the same samples; rows of one engine,
+    instance and time from several files become one, in the first of those files. A column two files give
+    different values for is NULL (which holds is unknown). Returns (samples merged, values NULLed so)."""
+    files = sorted((stage / "engine_stats").glob("part-*.parquet"))
+    if len(files) < 2:
+        return 0, 0
+    con = duckdb.connect()
+    try:
+        rows = f"read_parquet({[str(f) for f in files]!r})"
+        key = "engine, instance, ts_s"
+        shared = f"""
+            SELECT {key} FROM {rows} WHERE source = 'prometheus' AND ts_s IS NOT NULL
+            GROUP BY ALL HAVING count(DISTINCT part) > 1
+        """
+        n = con.execute(f"SELECT count(*) FROM ({shared})").fetchone()[0]
+        if not n:
+            return 0, 0
+        columns = list(con.sql(f"SELECT * FROM {rows} LIMIT 0").columns)
+        values = [c for c in columns if c not in ("part", "engine", "instance", "ts_s")]
+        merged = ", ".join(
+            "min(part) AS part"
+            if c == "part"
+            else c
+            if c in ("engine", "instance", "ts_s")
+            else f"CASE WHEN count(DISTINCT {c}) > 1 THEN NULL ELSE any_value({c}) END AS {c}"
+            for c in columns
+        )
+        con.execute(
+            f"""
+            CREATE TABLE merged AS
+            WITH s AS ({shared}),
+            k AS (SELECT r.* FROM {rows} r SEMI JOIN s ON r.engine IS NOT DISTINCT FROM s.engine
+                  AND r.instance IS NOT DISTINCT FROM s.instance AND r.ts_s = s.ts_s WHERE r.source = 'prometheus')
+            SELECT {merged}, {" + ".join(f"(count(DISTINCT {c}) > 1)::INT" for c in values)} AS conflicts
+            FROM k GROUP BY {key}
+            """
+        )
+        conflicts = con.execute("SELECT coalesce(sum(conflicts), 0) FROM merged").fetchone()[0]
+        con.execute(
+            f"""
+            CREATE TABLE kept AS
+            SELECT r.* FROM {rows} r ANTI JOIN merged m ON r.engine IS NOT DISTINCT FROM m.engine
+                AND r.instance IS NOT DISTINCT FROM m.instance AND r.ts_s = m.ts_s AND r.source = 'prometheus'
+            """
+        )
+        order = ", ".join(columns)
+        before = dict(con.execute(f"SELECT part, count(*) FROM {rows} GROUP BY part").fetchall())
+        after = dict(con.execute("SELECT part, count(*) FROM kept GROUP BY part").fetchall())
+        into = {p for (p,) in con.execute("SELECT DISTINCT part FROM merged").fetchall()}
+        for path in files:
+            part = int(path.stem.split("-")[1])
+            if part not in into and after.get(part, 0) == before.get(part, 0):
+                continue
+            tmp = path.with_suffix(".merged")
+            con.execute(
+                f"""
+                COPY (SELECT {order} FROM (SELECT * FROM kept WHERE part = {part}
+                                           UNION ALL BY NAME SELECT * EXCLUDE (conflicts) FROM merged
+                                           WHERE part = {part})
+                      ORDER BY engine, ts_s) TO '{tmp}' (FORMAT parquet)
+                """
+            )
+            tmp.replace(path)
+    finally:
+        con.close()
+    return n, int(conflicts)

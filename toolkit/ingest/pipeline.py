@@ -153,6 +153,13 @@ def ingest(
                 detection.append({"part": part, **summary})
             sources.append(src)
         try:  # the run's assembly reads what every parser wrote: a value no check caught fails here, in one line
+            merged, conflicting = counters.merge_samples(stage)
+            if conflicting:
+                warnings.warn(
+                    f"{conflicting} values of one sample differ between files (overlapping exports?): NULL",
+                    InputWarning,
+                    stacklevel=2,
+                )
             resets = counters.stitch(stage)
             if resets:
                 warnings.warn(
@@ -216,6 +223,7 @@ def ingest(
             "join": join,
             "checks": checks,
             "counter_resets_between_files": resets,
+            "samples_merged_across_files": merged,
             "ttft_split": split,
             "provenance": {
                 "engine_steps.kind": "derived from step markers, else attention input shapes, else kernels (kind_from)",
