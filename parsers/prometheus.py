@@ -33,7 +33,9 @@ PROM_COLUMNS = {
     "waiting": ("vllm:num_requests_waiting", "sglang:num_queue_reqs"),
     "swapped": ("vllm:num_requests_swapped",),
     "kv_usage": ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage"),
-    "preemptions_total": ("vllm:num_preemptions_total", "sglang:num_retracted_reqs_total", "sglang:num_retracted_reqs"),
+    # SGLang's sglang:num_retracted_reqs is a gauge of the last logging interval's retractions (the scheduler
+    # zeroes it after each log), not a running total: only the counter counts them all
+    "preemptions_total": ("vllm:num_preemptions_total", "sglang:num_retracted_requests_total"),
     "prompt_tokens_total": ("vllm:prompt_tokens_total", "sglang:prompt_tokens_total"),
     "generation_tokens_total": ("vllm:generation_tokens_total", "sglang:generation_tokens_total"),
     "prefix_cache_queries_total": ("vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total"),
@@ -70,6 +72,16 @@ HISTOGRAMS = {
     "vllm:request_prompt_tokens_bucket": "prompt_tokens",
     "vllm:request_generation_tokens_bucket": "generation_tokens",
 }
+
+
+def engine_of(labels: dict[str, str]) -> str | None:
+    """The engine a series belongs to within one server: vLLM's ``engine`` label (its data-parallel index), or
+    SGLang's ``dp_rank`` (each data-parallel scheduler reports its own); None for a copy from another tensor-
+    or pipeline-parallel rank of the same scheduler (SGLang reports from rank 0 unless every scheduler is asked
+    to, and the others count the same requests again)."""
+    if labels.get("tp_rank", "0") != "0" or labels.get("pp_rank", "0") != "0":
+        return None
+    return labels.get("engine") or labels.get("dp_rank") or "0"
 
 
 def bucket_key(name: str, labels: dict[str, str]) -> tuple[str, float | None] | None:
@@ -135,6 +147,7 @@ def ingest_prometheus(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
         lines = lines[:-1]
     seen: dict[tuple[str, str], int] = {}
     duplicated: set[tuple[str, str]] = set()
+    other_ranks = 0
     buckets: dict[str, dict[tuple[str, float | None], float]] = {}
     for n, line in enumerate(lines, start=1):
         if line.startswith("# scrape_unix_ts"):
@@ -155,7 +168,11 @@ def ingest_prometheus(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
             continue
         seen[key] = n
         lab = dict(_LABEL.findall(labels or ""))
-        engine = lab.get("engine", "0")
+        found = engine_of(lab)
+        if found is None:
+            other_ranks += 1
+            continue
+        engine = found
         stats = per_engine.setdefault(engine, {})
         if sample_ts is not None and ts is None:
             ts = int(sample_ts) / 1000
@@ -175,10 +192,10 @@ def ingest_prometheus(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
         stats[name] = stats.get(name, 0.0) + v
     for name, labels in duplicated:  # the series' value is NULL for its engine, never a sum of the copies
         lab = dict(kv.split("=", 1) for kv in labels.split(",") if "=" in kv)
-        per_engine.get(lab.get("engine", "0"), {}).pop(name, None)
+        per_engine.get(engine_of(lab) or "0", {}).pop(name, None)
         bucket = bucket_key(name, lab)
         if bucket is not None:
-            buckets.get(lab.get("engine", "0"), {}).pop(bucket, None)
+            buckets.get(engine_of(lab) or "0", {}).pop(bucket, None)
     if duplicated:
         info.dropped["duplicated_series"] = len(duplicated)
         first = sorted(duplicated)[0]
@@ -186,6 +203,9 @@ def ingest_prometheus(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
             f"{path}: line {seen[first]}: {len(duplicated)} series appear more than once in one scrape "
             f"(e.g. {first[0]}{{{first[1]}}}): their values are NULL"
         )
+    if other_ranks:
+        info.dropped["other_rank_copies"] = other_ranks
+        info.warnings.append(f"{path}: {other_ranks} samples from tensor/pipeline ranks other than 0: rank 0's read")
     rows = [stats_row(part, ts, engine, stats) for engine, stats in sorted(per_engine.items())]
     if ts is None:
         info.warnings.append(

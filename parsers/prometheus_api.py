@@ -38,7 +38,7 @@ import polars as pl
 from lltrace.errors import TraceFormatError
 from lltrace.parsers._io import check_wall_clock, strip_bom, write_columns
 from lltrace.parsers._lines import DuplicateKey, duplicate_at, read_text, unique_keys
-from lltrace.parsers.prometheus import CUMULATIVE_METRICS, PROM_COLUMNS, bucket_key, cache_config
+from lltrace.parsers.prometheus import CUMULATIVE_METRICS, PROM_COLUMNS, bucket_key, cache_config, engine_of
 from lltrace.tables import SourceInfo
 
 PROMETHEUS_API = "prometheus-api"
@@ -257,7 +257,7 @@ def ingest(path: str, stage: Path, part: int, progress: Callable[[int], None] | 
     replicas: dict[tuple[str, str], dict[str, Any]] = {}
     seen: set[tuple[str, tuple]] = set()
     resets: dict[str, int] = defaultdict(int)
-    nan = unnamed = native = duplicated = 0
+    nan = unnamed = native = duplicated = other_ranks = 0
     configs: list[dict[str, Any]] = []
     for s in series:
         if s.name is None:
@@ -271,7 +271,11 @@ def ingest(path: str, stage: Path, part: int, progress: Callable[[int], None] | 
             duplicated += 1  # the same series in two answers: which copy holds is unknown
             continue
         seen.add(label_key)
-        key = (s.labels.get("instance", ""), s.labels.get("engine", "0"))
+        engine = engine_of(s.labels)
+        if engine is None:
+            other_ranks += 1  # a tensor/pipeline rank's copy of rank 0's scheduler figures
+            continue
+        key = (s.labels.get("instance", ""), engine)
         replicas.setdefault(
             key, {"instance": key[0] or None, "engine": key[1], "model_name": s.labels.get("model_name")}
         )
@@ -313,6 +317,9 @@ def ingest(path: str, stage: Path, part: int, progress: Callable[[int], None] | 
         info.warnings.append(
             f"{path}: {unnamed} series without __name__ (a computed query, not a metric family): not read"
         )
+    if other_ranks:
+        info.dropped["other_rank_series"] = other_ranks
+        info.warnings.append(f"{path}: {other_ranks} series from tensor/pipeline ranks other than 0: rank 0's read")
     if native:
         info.warnings.append(f"{path}: {native} native-histogram series: their histograms are not read")
     if resets:

@@ -467,3 +467,34 @@ def test_files_that_disagree_on_a_sample_leave_it_null(tmp_path: Path) -> None:
         run = lltrace.ingest([folder], store=tmp_path / "store")
     rows = sorted(run.table("engine_stats").to_dicts(), key=lambda r: r["ts_s"])
     assert [(r["ts_s"] - t0, r["running"]) for r in rows] == [(0, 3), (15, None), (30, 6)]
+
+
+def test_sglang_families_per_data_parallel_rank(tmp_path: Path) -> None:
+    """SGLang's scheduler families as its collector names and labels them (model_name, engine_type, tp_rank,
+    pp_rank, dp_rank: sglang/srt/metrics/collector.py, scheduler_metrics_mixin.py): each data-parallel rank is
+    an engine of its own (token usage is per rank, never summed), a tensor rank's copy of rank 0's figures is
+    left out and counted, and the retraction counter (not the per-interval gauge) is the preemptions."""
+    t0 = 1_790_000_000
+
+    def series(name: str, dp: str, values: list, tp: str = "0") -> dict:
+        labels = {"model_name": "m", "engine_type": "unified", "tp_rank": tp, "pp_rank": "0", "dp_rank": dp}
+        return {"metric": {"__name__": name, "instance": "s:30000", **labels}, "values": values}
+
+    result = []
+    for dp, running, usage, retracted in (("0", "3", "0.25", "2"), ("1", "5", "0.75", "7")):
+        result += [
+            series("sglang:num_running_reqs", dp, [[t0, running], [t0 + 15, running]]),
+            series("sglang:token_usage", dp, [[t0, usage], [t0 + 15, usage]]),
+            series("sglang:num_retracted_requests_total", dp, [[t0, "0"], [t0 + 15, retracted]]),
+            series("sglang:num_retracted_reqs", dp, [[t0, "9"], [t0 + 15, "0"]]),  # per interval: not a total
+        ]
+    result.append(series("sglang:num_running_reqs", "0", [[t0, "3"], [t0 + 15, "3"]], tp="1"))
+    path = tmp_path / "sglang.json"
+    path.write_text(json.dumps({"status": "success", "data": {"resultType": "matrix", "result": result}}))
+    run = lltrace.ingest([path], store=tmp_path / "store")
+    rows = {(r["engine"], r["ts_s"] - t0): r for r in run.table("engine_stats").to_dicts()}
+    assert {e for e, _ in rows} == {"s:30000/0", "s:30000/1"}
+    assert [rows[("s:30000/0", 0)][c] for c in ("running", "kv_usage")] == [3, 0.25]
+    assert [rows[("s:30000/1", 15)][c] for c in ("running", "kv_usage")] == [5, 0.75]
+    assert run.metadata["sources"][0]["dropped"]["other_rank_series"] == 1
+    assert lltrace.analyze(run).to_dict()["kv"]["preemptions"] == 9  # 2 + 7 over the span
