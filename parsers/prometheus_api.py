@@ -73,8 +73,11 @@ def _answers(path: str, text: str) -> list[Any]:
         return [json.loads(text, object_pairs_hook=unique_keys)]
     except DuplicateKey as exc:
         raise TraceFormatError(path, duplicate_at(text, exc.key), f"invalid JSON ({exc})") from None
-    except json.JSONDecodeError:
-        pass
+    except json.JSONDecodeError as exc:
+        if "\n" not in text.strip():  # one answer on one line, as curl saves it: say where it broke
+            end = exc.pos >= len(text.rstrip()) - 1
+            why = "truncated: the answer ends inside its JSON" if end else f"invalid JSON ({exc.msg})"
+            raise TraceFormatError(path, f"byte {len(text[: exc.pos].encode())}", why) from None
     out = []
     for n, line in enumerate(text.splitlines(), start=1):
         if not line.strip():

@@ -662,6 +662,31 @@ def _prometheus_api_damage(case: Callable[[str, bytes, str], None]) -> None:
         ),
         "warning",
     )
+    compact = answer().decode().replace(", ", ",").replace(": ", ":")  # as the server writes it
+    case("truncated_prometheus_api.json", compact[: len(compact) * 2 // 3].encode(), "error")
+    case(
+        "three_element_pair_prometheus_api.json",
+        answer(
+            lambda n, v: [
+                [t, x, x] if i == 3 and n == "vllm:num_requests_waiting" else [t, x] for i, (t, x) in enumerate(v)
+            ]
+        ),
+        "error",
+    )
+    case(
+        "word_for_a_value_prometheus_api.json",
+        answer(
+            lambda n, v: [
+                [t, "lots"] if i == 1 and n == "vllm:kv_cache_usage_perc" else [t, x] for i, (t, x) in enumerate(v)
+            ]
+        ),
+        "error",
+    )
+    case(
+        "duplicate_key_prometheus_api.json",
+        compact.replace('"status":"success"', '"status":"success","status":"success"', 1).encode(),
+        "error",
+    )
     case(
         "error_answer_prometheus_api.json",
         json.dumps({"status": "error", "errorType": "bad_data", "error": 'invalid parameter "query"'}).encode(),
