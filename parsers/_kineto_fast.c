@@ -625,7 +625,10 @@ static int try_bigint(const Text *t, Int *out, const char *at, Err *err) {
     return OK;
 }
 
-/* CAST(<DECIMAL(38,3) of the number> * 1000 AS BIGINT): exact integer nanoseconds from microseconds. */
+/* CAST(<DECIMAL(38,3) of the number> * 1000 AS BIGINT), as DuckDB's reader computes it: exact integer nanoseconds
+ * from microseconds written as any JSON number (decimals, exponents, -0), rounded half away from zero at the
+ * nanosecond (DuckDB's decimal cast of the number's text: 1.0005 -> 1001, -1.0005 -> -1001, 1.5e-3 -> 2), never
+ * through a double. A value beyond int64 nanoseconds is declined (the DuckDB path then says what it is). */
 static int micros_to_ns(const Val *v, Int *out, Err *err) {
     out->null = 1;
     if (val_is_null(v)) return OK;
@@ -633,30 +636,52 @@ static int micros_to_ns(const Val *v, Int *out, Err *err) {
     const char *p = v->p, *end = v->p + v->len;
     int neg = 0;
     if (*p == '-') neg = 1, p++;
-    uint64_t acc = 0;
-    for (; p < end && *p >= '0' && *p <= '9'; p++) {
-        if (acc > (UINT64_MAX - 9) / 10) goto bad;
-        acc = acc * 10 + (uint64_t)(*p - '0');
-    }
-    int frac = 0;
+    const char *int_start = p;
+    while (p < end && *p >= '0' && *p <= '9') p++;
+    const char *int_end = p, *frac_start = p, *frac_end = p;
     if (p < end && *p == '.') {
-        for (p++; p < end && *p >= '0' && *p <= '9'; p++) {
-            if (++frac > 3) goto bad; /* DuckDB rounds to three decimals: left to it */
-            acc = acc * 10 + (uint64_t)(*p - '0');
+        frac_start = ++p;
+        while (p < end && *p >= '0' && *p <= '9') p++;
+        frac_end = p;
+    }
+    long exp = 0;
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        int eneg = 0;
+        p++;
+        if (p < end && (*p == '+' || *p == '-')) eneg = *p == '-', p++;
+        for (; p < end && *p >= '0' && *p <= '9'; p++)
+            if (exp < 100000) exp = exp * 10 + (*p - '0'); /* beyond any int64: clamped, decided below */
+        if (eneg) exp = -exp;
+    }
+    if (p != end) goto bad;
+    /* the digits D = integer digits then fraction digits; the value x 1000 keeps the first `kept` of them */
+    long int_len = (long)(int_end - int_start), frac_len = (long)(frac_end - frac_start);
+    long total = int_len + frac_len, kept = int_len + 3 + exp;
+#define DIGIT(k) ((k) < int_len ? int_start[(k)] - '0' : frac_start[(k) - int_len] - '0')
+    uint64_t acc = 0;
+    long k = 0;
+    for (; k < total && k < kept; k++) {
+        unsigned d = (unsigned)DIGIT(k);
+        if (acc > (UINT64_MAX - d) / 10) goto bad;
+        acc = acc * 10 + d;
+    }
+    if (kept > total) { /* whole: D followed by zeros */
+        for (long z = total; z < kept; z++) {
+            if (acc == 0) break;
+            if (acc > UINT64_MAX / 10) goto bad;
+            acc *= 10;
         }
+    } else if (kept >= 0 && kept < total && DIGIT(kept) >= 5) {
+        acc += 1; /* the first digit dropped is 5 or more: half away from zero */
     }
-    if (p != end) goto bad; /* an exponent */
-    for (; frac < 3; frac++) {
-        if (acc > UINT64_MAX / 10) goto bad;
-        acc *= 10;
-    }
+#undef DIGIT
     if (acc > (uint64_t)INT64_MAX) goto bad;
     out->null = 0;
     out->v = neg ? -(int64_t)acc : (int64_t)acc;
     return OK;
 bad:
     err->bad_at = v->p;
-    err->reason = "a time not written as microseconds with at most three decimals";
+    err->reason = "a time beyond 64-bit integer nanoseconds";
     return BAD;
 }
 

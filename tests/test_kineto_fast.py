@@ -14,6 +14,7 @@ import warnings
 from pathlib import Path
 
 import duckdb
+import pyarrow.parquet as pq
 import pytest
 from conftest import REPO, SAMPLES, torch_traces
 from hypothesis import HealthCheck, given, settings
@@ -144,8 +145,8 @@ CASES = [
     ("null_and_missing_fields", [{"ph": "X", "name": None, "ts": 1000, "dur": None}, _X], True),
     ("base_time", [_X, _K], True),
     ("ns_decimals", [{**_X, "ts": 1712195495519695.812}], True),
-    ("exponent_ts", '[{"ph": "X", "cat": "cpu_op", "name": "a", "ts": 1.0005e3, "dur": 1}]', False),
-    ("four_decimals", [{**_X, "ts": 1000.1234}], False),
+    ("exponent_ts", '[{"ph": "X", "cat": "cpu_op", "name": "a", "ts": 1.0005e3, "dur": 1}]', True),
+    ("four_decimals", [{**_X, "ts": 1000.1234}], True),
     ("float_pid", [{**_X, "pid": 1.5}], False),
     ("negative_zero_pid", '[{"ph": "X", "cat": "cpu_op", "name": "a", "pid": -0, "ts": 1, "dur": 1}]', False),
     ("escape_in_nested", r'[{"ph": "X", "cat": "cpu_op", "ts": 1, "dur": 1, "args": {"Input Dims": ["a\"b"]}}]', False),
@@ -251,3 +252,43 @@ def test_generated_traces_read_the_same(events, indent, ascii_, tmp_path_factory
     path = tmp / "t.json"
     path.write_text(json.dumps({"traceEvents": events}, indent=indent, ensure_ascii=ascii_), encoding="utf-8")
     _check(path, tmp, monkeypatch_session)
+
+
+def test_every_json_number_form_of_a_time_is_read_by_the_compiled_reader(tmp_path, monkeypatch):
+    """Times as post-processing tools write them (float noise with many decimals, exponents, -0, integers beyond
+    2^53) are read by the compiled reader itself, to the same integer nanoseconds as DuckDB's decimal cast:
+    half away from zero at the nanosecond, from the number's text, never through a double (1.0005 µs is
+    1001 ns, though the double nearest 1.0005 is below it)."""
+    starts = [
+        ("1712195495519695.8125", 1712195495519695813),
+        ("17121954955196958125e-4", 1712195495519695813),
+        ("1.7121954955196960005e15", 1712195495519696001),
+        ("1712195495519696.0004999", 1712195495519696000),
+        ("1712195495519697", 1712195495519697000),
+        ("1712195495519697.5E+0", 1712195495519697500),
+        ("171219549551969.80005e1", 1712195495519698001),
+    ]
+    durations = [
+        ("1.0005", 1001),
+        ("1.5e-3", 2),
+        ("1.0005e0", 1001),
+        ("10005e-4", 1001),
+        ("12345.678901", 12345679),
+        ("9007199254740993", 9007199254740993000),
+        ("-0", 0),
+        ("0.0004999", 0),
+        ("1e-300", 0),
+        ("2.5E+1", 25000),
+        ("1.00049999999999999999999", 1000),
+    ]
+    events = [
+        f'{{"ph":"X","cat":"cpu_op","name":"op{k}","pid":1,"tid":1,"ts":{ts},"dur":{dur}}}'
+        for k, ((ts, _), (dur, _)) in enumerate(zip(starts * 2, durations, strict=False))
+    ]
+    path = tmp_path / "numbers.json"
+    path.write_text('{"traceEvents":[' + ",".join(events) + "]}")
+    fast = _check(path, tmp_path, monkeypatch)
+    assert fast.details["reader"] == "compiled", fast.details.get("reader_note")
+    ops = {r["name"]: r for r in pq.read_table(tmp_path / "compiled" / "ops").to_pylist()}
+    for k, ((_, ts_ns), (_, dur_ns)) in enumerate(zip(starts * 2, durations, strict=False)):
+        assert (ops[f"op{k}"]["ts_ns"], ops[f"op{k}"]["dur_ns"]) == (ts_ns, dur_ns), k
