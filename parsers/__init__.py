@@ -460,6 +460,22 @@ def detect(path: str | Path) -> Format | None:
     return hits[0] if hits else None
 
 
+def utf16_format(head: bytes) -> Format | None:
+    """The format a UTF-16 text would have in UTF-8 (PowerShell 5's ``>`` and Windows editors write UTF-16):
+    judged from the head with a UTF-16 byte-order mark, or with NULs at every other byte of a text, else None."""
+    if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        codec = "utf-16"
+    elif len(head) >= 16 and head[1:32:2].count(0) == len(head[1:32:2]) and head[0:32:2].count(0) == 0:
+        codec = "utf-16-le"
+    elif len(head) >= 16 and head[0:32:2].count(0) == len(head[0:32:2]) and head[1:32:2].count(0) == 0:
+        codec = "utf-16-be"
+    else:
+        return None
+    text = head[: len(head) - len(head) % 2].decode(codec, errors="ignore").encode()
+    hits = [fmt for fmt in FORMATS if fmt.sniff(text)]
+    return hits[0] if len(hits) == 1 else None
+
+
 def by_name(name: str) -> Format:
     """Look a format up by name."""
     for fmt in FORMATS:

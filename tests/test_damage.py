@@ -234,3 +234,32 @@ def test_a_source_dated_far_outside_the_runs_window_is_reported(tmp_path):
             warnings.simplefilter("ignore")
             real = lltrace.ingest([folder], store=tmp_path / "real")
         assert real.metadata["clock"]["outside_window"] == [], folder.name  # every real run is one window
+
+
+@pytest.mark.parametrize(
+    ("source", "codec", "fmt"),
+    [
+        (DATA / "vllm_cpu" / "A_baseline" / "server.log", "utf-16", "vllm-server-log"),  # BOM, as PowerShell 5 writes
+        (DATA / "vllm_cpu" / "B_kvpressure" / "metrics" / "metrics_01.prom", "utf-16-le", "prometheus"),  # no BOM
+        (DATA / "vllm_cpu" / "A_baseline" / "server.log", "utf-16-be", "vllm-server-log"),
+    ],
+)
+def test_a_utf16_file_says_what_it_is_and_how_to_convert_it(source: Path, codec: str, fmt: str, tmp_path: Path):
+    """A real file saved as UTF-16 is named for the format its content has, with the command that converts it:
+    alone an error (exit 1), in a folder a skipped file with that reason, never 'not a format lltrace reads'."""
+    path = tmp_path / "run" / source.name
+    path.parent.mkdir()
+    path.write_bytes(source.read_text().encode(codec))
+    r = CliRunner().invoke(app, ["ingest", str(path), "--store", str(tmp_path / "s")])
+    assert r.exit_code == 1
+    line = r.output.strip()
+    assert f"UTF-16 text (a {fmt} file by its content)" in line and f"iconv -f UTF-16 -t UTF-8 {path.name}" in line
+    assert "Traceback" not in r.output and "\n" not in line
+    (tmp_path / "run" / "other.prom").write_text(
+        (DATA / "vllm_cpu" / "B_kvpressure" / "metrics" / "metrics_02.prom").read_text()
+    )
+    found, skipped = files.expand_inputs([path.parent])
+    assert [f.name for f, _ in found] == ["other.prom"]
+    assert [(Path(s.path).name, s.reason.split(":")[0]) for s in skipped] == [
+        (path.name, f"UTF-16 text (a {fmt} file by its content)")
+    ]

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from lltrace.errors import TraceFormatError, UnknownFormat
-from lltrace.parsers import FORMATS, Format, closest_formats, detect, read_head
+from lltrace.parsers import FORMATS, Format, closest_formats, detect, read_head, utf16_format
 from lltrace.store import Skipped
 
 
@@ -39,7 +39,9 @@ def expand_inputs(paths: Sequence[str | os.PathLike[str]]) -> tuple[list[tuple[P
                 except UnknownFormat as exc:
                     skipped.append(Skipped(str(f), str(exc).split(": ", 1)[1]))
                     continue
-                if fmt is None:
+                if fmt is None and (wide := utf16_format(read_head(f))):
+                    skipped.append(Skipped(str(f), _utf16_why(f, wide.name)))
+                elif fmt is None:
                     near = closest_formats(read_head(f))
                     named = looks_like(f)
                     why = "no known format" + (f" (closest: {', '.join(near)})" if near else "")
@@ -59,6 +61,8 @@ def expand_inputs(paths: Sequence[str | os.PathLike[str]]) -> tuple[list[tuple[P
             if fmt is None:
                 if p.stat().st_size == 0:
                     raise TraceFormatError(str(p), "byte 0", "empty file: no JSON document")
+                if wide := utf16_format(read_head(p)):
+                    raise TraceFormatError(str(p), "byte 0", _utf16_why(p, wide.name))
                 near = closest_formats(read_head(p))
                 hint = f"closest: {', '.join(near)}" if near else f"known: {', '.join(f.name for f in FORMATS)}"
                 raise UnknownFormat(f"{p}: not a format lltrace reads ({hint}; see `lltrace formats`)")
@@ -109,3 +113,11 @@ def default_run_id(files: list[Path], digest: str, folder: Path | None = None) -
     stem = re.sub(r"(\.pt\.trace)?\.json(\.gz)?$|\.gz$", "", stem)
     stem = re.sub(r"[^A-Za-z0-9._-]+", "-", stem).strip("-._")[:80] or "run"
     return f"{stem}-{digest[:8]}"
+
+
+def _utf16_why(path: Path, fmt: str) -> str:
+    """Why a UTF-16 file of a known format is not read, and the one command that makes it readable."""
+    utf8 = path.with_name(f"{path.stem}.utf8{path.suffix}").name
+    return (
+        f"UTF-16 text (a {fmt} file by its content): lltrace reads UTF-8; iconv -f UTF-16 -t UTF-8 {path.name} > {utf8}"
+    )
