@@ -24,6 +24,7 @@ import gzip
 import json
 import os
 import re
+import subprocess
 import sys
 import tempfile
 import time
@@ -110,6 +111,52 @@ def measure(what: str, path: Path) -> dict:
     return run_child(imports, work, {"PATH": str(path)})
 
 
+def _cat_seconds(path: Path) -> float:
+    """``cat FILE > /dev/null`` of the page-cached file (the second of two runs): the time to read it at all."""
+    for _ in range(2):
+        t = time.perf_counter()
+        subprocess.run(["cat", str(path)], stdout=subprocess.DEVNULL, check=True)
+        dt = time.perf_counter() - t
+    return dt
+
+
+def _where_the_seconds_go(path: Path, store: Path) -> None:
+    """``lltrace analyze`` of the file end to end in a fresh process, against ``cat`` in the same run, and its
+    ingest's phases from the run's metadata (read, parse and write together: the compiled reader does all three
+    as it goes; step detection; assembly; checks; the hash still computing when the rest was done)."""
+    import shutil
+
+    cat = _cat_seconds(path)
+    shutil.rmtree(store, ignore_errors=True)
+    work = "lltrace.analyze([PATH], store=STORE)\n"
+    r = run_child("import lltrace\n", work, {"PATH": str(path), "STORE": str(store)})
+    if "error" in r:
+        print(f"analyze failed: {r['error']}")
+        return
+    from lltrace import Store
+
+    st = Store(store)
+    meta = st.metadata(st.run_ids()[0])
+    phases = meta.get("seconds") or {}
+    ingest = meta.get("ingest_seconds") or 0.0
+    print(
+        f"analyze end to end ({path.stat().st_size / 1e6:,.0f} MB): {r['seconds']:.2f} s, peak "
+        f"{r['peak_rss'] / 1e6:,.0f} MB ({r['peak_rss'] / path.stat().st_size:.2f}x the file); cat {cat:.2f} s: "
+        f"{r['seconds'] / cat:.1f}x cat (target <= 15x)"
+    )
+    named = {
+        "read": "read, parse, write",
+        "steps": "step detection",
+        "assemble": "assembly",
+        "checks": "checks",
+        "hash_wait": "hash (waited for)",
+    }
+    rest = max(0.0, ingest - sum(phases.values()))
+    line = " · ".join(f"{named.get(k, k)} {v:.2f} s" for k, v in phases.items())
+    print(f"  ingest {ingest:.2f} s: {line} · commit and the rest {rest:.2f} s; analysis {r['seconds'] - ingest:.2f} s")
+    shutil.rmtree(store, ignore_errors=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--source", type=Path, default=DEFAULT_SOURCE, help="real trace to repeat")
@@ -120,6 +167,7 @@ def main() -> None:
     ap.add_argument("--workdir", type=Path, default=None, help="where to write the generated traces")
     ap.add_argument("--pure", action="store_true", help="lltrace with DuckDB's JSON reader only (LLTRACE_PURE=1)")
     ap.add_argument("--skip-noise", action="store_true", help="do not run the float-noise case")
+    ap.add_argument("--skip-analyze", action="store_true", help="do not run analyze end to end against cat")
     args = ap.parse_args()
     if args.pure:
         os.environ["LLTRACE_PURE"] = "1"  # the children inherit it
@@ -184,6 +232,8 @@ def main() -> None:
                 f"{noisy.stat().st_size / 1e6 / r['seconds']:.1f} MB/s, {ratio:.2f}x the clean case's throughput "
                 "(target >= 0.67x)"
             )
+    if not args.skip_analyze:
+        _where_the_seconds_go(big, work / "analyze-store")
     if args.workdir is None:
         noisy.unlink(missing_ok=True)
         for p in (big, small):

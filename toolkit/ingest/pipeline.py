@@ -121,6 +121,7 @@ def ingest(
         if st.has_run(run_id) and st.metadata(run_id).get("input_digest") == ident["digest"]:
             return Run(run_id, st, skipped, reused=True)
     started = time.time()
+    seconds: dict[str, float] = dict.fromkeys(("read", "steps", "assemble", "checks", "hash_wait"), 0.0)
     sources: list[dict[str, Any]] = []
     detection: list[dict[str, Any]] = []
     with st.write_run(identify) as stage:
@@ -130,7 +131,9 @@ def ingest(
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", InputWarning)
                 try:
+                    clock = time.perf_counter()
                     info = fmt.ingest(str(path), stage, part, keep_python=keep_python, progress=cb)
+                    seconds["read"] += time.perf_counter() - clock
                 except IntegerOverflow as exc:
                     where = locate(path, str(exc.value).encode()) or f"record {exc.row + 1}"
                     raise TraceFormatError(str(path), where, f"{exc.value} does not fit a 64-bit integer") from None
@@ -148,11 +151,14 @@ def ingest(
             src = info.to_dict() | {"part": part, "sha256": None, "size_bytes": size}
             src.setdefault("rows", {})
             if fmt.post_ingest is not None:  # e.g. the profiler's step detection
+                clock = time.perf_counter()
                 summary = fmt.post_ingest(stage, part)
+                seconds["steps"] += time.perf_counter() - clock
                 src["rows"].update(summary.pop("rows", {}))
                 detection.append({"part": part, **summary})
             sources.append(src)
         try:  # the run's assembly reads what every parser wrote: a value no check caught fails here, in one line
+            clock = time.perf_counter()
             merged, conflicting = counters.merge_samples(stage)
             if conflicting:
                 warnings.warn(
@@ -173,8 +179,11 @@ def ingest(
             split = estimate_ttft_split(stage)
             detected = _detected(sources)
             engine.write(stage, engine.resolve(sources, detected["gpu"], stage))
+            seconds["assemble"] = time.perf_counter() - clock
+            clock = time.perf_counter()
             checks = check_stage(stage, sources, strict=strict)
             far = outside_window(stage, sources)
+            seconds["checks"] = time.perf_counter() - clock
         except _UNEXPECTED as exc:
             where = str(folder or files[0][0])
             text = str(exc).splitlines()[0][:120] if str(exc) else ""
@@ -197,7 +206,9 @@ def ingest(
                 f"{o['furthest_days']:,} days from its median): another run's data, or a clock that jumped?"
             )
             warnings.warn(why, InputWarning, stacklevel=2)
-        run_id = identify()
+        clock = time.perf_counter()
+        run_id = identify()  # the content hashes, computed beside the reading: what is left of them is waited for
+        seconds["hash_wait"] = time.perf_counter() - clock
         for src, sha in zip(sources, hashing.result(), strict=True):
             src["sha256"] = sha
         meta = {
@@ -205,6 +216,7 @@ def ingest(
             "name": run or run_id,
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
             "ingest_seconds": round(time.time() - started, 3),
+            "seconds": {k: round(v, 3) for k, v in seconds.items()},
             "lltrace_version": __version__,
             "input_digest": ident["digest"],
             "options": {"keep_python": keep_python},
