@@ -482,6 +482,13 @@ def _client_damage(case: Callable[[str, bytes, str], None], otlp: list[bytes], m
     )
     # LLMPerf summary: text where a figure belongs is dropped, counted
     case("bom_llmperf.summary.json", b"\xef\xbb\xbf" + json.dumps(llm_summary).encode(), "ok")
+    text = json.dumps(llm_summary)
+    case("truncated_llmperf.summary.json", text[: len(text) // 2].encode(), "error")
+    case(
+        "dupkey_llmperf.summary.json",
+        text.replace('"results_ttft_s_mean": ', '"results_ttft_s_mean": 0, "results_ttft_s_mean": ', 1).encode(),
+        "error",
+    )
     # AIPerf pre-release schema
     dup = [json.loads(json.dumps(r)) for r in old_lines]
     dup[3]["metadata"]["x_request_id"] = dup[1]["metadata"]["x_request_id"]
