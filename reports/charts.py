@@ -8,7 +8,7 @@ from typing import Any
 import altair as alt
 
 from lltrace.reports.page import WIDTH, Rows, data, melt, thin
-from lltrace.reports.replay_rows import replay_cases
+from lltrace.reports.replay_rows import replay_cases, sweep_rows
 
 COMPONENT_COLORS = {
     "queue": "#d62728",
@@ -217,6 +217,42 @@ def replay_chart(rep: dict[str, Any] | None) -> alt.Chart | None:
     )
 
 
+def replay_sweep_chart(rep: dict[str, Any] | None) -> alt.VConcatChart | None:
+    """Each what-if sweep of the replay (``--what-if max_num_seqs=4..32``): queue p50, TTFT mean and e2e mean
+    and p90 against the swept value (estimates), one panel per sweep."""
+    rows = sweep_rows(rep) if rep else []
+    if not rows:
+        return None
+    metrics = {"queue_p50_s": "queue p50", "ttft_mean_s": "TTFT mean", "e2e_mean_s": "e2e mean", "e2e_p90_s": "e2e p90"}
+    panels = []
+    for sweep in dict.fromkeys(r["sweep"] for r in rows):
+        mine = [r for r in rows if r["sweep"] == sweep]
+        numeric = all(isinstance(r["value"], (int, float)) for r in mine)
+        points = [
+            {"value": r["value"], "metric": label, "seconds": r[key]}
+            for r in mine
+            for key, label in metrics.items()
+            if r[key] is not None
+        ]
+        x = (
+            alt.X("value:Q", title=sweep.partition("=")[0], scale=alt.Scale(type="log", base=2))
+            if numeric and all(r["value"] > 0 for r in mine)
+            else alt.X("value:N", title=sweep, sort=[r["value"] for r in mine])
+        )
+        panels.append(
+            alt.Chart(data(points), title=f"Replay sweep {sweep} (estimates)")
+            .mark_line(point=True)
+            .encode(
+                x=x,
+                y=alt.Y("seconds:Q", title="seconds"),
+                color=alt.Color("metric:N", sort=list(metrics.values())),
+                tooltip=["value:Q" if numeric else "value:N", "metric:N", alt.Tooltip("seconds:Q", format=".3f")],
+            )
+            .properties(width=WIDTH, height=220)
+        )
+    return alt.vconcat(*panels)
+
+
 def sweep_chart(summaries: list[dict[str, Any]]) -> alt.HConcatChart | None:
     """A rate sweep as the client summarised it (``client_summary`` entries with a numeric requested rate, at
     least two): median and p99 TTFT and e2e, and the achieved rate, against the requested rate."""
@@ -274,6 +310,7 @@ def build_charts(doc: dict[str, Any], tables: dict[str, list[dict[str, Any]]]) -
         "steps": steps_chart(doc.get("steps")),
         "interference": interference_chart(tables.get("interference_steps")),
         "replay": replay_chart(doc.get("replay")),
+        "replay_sweep": replay_sweep_chart(doc.get("replay")),
         "sweep": sweep_chart(doc.get("client_summary") or []),
     }
     return {k: v for k, v in charts.items() if v is not None}

@@ -58,3 +58,19 @@ def validation_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
         }
         for m in METRICS
     ]
+
+
+def sweep_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per case of each sweep (``doc["sweeps"]``): ``sweep`` (its ``--what-if`` text), ``value`` (the swept
+    setting: a number where one numeric key varies, else the settings' label), the rows' figures as
+    :func:`replay_cases` gives them, in the sweep's order."""
+    cases = replay_cases(doc)[2:]  # measured and replayed first
+    out = []
+    for sweep in doc.get("sweeps") or []:
+        keys = sweep["keys"]
+        for i in sweep["cases"]:
+            setting = doc["whatifs"][i]["what_if"]
+            one = setting[keys[0]] if len(keys) == 1 else None
+            value = one if isinstance(one, (int, float)) else what_if_label({k: setting[k] for k in keys})
+            out.append({"sweep": sweep["what_if"], "value": value} | cases[i])
+    return out

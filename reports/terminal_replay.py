@@ -9,7 +9,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from lltrace.reports.replay_rows import replay_cases, replay_notes, validation_rows, what_if_label
+from lltrace.reports.replay_rows import replay_cases, replay_notes, sweep_rows, validation_rows, what_if_label
 from lltrace.reports.terminal import pct, whole
 
 
@@ -90,6 +90,38 @@ def render_replay(doc: dict[str, Any]) -> Group:
                     f"per token at batch 1, prefill {prefill}"
                 )
             )
+    parts += _sweep_tables(doc)
     for label, note in replay_notes(doc):
         parts.append(Text(f"{label}: {note}", style="yellow"))
     return Group(*parts)
+
+
+def _bar(value: float | None, top: float, width: int = 24) -> str:
+    if value is None or top <= 0:
+        return ""
+    return "█" * max(1, round(width * value / top)) if value > 0 else ""
+
+
+def _sweep_tables(doc: dict[str, Any]) -> list[Table]:
+    """Each sweep as a table, one row per value, with e2e p90 drawn as a bar (where it falls over)."""
+    rows = sweep_rows(doc)
+    tables = []
+    for sweep in dict.fromkeys(r["sweep"] for r in rows):
+        mine = [r for r in rows if r["sweep"] == sweep]
+        top = max((r["e2e_p90_s"] or 0.0 for r in mine), default=0.0)
+        t = Table(title=f"sweep {sweep} (estimates)")
+        for col in ("value", "queue p50", "ttft mean", "e2e mean", "e2e p90", "preemptions", ""):
+            t.add_column(col, justify="left" if col in ("value", "") else "right")
+        for r in mine:
+            value = r["value"]
+            t.add_row(
+                f"{value:g}" if isinstance(value, float) else str(value),
+                _seconds(r["queue_p50_s"]),
+                _seconds(r["ttft_mean_s"]),
+                _seconds(r["e2e_mean_s"]),
+                _seconds(r["e2e_p90_s"]),
+                whole(r["preemptions"]),
+                _bar(r["e2e_p90_s"], top),
+            )
+        tables.append(t)
+    return tables

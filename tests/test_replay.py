@@ -447,3 +447,65 @@ def test_replay_takes_a_runs_files_like_its_folder(tmp_path: Path) -> None:
     assert two["engine"]["block_size"]["origin"] == "stated: Prometheus vllm:cache_config_info (block_size)"
     assert one["baseline"]["summary"] == two["baseline"]["summary"]
     assert one["baseline"]["measured"] == two["baseline"]["measured"]
+
+
+def test_what_if_texts_expand_into_combined_cases_and_sweeps() -> None:
+    """DESIGN.md: several keys in one case, comma-separated; a list or a range (powers of two) is a sweep."""
+    from lltrace.replay.whatifs import what_ifs
+
+    (both,) = what_ifs(["kv_blocks=60,max_num_seqs=16"])
+    assert both.settings() == {"kv_blocks": 60.0, "max_num_seqs": 16.0}
+    assert [w.setting for w in both.items] == [60, 16]
+    assert [c.settings()["max_num_seqs"] for c in what_ifs(["max_num_seqs=4..32"])] == [4, 8, 16, 32]
+    assert [c.settings()["max_num_seqs"] for c in what_ifs(["max_num_seqs=3..20"])] == [3, 6, 12, 20]
+    assert [c.settings()["rate_scale"] for c in what_ifs(["rate_scale=0.5|1|2|4"])] == [0.5, 1, 2, 4]
+    grid = what_ifs(["kv_blocks=60|80,max_num_seqs=8|16"])
+    assert [tuple(c.settings().values()) for c in grid] == [(60, 8), (60, 16), (80, 8), (80, 16)]
+    assert {c.asked for c in grid} == {"kv_blocks=60|80,max_num_seqs=8|16"}
+    assert [c.settings() for c in what_ifs({"kv_blocks": 80, "rate": 0.5})] == [{"kv_blocks": 80}, {"rate": 0.5}]
+    for bad, why in (
+        ("kv_blocks=60,kv_blocks=80", "set twice"),
+        ("rate=1,rate_scale=2", "set twice"),  # an alias is the same key
+        ("max_num_seqs=32..4", "LOW..HIGH"),
+        ("max_num_seqs=4|x", "number"),
+        ("kv_blocks=60,bogus=1", "bogus"),
+    ):
+        with pytest.raises(AnalysisError, match=why):
+            what_ifs([bad])
+
+
+def test_a_combined_what_if_is_one_case_with_every_key(kv_runs: dict[str, lltrace.Run], kv_store: Path) -> None:
+    run_id = kv_runs["B_kvpressure"].id
+    asked = ["kv_blocks=200,max_num_seqs=4", "kv_blocks=200", "max_num_seqs=4", "kv_blocks=200,max_num_seqs=32"]
+    args = [a for w in asked for a in ("--what-if", w)]
+    ok = CliRunner().invoke(app, ["replay", run_id, "--store", str(kv_store), *args, "--json"])
+    assert ok.exit_code == 0, ok.output
+    both, kv200, seqs4, kv200_own_seqs = json.loads(ok.stdout)["whatifs"]
+    assert both["what_if"] == {"kv_blocks": 200.0, "max_num_seqs": 4.0} and both["kv_blocks"] == 200
+    assert both["max_running"] <= 4 and kv200["max_running"] > 4  # the sequence limit applies with the blocks
+    assert both["summary"] != kv200["summary"] and both["summary"] != seqs4["summary"]
+    assert kv200_own_seqs["summary"] == kv200["summary"]  # B's own max_num_seqs is 32: the kv_blocks case again
+    shown = CliRunner().invoke(app, ["replay", run_id, "--store", str(kv_store), "--what-if", asked[0]])
+    assert shown.exit_code == 0 and "kv_blocks=200 max_num_seqs=4" in shown.output
+
+
+def test_a_sweep_is_one_case_per_value_and_is_drawn(kv_runs: dict[str, lltrace.Run], kv_store: Path) -> None:
+    doc = replay(kv_runs["B_kvpressure"], what_ifs=["max_num_seqs=1..8", "kv_blocks=80"], store=kv_store)
+    assert [w["what_if"] for w in doc["whatifs"]] == [{"max_num_seqs": s} for s in (1, 2, 4, 8)] + [{"kv_blocks": 80}]
+    assert doc["sweeps"] == [{"what_if": "max_num_seqs=1..8", "keys": ["max_num_seqs"], "cases": [0, 1, 2, 3]}]
+    running = [w["max_running"] for w in doc["whatifs"][:4]]
+    assert running[:3] == [1, 2, 4] and 4 < running[3] <= 8  # at 8, B's 40 KV blocks bind first
+    # one sequence at a time: nothing shares the KV cache, so nothing is preempted
+    assert doc["whatifs"][0]["preemptions"] == 0
+    from rich.console import Console
+
+    from lltrace.reports.charts import replay_sweep_chart
+    from lltrace.reports.terminal_replay import render_replay
+
+    console = Console(width=160, record=True)
+    console.print(render_replay(doc))
+    text = console.export_text()
+    assert "sweep max_num_seqs=1..8" in text and "█" in text
+    chart = replay_sweep_chart(doc).to_dict()
+    (panel,) = chart["vconcat"]
+    assert panel["encoding"]["x"]["field"] == "value" and panel["encoding"]["x"]["scale"]["type"] == "log"

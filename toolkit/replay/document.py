@@ -39,7 +39,7 @@ from lltrace.replay.cost import (
     reference_step_cost,
 )
 from lltrace.replay.scheduler import EngineConfig, ReplayResult, simulate
-from lltrace.replay.whatifs import Baseline, WhatIf, apply
+from lltrace.replay.whatifs import Baseline, WhatIfCase, apply
 from lltrace.replay.whatifs import what_ifs as checked_what_ifs
 from lltrace.store import Run, Store
 
@@ -313,6 +313,7 @@ def replay(
         model=the_model,
     )
     results = [_what_if(w, start, replayer, outside, stalls, baseline) for w in cases]
+    sweeps = _sweeps(cases)
     doc = {
         "run": run.id,
         "requests": {
@@ -333,13 +334,14 @@ def replay(
         },
         "baseline": baseline,
         "whatifs": results,
+        "sweeps": sweeps,
     }
     run.store.save_replay(run.id, doc)
     return doc
 
 
 def _what_if(
-    w: WhatIf,
+    w: WhatIfCase,
     start: Baseline,
     replayer: _Replayer,
     outside: Outside,
@@ -350,7 +352,8 @@ def _what_if(
     cfg = replayer.config(case.overrides)
     res = _outcome(replayer.run(case.arrival, cfg, case.cost, outside, case.prefix_cache, stalled=stalls)) | case.extra
     res["kv_blocks"] = cfg.num_blocks
-    res["what_if"] = {w.key: w.value}
+    res["what_if"] = w.settings()
+    res["asked"] = w.asked
     res["basis"] = "estimated"
     res["delta"] = {
         m: {
@@ -364,6 +367,19 @@ def _what_if(
         for m in METRICS
     }
     return res
+
+
+def _sweeps(cases: list[WhatIfCase]) -> list[dict[str, Any]]:
+    """Each ``--what-if`` that expanded into several cases: its text, the keys whose value varies, and the
+    indexes of its cases in ``whatifs`` (in the order of its values)."""
+    out: list[dict[str, Any]] = []
+    for asked in dict.fromkeys(c.asked for c in cases):
+        idx = [i for i, c in enumerate(cases) if c.asked == asked]
+        if len(idx) < 2:
+            continue
+        keys = [k for k in cases[idx[0]].settings() if len({str(cases[i].settings()[k]) for i in idx}) > 1]
+        out.append({"what_if": asked, "keys": keys, "cases": idx})
+    return out
 
 
 def _calibration(source: str, cost: StepCost, outside: Outside, stalls: pl.DataFrame | None, t0: float) -> dict:
