@@ -55,6 +55,8 @@ def validation_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
             **{f"replayed_{q}": v["replayed"][m][q] for q in ("mean", "p90")},
             **{f"measured_{q}": v["measured"][m][q] for q in ("mean", "p90")},
             **{f"mape_{q}": v["mape"][m][q] for q in ("mean", "p90")},
+            **{f"abs_{q}": (v.get("abs_error_s") or {}).get(m, {}).get(q) for q in ("mean", "p90")},
+            **{f"by_{q}": (v.get("scored_by") or {}).get(m, {}).get(q, "mape") for q in ("mean", "p90")},
         }
         for m in METRICS
     ]

@@ -19,6 +19,13 @@ def _seconds(v: float | None, metric: str = "") -> str:
     return f"{v * 1e3:.2f} ms" if metric.startswith("tpot") else f"{v:.3f}"
 
 
+def _score(row: dict[str, Any], q: str) -> str:
+    """A validation cell: the MAPE, or the absolute error of a figure measured under 1 ms."""
+    if row[f"by_{q}"] == "abs_error" and row[f"abs_{q}"] is not None:
+        return f"±{abs(row[f'abs_{q}']) * 1e3:.2f} ms"
+    return pct(row[f"mape_{q}"])
+
+
 def render_replay(doc: dict[str, Any]) -> Group:
     """The replay document as the terminal shows it: calibration, validation first, then the what-ifs."""
     c = doc["calibration"]
@@ -31,11 +38,20 @@ def render_replay(doc: dict[str, Any]) -> Group:
         Text(
             f"calibration from {c['source']}: step = {c['c0_s'] * 1e3:.2f} ms + overhead {c['overhead_s'] * 1e3:.2f} ms"
             f" + {c['c_prefill_s_per_token'] * 1e6:.1f} us/prefill token + {c['c_decode_s_per_token'] * 1e6:.1f} us/"
-            f"decode token{fit}; outside the engine {o['before_first_token'] * 1e3:.1f} ms + "
-            f"{o['before_first_token_per_decoding_request'] * 1e3:.2f} ms per request decoding before the first "
-            f"token, {o['after_last_token'] * 1e3:.1f} ms after the last"
+            f"decode token{fit}; outside the engine: frontend {o['frontend'] * 1e3:.1f} ms "
+            f"+ {o['frontend_per_request_in_engine'] * 1e3:.2f} ms per request the engine holds, client "
+            f"+{o['client_first_token'] * 1e3:.1f} ms to the first token, +{o['client_last_token'] * 1e3:.1f} ms "
+            "to the last (measured)"
         ),
     ]
+    kinds = c.get("fit_by_kind") or {}
+    if kinds:
+        parts.append(
+            Text(
+                "step fit by kind (MAPE, predicted/measured): "
+                + ", ".join(f"{k} {v['mape']:.0%} ({v['bias']:.2f}, {v['steps']:,} steps)" for k, v in kinds.items())
+            )
+        )
     rates = c.get("rates") or {}
     if rates.get("prefill_tokens_per_s"):
         parts.append(
@@ -58,12 +74,15 @@ def render_replay(doc: dict[str, Any]) -> Group:
                 m,
                 _seconds(r["replayed_mean"], m),
                 _seconds(r["measured_mean"], m),
-                pct(r["mape_mean"]),
+                _score(r, "mean"),
                 _seconds(r["replayed_p90"], m),
                 _seconds(r["measured_p90"], m),
-                pct(r["mape_p90"]),
+                _score(r, "p90"),
             )
         parts.append(t)
+        left = doc["validation"].get("left_out")
+        if left:
+            parts.append(Text(f"left out of the score: {left['requests']} requests, {left['why']}"))
     b = doc["baseline"]
     counted = "not counted" if b["measured_preemptions"] is None else f"{b['measured_preemptions']:.0f} counted"
     t = Table(title=f"baseline replay: {b['preemptions']} preemptions ({counted}); what-ifs are estimates")

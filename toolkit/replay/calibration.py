@@ -4,14 +4,14 @@ the time a request spends outside the engine (frontend, network)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import polars as pl
 
 from lltrace.physics.catalog import Model, find_model, model_or_error
-from lltrace.replay.cost import StepCost, nonneg_lstsq
+from lltrace.replay.cost import StepCost
 from lltrace.store import Run
 
 
@@ -104,43 +104,64 @@ def counted_preemptions(run: Run) -> float | None:
     return None
 
 
-def decoding_at(times: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """How many of the windows [start, end) are open at each of ``times``."""
-    return (np.searchsorted(np.sort(start), times, "right") - np.searchsorted(np.sort(end), times, "right")).astype(
-        float
-    )
-
-
 @dataclass(frozen=True)
 class Outside:
-    """Time a request spends outside the engine: ``pre + per_decoding * (requests decoding when it arrives)``
-    before its first token, ``post`` after its last one (medians / least squares over the run's requests)."""
+    """Time a request spends outside the engine's scheduler, as measured (never fitted to the latencies).
 
-    pre: float = 0.0
-    per_decoding: float = 0.0
-    post: float = 0.0
+    ``frontend``: from the frontend's arrival to the engine core's queue when the engine is idle
+    (tokenisation, IPC); while the engine is stepping, a request also waits for the step to end, which the
+    scheduler model simulates itself. ``per_request_in_engine``: how much longer the frontend takes for each
+    request the engine holds when one arrives (a frontend sharing CPUs with the engine, streaming the others'
+    tokens: :func:`frontend_load`). ``client_first`` and ``client_last``: what the client adds to the
+    engine's TTFT and e2e (HTTP, network, detokenisation and streaming; 0 where only the engine measured).
+    Medians over the calibration requests; ``basis`` says what each was measured on.
+    """
+
+    frontend: float = 0.0
+    client_first: float = 0.0
+    client_last: float = 0.0
+    basis: str = "not measured: no source times the frontend"
+    per_request_in_engine: float = 0.0
+    load_basis: str | None = None
+
+
+def _in_flight_at(times: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """How many of the intervals (start, end) hold each of ``times`` strictly inside."""
+    return np.searchsorted(np.sort(start), times, "left") - np.searchsorted(np.sort(end), times, "right")
 
 
 def outside_engine(requests: pl.DataFrame) -> Outside:
-    """Fit :class:`Outside` to measured requests; zeros where the sources do not measure it.
+    """:class:`Outside` measured on ``requests`` (the calibration window's), zeros where no source times it.
 
-    Client-measured TTFT and e2e include the HTTP/frontend path (tokenisation, detokenisation, streaming)
-    that the scheduler model does not simulate. Where the frontend shares CPUs with the engine it slows
-    with load, so the time before the first token is regressed on the number of requests decoding (and so
-    streaming tokens through the frontend) when the request arrived.
+    The frontend time is the engine's own span times, queued minus arrival, over requests that arrived while
+    no other request was in the engine (queued to finished): at an idle engine the core takes a request as
+    soon as the frontend hands it over. Without such arrivals, the fastest tenth of all requests' frontend
+    times. The client's share is the client's TTFT and e2e minus the engine's, where both measured.
     """
-    cols = {"ttft_s", "queue_s", "prefill_s", "e2e_s", "decode_s", "first_token_s", "arrival_s"}
-    if not cols <= set(requests.columns):
+    out: dict[str, float] = {}
+    why = []
+    if {"arrival_s", "queued_s", "finished_s"} <= set(requests.columns):
+        rows = requests.drop_nulls(["arrival_s", "queued_s", "finished_s"])
+        if rows.height:
+            arrival, queued = rows["arrival_s"].to_numpy(), rows["queued_s"].to_numpy()
+            lead = queued - arrival
+            idle = _in_flight_at(arrival, queued, rows["finished_s"].to_numpy()) == 0
+            if idle.sum() >= 3:
+                out["frontend"] = float(np.median(lead[idle]))
+                why.append(f"frontend: median over the {int(idle.sum())} requests that arrived at an idle engine")
+            else:
+                out["frontend"] = float(np.quantile(lead, 0.1))
+                why.append("frontend: no three arrivals at an idle engine; the fastest tenth of all requests")
+    for key, client, engine in (("client_first", "ttft_s", "server_ttft_s"), ("client_last", "e2e_s", "server_e2e_s")):
+        if {client, engine} <= set(requests.columns):
+            d = (requests[client] - requests[engine]).drop_nulls()
+            if d.len():
+                out[key] = max(0.0, float(d.median()))  # type: ignore[arg-type]
+    if "client_first" in out:
+        why.append(f"client: median client minus engine TTFT and e2e over {requests.height} requests")
+    if not out:
         return Outside()
-    rows = requests.drop_nulls(list(cols))
-    if rows.height < 10:
-        return Outside()
-    pre = (rows["ttft_s"] - rows["queue_s"] - rows["prefill_s"]).to_numpy()
-    post = (rows["e2e_s"] - rows["ttft_s"] - rows["decode_s"]).to_numpy()
-    start = rows["first_token_s"].to_numpy()
-    decoding = decoding_at(rows["arrival_s"].to_numpy(), start, start + rows["decode_s"].to_numpy())
-    a, b = nonneg_lstsq([np.ones_like(pre), decoding], pre)
-    return Outside(float(a), float(b), max(0.0, float(np.median(post))))
+    return Outside(**out, basis="; ".join(why) or "engine spans only")
 
 
 def rates(cost: StepCost) -> dict[str, float | None]:
@@ -149,3 +170,48 @@ def rates(cost: StepCost) -> dict[str, float | None]:
         "decode_s_per_token_batch1": cost.c0 + cost.overhead + cost.c_decode,
         "prefill_tokens_per_s": 1.0 / cost.c_prefill if cost.c_prefill > 0 else None,
     }
+
+
+def in_engine_at(times: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """How many of the intervals [start, end) (requests the engine holds) are open at each of ``times``."""
+    return (np.searchsorted(np.sort(start), times, "right") - np.searchsorted(np.sort(end), times, "right")).astype(
+        float
+    )
+
+
+def frontend_load(requests: pl.DataFrame, replayed: pl.DataFrame, out: Outside) -> Outside:
+    """``out`` with its ``per_request_in_engine``, measured on the engine's spans of ``requests`` (the
+    calibration window's).
+
+    A request's measured frontend time (queued minus arrival) is its idle-engine frontend time, the wait for
+    the running step to end (taken from ``replayed``: the same requests replayed without this term, row for
+    row) and what is left; that rest, against the number of requests the engine held when it arrived
+    (measured: queued to finished), gives the extra time per held request as the median of rest per held
+    request weighted by the held count (least absolute deviations through 0: robust to a stalled frontend).
+    Zero where the spans do not time the frontend or fewer than 10 requests met a busy engine.
+    """
+    need = {"arrival_s", "queued_s", "finished_s"}
+    if not need <= set(requests.columns) or "wait_s" not in replayed.columns:
+        return out
+    ok = (
+        requests["arrival_s"].is_not_null() & requests["queued_s"].is_not_null() & requests["finished_s"].is_not_null()
+    ).to_numpy() & replayed["wait_s"].is_not_null().to_numpy()
+    arrival = requests["arrival_s"].to_numpy()[ok]
+    queued = requests["queued_s"].to_numpy()[ok]
+    held = in_engine_at(arrival, queued, requests["finished_s"].to_numpy()[ok])
+    rest = (queued - arrival) - out.frontend - replayed["wait_s"].to_numpy()[ok]
+    busy = held > 0
+    if busy.sum() < 10:
+        return out
+    ratio, weight = rest[busy] / held[busy], held[busy]
+    order = np.argsort(ratio)
+    cum = np.cumsum(weight[order])
+    k = float(ratio[order][np.searchsorted(cum, cum[-1] / 2)])
+    if k <= 0:
+        return replace(out, load_basis=f"no frontend slowdown with load over {int(busy.sum())} busy arrivals")
+    return replace(
+        out,
+        per_request_in_engine=k,
+        load_basis=f"frontend time beyond the idle engine's and the step wait, per request the engine held, over "
+        f"{int(busy.sum())} arrivals at a busy engine (weighted median)",
+    )

@@ -8,6 +8,7 @@ other hardware with the roofline's ratios (``transfer_step_cost``, ``transfer_te
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -60,6 +61,13 @@ def _mean_concurrency(start: np.ndarray, end: np.ndarray) -> np.ndarray:
     return np.where(width > 0, (integral(end) - integral(start)) / np.where(width > 0, width, 1), 1.0)
 
 
+def _decoding_at(times: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """How many of the windows [start, end) are open at each of ``times``."""
+    return (np.searchsorted(np.sort(start), times, "right") - np.searchsorted(np.sort(end), times, "right")).astype(
+        float
+    )
+
+
 def _fit_quality(y: np.ndarray, pred: np.ndarray) -> tuple[float | None, float]:
     """R² (None when ``y`` is constant) and mean absolute percentage error of a fit."""
     ss_tot = float(((y - y.mean()) ** 2).sum())
@@ -90,9 +98,10 @@ def fit_step_cost_from_requests(requests: pl.DataFrame) -> StepCost:
     A request's decode time is the sum of the steps it decoded in: ``(out - 1)`` steps, each
     ``c0 + c_decode * batch`` plus ``c_prefill`` for every prompt token prefilled meanwhile. With ``batch``
     the time-averaged number of requests decoding over its decode window and the prompt tokens whose prefill
-    ended inside the window (both from the same requests' measured times), non-negative least squares over
-    all requests gives ``c0``, ``c_decode`` and ``c_prefill`` together. Gaps between steps are inside these
-    times, so ``overhead`` is 0. ``r2`` and ``mape`` describe the fit of decode times.
+    ended inside the window (both from the same requests' measured times), and each request's prefill step
+    (scheduled to first token: one ``c0``, its computed prompt tokens, the requests decoding beside it),
+    non-negative least squares over all requests gives ``c0``, ``c_decode`` and ``c_prefill`` together. Gaps
+    between steps are inside these times, so ``overhead`` is 0. ``r2`` and ``mape`` describe the fit of decode times.
     """
     need = ("first_token_s", "decode_s", "prefill_s", "input_tokens", "output_tokens")
     if not set(need) <= set(requests.columns):
@@ -114,7 +123,24 @@ def fit_step_cost_from_requests(requests: pl.DataFrame) -> StepCost:
     )
     steps_n = rows["output_tokens"].to_numpy().astype(float) - 1
     y = rows["decode_s"].to_numpy()
-    c0, c_decode, c_prefill = nonneg_lstsq([steps_n, steps_n * batch, prefilled], y)
+    # each request's prefill step too: scheduled to first token is one step of c0, its computed prompt
+    # tokens, and the requests decoding beside it
+    pre = every.filter(pl.col("prefill_s") > 0)
+    computed = pre["input_tokens"].to_numpy().astype(float)
+    if "cached_tokens" in pre.columns:
+        computed = computed - pre["cached_tokens"].fill_null(0).to_numpy()
+    beside = _decoding_at(pre["first_token_s"].to_numpy() - pre["prefill_s"].to_numpy(), start, end)
+    y_pre = pre["prefill_s"].to_numpy()
+    cols = [
+        np.concatenate([steps_n, np.ones_like(y_pre)]),
+        np.concatenate([steps_n * batch, beside]),
+        np.concatenate([prefilled, np.maximum(computed, 1.0)]),
+    ]
+    target = np.concatenate([y, y_pre])
+    # relative errors (each row over its measured time): the error the validation scores, so a prefill step
+    # of milliseconds weighs as much as a decode phase of seconds
+    scale = 1.0 / target
+    c0, c_decode, c_prefill = nonneg_lstsq([c * scale for c in cols], target * scale)
     r2, mape = _fit_quality(y, c0 * steps_n + c_decode * steps_n * batch + c_prefill * prefilled)
     return StepCost(float(c0), float(c_prefill), float(c_decode), 0.0, 0.0, 0, r2, mape)
 
@@ -134,12 +160,12 @@ def _step_tokens(rows: pl.DataFrame) -> tuple[pl.Expr, pl.Expr]:
     return pl.col("prefill_tokens") + recomputed, pl.coalesce(reqs, pl.col("decode_tokens"))
 
 
-def fit_step_cost(steps: pl.DataFrame) -> StepCost:
+def fit_step_cost(steps: pl.DataFrame, busy: list[tuple[float, float]] | None = None) -> StepCost:
     """Fit :class:`StepCost` (without the context term) to ``engine_steps`` rows.
 
     Prefill tokens and decodes per step as :func:`_step_tokens` reads them (recomputed tokens of resumed
-    requests priced as prefill). The per-step ``overhead`` is the mean gap between back-to-back steps beyond
-    their elapsed times.
+    requests priced as prefill). The per-step ``overhead`` is the time between steps (:func:`step_gap`;
+    ``busy``: the intervals in which the engine held a request, from its spans, where known).
     Uses rows with ``prefill_tokens``, ``decode_tokens`` and ``wall_s`` all known and ``wall_s > 0``.
     Coefficients are constrained to be non-negative (a negative per-token cost would make the replay
     reward bigger batches with shorter steps); a coefficient that least squares drives negative is set to
@@ -158,7 +184,8 @@ def fit_step_cost(steps: pl.DataFrame) -> StepCost:
     y = rows["wall_s"].to_numpy().astype(float)
     coef = nonneg_lstsq([np.ones_like(y), p, d], y)
     r2, mape = _fit_quality(y, coef[0] + coef[1] * p + coef[2] * d)
-    return StepCost(float(coef[0]), float(coef[1]), float(coef[2]), 0.0, _busy_overhead(rows), rows.height, r2, mape)
+    gap = step_gap(rows, busy)
+    return StepCost(float(coef[0]), float(coef[1]), float(coef[2]), 0.0, gap, rows.height, r2, mape)
 
 
 def engine_stalls(
@@ -187,15 +214,95 @@ def engine_stalls(
     )
 
 
-def fit_step_cost_without_stalls(steps: pl.DataFrame) -> tuple[StepCost, pl.DataFrame]:
+def fit_by_kind(steps: pl.DataFrame, cost: StepCost) -> dict[str, dict[str, float | int]]:
+    """How well ``cost`` explains each kind of logged step (prefill, decode, mixed): the steps, their mean absolute
+    percentage error, and the predicted over the measured total (a bias above 1 over-prices that kind). The
+    overhead between steps is not in a step's elapsed time, so it is left out of the prediction here."""
+    rows = steps.filter(
+        pl.col("prefill_tokens").is_not_null() & pl.col("decode_tokens").is_not_null() & (pl.col("wall_s") > 0)
+    )
+    if "kind" not in rows.columns or rows.height == 0:
+        return {}
+    prefill, decodes = _step_tokens(rows)
+    frame = rows.select(
+        "kind", "wall_s", (cost.c0 + cost.c_prefill * prefill + cost.c_decode * decodes).alias("predicted")
+    )
+    out: dict[str, dict[str, float | int]] = {}
+    for kind in ("prefill", "decode", "mixed"):
+        k = frame.filter(pl.col("kind") == kind)
+        if k.height:
+            y, p = k["wall_s"].to_numpy(), k["predicted"].to_numpy()
+            out[kind] = {"steps": k.height, "mape": float(np.mean(np.abs(p - y) / y)), "bias": float(p.sum() / y.sum())}
+    return out
+
+
+def fit_step_cost_without_stalls(
+    steps: pl.DataFrame, busy: list[tuple[float, float]] | None = None
+) -> tuple[StepCost, pl.DataFrame]:
     """:func:`fit_step_cost` on the steps that are not stalls (:func:`engine_stalls` of a first fit); the stalls."""
-    first = fit_step_cost(steps)
+    first = fit_step_cost(steps, busy)
     stalls = engine_stalls(steps, first)
     if stalls.height == 0:
         return first, stalls
     clean = steps.with_row_index("row").filter(~pl.col("row").is_in(stalls["row"].implode())).drop("row")
-    cost = fit_step_cost(clean)
+    cost = fit_step_cost(clean, busy)
     return cost, engine_stalls(steps, cost)
+
+
+_WHOLE_SECOND = re.compile(r"\d\d:\d\d:\d\d$")
+
+
+def _covered(intervals: list[tuple[float, float]], start: float, end: float) -> float:
+    """The share of [start, end) inside the union of ``intervals`` (sorted by start)."""
+    total, reach = 0.0, start
+    for a, b in intervals:
+        if b <= reach:
+            continue
+        if a >= end:
+            break
+        lo = max(a, reach)
+        hi = min(b, end)
+        if hi > lo:
+            total += hi - lo
+            reach = hi
+    return total / (end - start)
+
+
+def step_gap(rows: pl.DataFrame, busy: list[tuple[float, float]] | None = None) -> float:
+    """The engine's time between steps (scheduling, output processing: what a step's elapsed time leaves out).
+
+    vLLM stamps its iteration lines to the second, and the engine steps back to back while it holds a request
+    (its core's busy loop), so in a second it was busy throughout, one second less the steps' elapsed times
+    is the time between them: the median of that over the steps of each such second. The time it was busy in
+    a second is the part the ``busy`` intervals (the engine's requests, queued to finished) cover (seconds at
+    least half busy count), or, without them, the whole second where the seconds before and after it logged
+    steps too. Steps with their own times (no whole-second
+    stamps): the mean spacing of back-to-back steps beyond their elapsed times. 0 when nothing tells.
+    """
+    stamps = rows["log_stamp"].drop_nulls() if "log_stamp" in rows.columns else pl.Series([], dtype=pl.Utf8)
+    if stamps.len() < rows.height or not stamps.len() or not all(_WHOLE_SECOND.search(x) for x in stamps.head(50)):
+        return _busy_overhead(rows)
+    per = (
+        rows.filter(pl.col("end_s").is_not_null())
+        .group_by("log_stamp")
+        .agg(pl.len().alias("n"), pl.col("wall_s").sum().alias("wall"), pl.col("end_s").min().alias("t"))
+        .with_columns(pl.col("t").floor().alias("second"))
+        .sort("second")
+    )
+    seconds = per["second"].to_list()
+    present = set(seconds)
+    intervals = sorted(busy) if busy else None
+    gaps = []
+    for sec, n, wall in zip(seconds, per["n"].to_list(), per["wall"].to_list(), strict=True):
+        if intervals is not None:
+            held = _covered(intervals, sec, sec + 1.0)  # the engine steps only while it holds a request
+        else:
+            held = 1.0 if sec - 1 in present and sec + 1 in present else 0.0
+        if held >= 0.5:
+            gaps.append((held - wall) / n)
+    if len(gaps) < 3:
+        return _busy_overhead(rows)
+    return max(0.0, float(np.median(gaps)))
 
 
 def _busy_overhead(rows: pl.DataFrame) -> float:

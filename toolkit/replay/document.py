@@ -25,8 +25,9 @@ from lltrace.queries import install_views, thresholds
 from lltrace.replay.calibration import (
     Outside,
     counted_preemptions,
-    decoding_at,
     engine_config_for,
+    frontend_load,
+    in_engine_at,
     outside_engine,
     prefix_hits,
     rates,
@@ -34,6 +35,7 @@ from lltrace.replay.calibration import (
 )
 from lltrace.replay.cost import (
     StepCost,
+    fit_by_kind,
     fit_step_cost_from_requests,
     fit_step_cost_without_stalls,
     reference_step_cost,
@@ -153,38 +155,94 @@ class _Replayer:
             if stalled is None
             else list(zip(stalled["start_s"], stalled["start_s"] + stalled["excess_s"], strict=True))
         )
-        # the engine sees a request out.pre after the client sent it (plus the load term, added to the
-        # client's view only); the client sees its end out.post after the engine finished it
+        # the engine's core sees a request out.frontend after the frontend received it; the client sees its
+        # first and last token out.client_first and out.client_last after the engine produced them
         hits = self.hits if cache else None
-        res = simulate(arrival + out.pre, *self.lengths, cfg, cost, cached_tokens=hits, pauses=pauses)
+        res = simulate(arrival + out.frontend, *self.lengths, cfg, cost, cached_tokens=hits, pauses=pauses)
         f = res.requests
+        # the frontend's slowdown with the requests the replayed engine holds when each arrives
         seen = f["arrival_s"].to_numpy()
-        first = seen + f["ttft_s"].fill_null(np.inf).to_numpy()
-        last = seen + f["e2e_s"].fill_null(np.inf).to_numpy()
-        extra = out.per_decoding * decoding_at(seen, first, last)
+        taken = seen + f["wait_s"].fill_null(np.inf).to_numpy()
+        load = out.per_request_in_engine * in_engine_at(seen, taken, seen + f["e2e_s"].fill_null(np.inf).to_numpy())
         res.requests = f.with_columns(
-            (pl.col("arrival_s") - out.pre).alias("arrival_s"),
-            pl.col("ttft_s") + out.pre + pl.Series(extra),
-            pl.col("e2e_s") + out.pre + pl.Series(extra) + out.post,
+            (pl.col("arrival_s") - out.frontend).alias("arrival_s"),
+            pl.col("ttft_s") + out.frontend + out.client_first + pl.Series(load),
+            pl.col("e2e_s") + out.frontend + out.client_last + pl.Series(load),
         )
         return res
 
 
+def _busy_intervals(measured: pl.DataFrame) -> list[tuple[float, float]] | None:
+    """The intervals in which the engine held each request (queued to finished, its spans), where known."""
+    if not {"queued_s", "finished_s"} <= set(measured.columns):
+        return None
+    rows = measured.drop_nulls(["queued_s", "finished_s"])
+    if rows.height == 0:
+        return None
+    return list(zip(rows["queued_s"].to_list(), rows["finished_s"].to_list(), strict=True))
+
+
+def _disturbances(run: Run, stalls: pl.DataFrame | None, t0: float) -> list[tuple[float, float, str]]:
+    """Windows in which the engine ran unlike itself, on the run clock: each stall of the step log (a profiler
+    writing its trace, a long pause) and each profiler trace's window (every operator recorded: slower steps)."""
+    out = []
+    for r in [] if stalls is None else stalls.iter_rows(named=True):
+        out.append((r["start_s"], r["start_s"] + r["wall_s"], f"engine stall at {r['start_s'] - t0:.2f} s"))
+    profiled = run.table("engine_steps").filter((pl.col("source") == "profiler") & pl.col("start_s").is_not_null())
+    if profiled.height:
+        for part in profiled.partition_by("part"):
+            lo, hi = float(part["start_s"].min()), float(part["end_s"].max())  # type: ignore[arg-type]
+            out.append((lo, hi, f"profiler trace window at {lo - t0:.2f} s"))
+    return out
+
+
+def _touched(measured: pl.DataFrame, windows: list[tuple[float, float, str]]) -> np.ndarray:
+    """For each request: whether it was in the engine (arrival to its measured end) during one of ``windows``."""
+    start = measured["arrival_s"].to_numpy()
+    end = start + measured["e2e_s"].fill_null(0.0).to_numpy()
+    touched = np.zeros(start.size, dtype=bool)
+    for lo, hi, _ in windows:
+        touched |= (start < hi) & (end > lo)
+    return touched
+
+
+def _left_out(measured: pl.DataFrame, touched: np.ndarray, after: np.ndarray) -> dict[str, Any] | None:
+    """The requests after the split that a disturbance touched (left out of the score), by id."""
+    out = touched & after
+    if not out.any():
+        return None
+    ids = measured["request_id"].to_list() if "request_id" in measured.columns else [None] * measured.height
+    return {
+        "requests": int(out.sum()),
+        "why": "in the engine during an engine stall or a profiler trace window, which the replay fitted before "
+        "it does not know",
+        "request_ids": [ids[i] for i in np.flatnonzero(out)],
+    }
+
+
 def _validation(
-    measured: pl.DataFrame, split: float, holdout: float, replay_held_out: Callable[[], pl.DataFrame]
+    measured: pl.DataFrame,
+    scored: np.ndarray,
+    holdout: float,
+    replay_held_out: Callable[[], pl.DataFrame],
+    left_out: dict[str, Any] | None = None,
 ) -> dict[str, Any] | None:
-    """The held-out requests' replayed figures (``replay_held_out()``: every request replayed with what was
-    known before the split) against their measured ones; None when nothing was measured to score against."""
-    real_held = measured.filter(pl.col("arrival_s") >= split)
+    """The scored requests' replayed figures (``replay_held_out()``: every request replayed with what was
+    known before the first of them) against their measured ones; None when nothing was measured to score
+    against. A figure measured under ``mape_floor_s`` (1 ms) is scored by its absolute error, not MAPE."""
+    mask = pl.Series(scored)
+    real_held = measured.filter(mask)
     real_s = summarize(real_held)
     if all(real_s[m]["mean"] is None for m in METRICS):
         return None  # an arrival trace: nothing measured to score against
-    pred_s = summarize(replay_held_out().filter(pl.col("arrival_s") >= split))
+    pred_s = summarize(replay_held_out().filter(mask))
+    floor = thresholds()["mape_floor_s"]
     out: dict[str, Any] = {
-        "method": f"step cost fitted on data before the arrival of the first {1 - holdout:.0%} of requests "
-        "(engine stalls after it unknown to the replay); "
+        "method": f"step cost fitted on data before the arrival of the last {holdout:.0%} of the requests no "
+        "engine stall or profiler window touched (stalls after it unknown to the replay); "
         f"all requests replayed; the {real_held.height} requests arriving after it scored",
         "requests": real_held.height,
+        "left_out": left_out,
         "replayed": pred_s,
         "measured": real_s,
         "mape": {m: {q: _mape(pred_s[m][q], real_s[m][q]) for q in _QUANTITIES} for m in METRICS},
@@ -195,6 +253,18 @@ def _validation(
             }
             for m in METRICS
         },
+    }
+    out["scored_by"] = {
+        m: {q: "abs_error" if real_s[m][q] is not None and abs(real_s[m][q]) < floor else "mape" for q in _QUANTITIES}
+        for m in METRICS
+    }
+    out["abs_within_floor"] = {
+        m: {
+            q: abs(out["abs_error_s"][m][q]) <= floor
+            for q in _QUANTITIES
+            if out["scored_by"][m][q] == "abs_error" and out["abs_error_s"][m][q] is not None
+        }
+        for m in METRICS
     }
     # DESIGN.md's flat keys, e.g. ttft_mean_mape, queue_median_mape
     for m in METRICS:
@@ -272,30 +342,50 @@ def replay(
     arrival = measured["arrival_s"].to_numpy()
     lengths = (measured["input_tokens"].to_numpy(), measured["output_tokens"].to_numpy())
     t0 = float(arrival.min())
-    # the first (1 - holdout) of the requests by arrival calibrate; the rest are held out
-    split = float(arrival[min(len(arrival) - 1, int(round((1 - holdout) * len(arrival))))])
     stalls = early_stalls = None
+    if from_log and ref is None:
+        busy = _busy_intervals(measured)
+        cost, stalls = fit_step_cost_without_stalls(steps, busy)
+    clean_steps = steps
+    if stalls is not None and stalls.height:
+        clean_steps = steps.with_row_index("row").filter(~pl.col("row").is_in(stalls["row"].implode())).drop("row")
+    disturbed = _disturbances(run, stalls, t0)
+    # the last `holdout` of the requests no disturbance touched are scored; everything before the first of
+    # them calibrates; disturbed requests after it are left out of the score (listed)
+    touched = _touched(measured, disturbed)
+    clean = np.flatnonzero(~touched)
+    pool = clean if clean.size >= 10 else np.arange(len(arrival))
+    first_scored = pool[min(pool.size - 1, int(round((1 - holdout) * pool.size)))]
+    split = float(arrival[first_scored])
+    scored = (arrival >= split) & (~touched if pool is clean else np.ones_like(touched))
     if ref is not None:
         early = cost = ref[0]
         source = f"reference {ref[2]['model']} on {ref[2]['gpu']} (roofline, not fitted to this run)"
     elif from_log:
-        early, early_stalls = fit_step_cost_without_stalls(steps.filter(pl.col("start_s") < split))
-        cost, stalls = fit_step_cost_without_stalls(steps)
+        early, early_stalls = fit_step_cost_without_stalls(steps.filter(pl.col("start_s") < split), busy)
         source = "engine_steps (server log iteration lines)"
     else:
         early = fit_step_cost_from_requests(measured.filter(pl.col("arrival_s") < split))
         cost = fit_step_cost_from_requests(measured)
         source = "per-request decode times (no step log): decode steps, mean decode batch, prompts prefilled meanwhile"
-    outside_early = outside_engine(measured.filter(pl.col("arrival_s") < split))
+    early_rows = (measured["arrival_s"] < split).to_numpy()
+    outside_early = outside_engine(measured.filter(pl.Series(early_rows)))
     outside = outside_engine(measured)
     hits, hits_basis = prefix_hits(run, measured)
     replayer = _Replayer(lengths, hits, settings)
+    # the frontend's load term, measured against the replay's own step waits (calibration requests only)
+    first = replayer.run(arrival, replayer.config({}), early, outside_early, stalled=early_stalls).requests
+    outside_early = frontend_load(
+        measured.filter(pl.Series(early_rows)), first.filter(pl.Series(early_rows)), outside_early
+    )
+    first = replayer.run(arrival, replayer.config({}), cost, outside, stalled=stalls).requests
+    outside = frontend_load(measured, first, outside)
 
     def held_out() -> pl.DataFrame:
         # only what was known before the split: the early fit and the stalls measured before it
         return replayer.run(arrival, replayer.config({}), early, outside_early, stalled=early_stalls).requests
 
-    validation = _validation(measured, split, holdout, held_out)
+    validation = _validation(measured, scored, holdout, held_out, _left_out(measured, touched, arrival >= split))
     base = replayer.run(arrival, replayer.config({}), cost, outside, stalled=stalls)
     baseline = _outcome(base) | {"measured": summarize(measured), "measured_preemptions": counted_preemptions(run)}
 
@@ -323,7 +413,8 @@ def replay(
         },
         "engine": settings,
         "model": None if the_model is None else {"name": the_model.name, "origin": model_origin},
-        "calibration": _calibration(source, cost, outside, stalls, t0),
+        "calibration": _calibration(source, cost, outside, stalls, t0)
+        | {"fit_by_kind": fit_by_kind(clean_steps, cost) if from_log and ref is None else None},
         "validation": validation,
         "prefix_cache": None
         if hits is None
@@ -392,9 +483,12 @@ def _calibration(source: str, cost: StepCost, outside: Outside, stalls: pl.DataF
         "c_decode_s_per_token": cost.c_decode,
         "steps": cost.steps,
         "outside_engine_s": {
-            "before_first_token": outside.pre,
-            "before_first_token_per_decoding_request": outside.per_decoding,
-            "after_last_token": outside.post,
+            "frontend": outside.frontend,
+            "client_first_token": outside.client_first,
+            "client_last_token": outside.client_last,
+            "frontend_per_request_in_engine": outside.per_request_in_engine,
+            "basis": outside.basis,
+            "load_basis": outside.load_basis,
         },
         "r2": cost.r2,
         "step_mape": cost.mape,

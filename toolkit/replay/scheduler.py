@@ -97,6 +97,7 @@ class _Scheduler:
         self.computed = [0] * n  # tokens whose KV is in cache
         self.generated = [0] * n  # output tokens produced
         self.blocks = [0] * n
+        self.queued = [math.nan] * n  # the step boundary at which the engine took it into its queue
         self.first_sched = [math.nan] * n
         self.first_token = [math.nan] * n
         self.finished = [math.nan] * n
@@ -379,11 +380,18 @@ class _Scheduler:
             used += more
             steps += 1
         if steps:
+            t0 = self.t
             self.decode_steps += steps
             self.free -= used
             self.t += steps * dt
             self.busy += steps * dt
             self.steps += steps
+            # arrivals during the run of steps join the queue at the end of the step they arrived in
+            while self.nxt < self.n and self.arr[self.arrivals[self.nxt]] <= self.t:
+                r = self.arrivals[self.nxt]
+                self.waiting.append(r)
+                self.queued[r] = t0 + _steps_before(self.arr[r] - t0, dt) * dt
+                self.nxt += 1
 
     def run(self, fast_forward: bool) -> None:
         n, arr, arrivals, pauses = self.n, self.arr, self.arrivals, self.pauses
@@ -394,6 +402,7 @@ class _Scheduler:
                 continue
             while self.nxt < n and arr[arrivals[self.nxt]] <= self.t:
                 self.waiting.append(arrivals[self.nxt])
+                self.queued[arrivals[self.nxt]] = self.t
                 self.nxt += 1
             if not self.running and not self.waiting:
                 self.t = arr[arrivals[self.nxt]]
@@ -433,6 +442,10 @@ def simulate(
 ) -> ReplayResult:
     """Replay requests through the scheduler model; returns per-request queue, TTFT, TPOT and e2e.
 
+    As in vLLM V1's engine core, a request that arrives while a step runs is taken into the queue when the
+    step ends (``wait_s`` after it arrived): its queue time counts from there (the engine's ``queued`` time),
+    its TTFT and e2e from arrival.
+
     ``cached_tokens`` (prefix-cache hits) skips that many prompt tokens of a request's first prefill (at
     least one prompt token is always computed); their KV blocks are still allocated to the request (a
     conservative reading of vLLM's shared, ref-counted blocks). A re-prefill after preemption recomputes all.
@@ -461,6 +474,7 @@ def simulate(
     s.run(fast_forward)
 
     fs = np.array(s.first_sched)
+    qd = np.array(s.queued)
     ft = np.array(s.first_token)
     fin = np.array(s.finished)
     out_f = out.astype(float)
@@ -470,7 +484,8 @@ def simulate(
             "arrival_s": arr,
             "input_tokens": inp,
             "output_tokens": out,
-            "queue_s": fs - arr,
+            "queue_s": fs - qd,
+            "wait_s": qd - arr,
             "ttft_s": ft - arr,
             "e2e_s": fin - arr,
             "tpot_s": np.where(out_f > 1, (fin - ft) / np.maximum(out_f - 1, 1), np.nan),
