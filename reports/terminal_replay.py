@@ -83,6 +83,33 @@ def render_replay(doc: dict[str, Any]) -> Group:
         left = doc["validation"].get("left_out")
         if left:
             parts.append(Text(f"left out of the score: {left['requests']} requests, {left['why']}"))
+    x = doc.get("cross_validation")
+    if x:
+        t = Table(title=f"cross-run validation: {x['method']}")
+        for col in (
+            "metric",
+            "replayed mean",
+            "measured mean",
+            "MAPE mean",
+            "replayed p50",
+            "measured p50",
+            "MAPE p50",
+        ):
+            t.add_column(col, justify="left" if col == "metric" else "right")
+        for m in ("queue_s", "ttft_s", "tpot_s", "e2e_s"):
+            cells = []
+            for q in ("mean", "p50"):
+                row = {
+                    f"by_{q}": x["scored_by"][m][q],
+                    f"abs_{q}": x["abs_error_s"][m][q],
+                    f"mape_{q}": x["mape"][m][q],
+                }
+                cells += [_seconds(x["replayed"][m][q], m), _seconds(x["measured"][m][q], m), _score(row, q)]
+            t.add_row(m, *cells)
+        p = x["preemptions"]
+        measured = "-" if p["measured"] is None else f"{p['measured']:.0f}"
+        t.caption = f"preemptions: replayed {p['replayed']}, measured {measured}"
+        parts.append(t)
     b = doc["baseline"]
     counted = "not counted" if b["measured_preemptions"] is None else f"{b['measured_preemptions']:.0f} counted"
     t = Table(title=f"baseline replay: {b['preemptions']} preemptions ({counted}); what-ifs are estimates")

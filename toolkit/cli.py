@@ -419,6 +419,14 @@ def replay_cli(
             "--reference", help="MODEL@GPU: step cost from the catalog's roofline, for traces with no timings."
         ),
     ] = None,
+    calibrate_on: Annotated[
+        str | None,
+        typer.Option(
+            "--calibrate-on",
+            help="Another run (id or path) of the same engine, model and machine: fit on it, replay this run, "
+            "and report that validation too.",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the replay document as JSON.")] = False,
     quiet: QuietOpt = False,
 ) -> None:
@@ -434,6 +442,7 @@ def replay_cli(
             quant=quant,
             reference=reference,
             model=model,
+            calibrate_on=calibrate_on,
         )
     if as_json:
         _json(doc)

@@ -110,6 +110,7 @@ def _outcome(res: ReplayResult) -> dict[str, Any]:
         "makespan_s": _makespan(res.requests),
         "queue_median_s": summary["queue_s"]["p50"],
         "preemptions": res.preemptions,
+        "prefill_tokens": res.prefill_tokens,
         "steps": res.steps,
         "busy_s": res.busy_s,
         "max_running": res.max_running,
@@ -182,6 +183,100 @@ def _busy_intervals(measured: pl.DataFrame) -> list[tuple[float, float]] | None:
     return list(zip(rows["queued_s"].to_list(), rows["finished_s"].to_list(), strict=True))
 
 
+def _fit_run(run: Run, measured: pl.DataFrame) -> tuple[StepCost, pl.DataFrame | None, Outside]:
+    """The step cost (its stalls left out) and the time outside the engine, fitted on all of a run."""
+    steps = run.table("engine_steps").filter(pl.col("source") == "log")
+    if steps.height >= 3:
+        cost, stalls = fit_step_cost_without_stalls(steps, _busy_intervals(measured))
+    else:
+        cost, stalls = fit_step_cost_from_requests(measured), None
+    return cost, stalls, outside_engine(measured)
+
+
+def _cross_validation(
+    run: Run,
+    other_target: Target,
+    measured: pl.DataFrame,
+    replayer: _Replayer,
+    touched: np.ndarray,
+    preemptions: float | None,
+) -> dict[str, Any]:
+    """This run's requests replayed with a step cost and outside-engine time fitted on another run (of the same
+    engine, model and machine), scored against what this run measured."""
+    other = open_run(other_target, run.store)
+    if other.id == run.id:
+        raise AnalysisError("--calibrate-on names the replayed run itself; give another run")
+    other_measured = _measured(other)
+    cost, stalls, out = _fit_run(other, other_measured)
+    other_replayer = _Replayer(
+        (other_measured["input_tokens"].to_numpy(), other_measured["output_tokens"].to_numpy()),
+        prefix_hits(other, other_measured)[0],
+        engine_config_for(other),
+    )
+    if other_replayer.settings["kv_blocks"]["value"] is not None:
+        arrival_other = other_measured["arrival_s"].to_numpy()
+        first = other_replayer.run(arrival_other, other_replayer.config({}), cost, out, stalled=stalls).requests
+        out = frontend_load(other_measured, first, out)
+    arrival = measured["arrival_s"].to_numpy()
+    res = replayer.run(arrival, replayer.config({}), cost, out)
+    scored = pl.Series(~touched)
+    real, pred = summarize(measured.filter(scored)), summarize(res.requests.filter(scored))
+    doc = _scores(real, pred)
+    left = int(touched.sum())
+    return {
+        "calibrated_on": other.id,
+        "method": f"step cost and time outside the engine fitted on all of {other.id}; this run's requests "
+        "replayed with its own settings; "
+        + (f"{left} in an engine stall or profiler window left out, " if left else "")
+        + f"{int((~touched).sum())} scored",
+        "requests": int((~touched).sum()),
+        "c0_s": cost.c0,
+        "overhead_s": cost.overhead,
+        "c_prefill_s_per_token": cost.c_prefill,
+        "c_decode_s_per_token": cost.c_decode,
+        "preemptions": {"replayed": res.preemptions, "measured": preemptions},
+        "preemptions_mape": _mape_count(res.preemptions, preemptions),
+    } | doc
+
+
+def _mape_count(pred: float, real: float | None) -> float | None:
+    return None if real is None or real == 0 else abs(pred - real) / real
+
+
+def _scores(real_s: dict[str, Any], pred_s: dict[str, Any]) -> dict[str, Any]:
+    """Replayed against measured summaries: MAPE (None under the 1 ms floor), absolute errors, how each figure
+    is scored, and DESIGN.md's flat keys (``ttft_mean_mape``, ``queue_median_mape``, ...)."""
+    floor = thresholds()["mape_floor_s"]
+    out: dict[str, Any] = {
+        "replayed": pred_s,
+        "measured": real_s,
+        "mape": {m: {q: _mape(pred_s[m][q], real_s[m][q]) for q in _QUANTITIES} for m in METRICS},
+        "abs_error_s": {
+            m: {
+                q: None if pred_s[m][q] is None or real_s[m][q] is None else pred_s[m][q] - real_s[m][q]
+                for q in _QUANTITIES
+            }
+            for m in METRICS
+        },
+    }
+    out["scored_by"] = {
+        m: {q: "abs_error" if real_s[m][q] is not None and abs(real_s[m][q]) < floor else "mape" for q in _QUANTITIES}
+        for m in METRICS
+    }
+    out["abs_within_floor"] = {
+        m: {
+            q: abs(out["abs_error_s"][m][q]) <= floor
+            for q in _QUANTITIES
+            if out["scored_by"][m][q] == "abs_error" and out["abs_error_s"][m][q] is not None
+        }
+        for m in METRICS
+    }
+    for m in METRICS:
+        for q, word in (("mean", "mean"), ("p50", "median"), ("p90", "p90")):
+            out[f"{m.removesuffix('_s')}_{word}_mape"] = out["mape"][m][q]
+    return out
+
+
 def _disturbances(run: Run, stalls: pl.DataFrame | None, t0: float) -> list[tuple[float, float, str]]:
     """Windows in which the engine ran unlike itself, on the run clock: each stall of the step log (a profiler
     writing its trace, a long pause) and each profiler trace's window (every operator recorded: slower steps)."""
@@ -236,41 +331,13 @@ def _validation(
     if all(real_s[m]["mean"] is None for m in METRICS):
         return None  # an arrival trace: nothing measured to score against
     pred_s = summarize(replay_held_out().filter(mask))
-    floor = thresholds()["mape_floor_s"]
-    out: dict[str, Any] = {
+    return {
         "method": f"step cost fitted on data before the arrival of the last {holdout:.0%} of the requests no "
         "engine stall or profiler window touched (stalls after it unknown to the replay); "
         f"all requests replayed; the {real_held.height} requests arriving after it scored",
         "requests": real_held.height,
         "left_out": left_out,
-        "replayed": pred_s,
-        "measured": real_s,
-        "mape": {m: {q: _mape(pred_s[m][q], real_s[m][q]) for q in _QUANTITIES} for m in METRICS},
-        "abs_error_s": {
-            m: {
-                q: None if pred_s[m][q] is None or real_s[m][q] is None else pred_s[m][q] - real_s[m][q]
-                for q in _QUANTITIES
-            }
-            for m in METRICS
-        },
-    }
-    out["scored_by"] = {
-        m: {q: "abs_error" if real_s[m][q] is not None and abs(real_s[m][q]) < floor else "mape" for q in _QUANTITIES}
-        for m in METRICS
-    }
-    out["abs_within_floor"] = {
-        m: {
-            q: abs(out["abs_error_s"][m][q]) <= floor
-            for q in _QUANTITIES
-            if out["scored_by"][m][q] == "abs_error" and out["abs_error_s"][m][q] is not None
-        }
-        for m in METRICS
-    }
-    # DESIGN.md's flat keys, e.g. ttft_mean_mape, queue_median_mape
-    for m in METRICS:
-        for q, word in (("mean", "mean"), ("p50", "median"), ("p90", "p90")):
-            out[f"{m.removesuffix('_s')}_{word}_mape"] = out["mape"][m][q]
-    return out
+    } | _scores(real_s, pred_s)
 
 
 def replay(
@@ -284,6 +351,7 @@ def replay(
     kv_dtype: str = "bf16",
     reference: str | None = None,
     model: str | None = None,
+    calibrate_on: Target | None = None,
 ) -> dict[str, Any]:
     """The replay document (``lltrace replay --json``) of a run: a ``Run``, a stored run's id, or its paths.
 
@@ -302,7 +370,9 @@ def replay(
     recorded run. ``reference`` (``"MODEL@GPU"``) replaces calibration with the roofline's step cost, for
     arrival traces with no timings (Azure, Mooncake, BurstGPT); the validation then scores it where the run
     has measured latencies, and is absent where it has none. The document is kept in the store as the run's
-    latest replay (``lltrace report`` shows it).
+    latest replay (``lltrace report`` shows it). ``calibrate_on`` (another run of the same engine, model and
+    machine) adds ``cross_validation``: the step cost and the time outside the engine fitted on all of that run,
+    this run's requests replayed with this run's settings and scored, queue and preemptions included.
     """
     cases = checked_what_ifs(what_ifs)  # every case checked before any work
     run = open_run(path_or_run, as_store(store))
@@ -337,7 +407,14 @@ def replay(
             "give a reference, e.g. --reference llama-2-7b@A100-80GB"
         )
     if settings["kv_blocks"]["value"] is None:
-        raise AnalysisError("replay needs the KV cache size (server log 'KV cache size' or num_gpu_blocks_override)")
+        # no source states the KV cache: room for every request at once (the replay cannot show KV pressure)
+        bs = int(settings["block_size"]["value"])
+        whole = (measured["input_tokens"] + measured["output_tokens"] + bs - 1) // bs
+        settings["kv_blocks"] = {
+            "value": int(whole.sum()),
+            "origin": "assumed: room for every request at once (no source states the KV cache size: give the "
+            "server log, or --what-if kv_blocks=N); the replay cannot show KV pressure or preemption",
+        }
 
     arrival = measured["arrival_s"].to_numpy()
     lengths = (measured["input_tokens"].to_numpy(), measured["output_tokens"].to_numpy())
@@ -404,6 +481,9 @@ def replay(
     )
     results = [_what_if(w, start, replayer, outside, stalls, baseline) for w in cases]
     sweeps = _sweeps(cases)
+    cross = None
+    if calibrate_on is not None:
+        cross = _cross_validation(run, calibrate_on, measured, replayer, touched, counted_preemptions(run))
     doc = {
         "run": run.id,
         "requests": {
@@ -416,6 +496,7 @@ def replay(
         "calibration": _calibration(source, cost, outside, stalls, t0)
         | {"fit_by_kind": fit_by_kind(clean_steps, cost) if from_log and ref is None else None},
         "validation": validation,
+        "cross_validation": cross,
         "prefix_cache": None
         if hits is None
         else {

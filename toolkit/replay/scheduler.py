@@ -50,6 +50,7 @@ class ReplayResult:
     max_waiting: int
     peak_kv_blocks: int
     notes: list[str] = field(default_factory=list)
+    prefill_tokens: int = 0  # prompt tokens computed (prefix-cache hits excluded, recomputation included)
 
 
 def _steps_before(span: float, dt: float) -> int:
@@ -113,6 +114,7 @@ class _Scheduler:
         self.next_pause = 0
         self.done = self.steps = self.preemptions = self.max_running = self.max_waiting = self.peak_blocks = 0
         self.busy = 0.0
+        self.prefill_tokens = 0
         self.notes: list[str] = []
         # decoder aggregate
         self.decode_steps = 0
@@ -216,6 +218,7 @@ class _Scheduler:
         return 2
 
     def _run_step(self, p_tokens: int, d_tokens: int, ctx: int) -> float:
+        self.prefill_tokens += p_tokens
         dt = self.cost(p_tokens, d_tokens, ctx)
         self.t += dt
         self.busy += dt
@@ -493,4 +496,6 @@ def simulate(
             "status": s.status,
         }
     ).with_columns(pl.col(pl.Float64).fill_nan(None))
-    return ReplayResult(frame, s.steps, s.preemptions, s.busy, s.max_running, s.max_waiting, s.peak_blocks, s.notes)
+    return ReplayResult(
+        frame, s.steps, s.preemptions, s.busy, s.max_running, s.max_waiting, s.peak_blocks, s.notes, s.prefill_tokens
+    )

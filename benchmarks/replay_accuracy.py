@@ -1,0 +1,105 @@
+"""Replay accuracy on the real vLLM runs in ``../shared/data/vllm_cpu/``: the replay's own validations and the
+real what-if pair, predicted against measured.
+
+For every run (A, B, B2, D, E): the held-out validation (step cost fitted before the last 30 % of the requests
+no stall or profiler window touched, every request replayed, those scored). For each pair of runs of the same
+machine (A, B, B2 on one; D, E on another, as ``vllm_cpu/README.md`` says): ``--calibrate-on`` the other run,
+all of this run's requests scored. Then the real what-if: B replayed with ``kv_blocks=80`` against B2, which is B's
+workload really run with 80 blocks; and E with ``prefix_caching=off`` (its prompt tokens all prefilled).
+
+Prints Markdown tables (MAPE of the mean, or the absolute error of a figure measured under 1 ms, marked ±):
+the README's replay section is this output. Measured figures come from the runs' own files (client latencies,
+engine spans, the engine's preemption counter), never from the replay.
+
+    python benchmarks/replay_accuracy.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from lltrace.replay.document import replay
+
+RUNS = Path(__file__).resolve().parents[2] / "shared" / "data" / "vllm_cpu"
+NAMES = {"A": "A_baseline", "B": "B_kvpressure", "B2": "B2_kv2x", "D": "D_chunked", "E": "E_prefix"}
+PAIRS = [("A", "B"), ("B", "A"), ("B", "B2"), ("B2", "B"), ("D", "E"), ("E", "D")]
+METRICS = ("queue_s", "ttft_s", "tpot_s", "e2e_s")
+
+
+def _cell(scores: dict[str, Any] | None, metric: str, q: str = "mean") -> str:
+    if not scores:
+        return "-"
+    if scores["scored_by"][metric][q] == "abs_error":
+        err = scores["abs_error_s"][metric][q]
+        return "-" if err is None else f"±{abs(err) * 1e3:.2f} ms"
+    mape = scores["mape"][metric][q]
+    return "-" if mape is None else f"{mape:.0%}"
+
+
+def _row(label: str, scores: dict[str, Any] | None, extra: str = "") -> str:
+    n = "-" if not scores else str(scores["requests"])
+    cells = " | ".join(_cell(scores, m) for m in METRICS)
+    return f"| {label} | {n} | {cells} |{extra}"
+
+
+def main() -> None:
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Path(tmp) / "store"
+        docs = {k: replay(RUNS / v, store=store) for k, v in NAMES.items()}
+        print("Held-out validation (MAPE of the mean; ± absolute error where the measured mean is under 1 ms)\n")
+        print("| run | scored | queue | TTFT | TPOT | e2e | left out |")
+        print("|---|---|---|---|---|---|---|")
+        for k, d in docs.items():
+            v = d["validation"]
+            left = (v or {}).get("left_out") or {}
+            print(_row(k, v, f" {left.get('requests', 0)} |"))
+        print("\nCalibrated on one run, replaying another of the same machine (`--calibrate-on`)\n")
+        print(
+            "| replayed ← calibrated on | scored | queue | TTFT | TPOT | e2e | queue p50 "
+            "| preemptions (replayed / measured) |"
+        )
+        print("|---|---|---|---|---|---|---|---|")
+        for run, on in PAIRS:
+            x = replay(RUNS / NAMES[run], store=store, calibrate_on=RUNS / NAMES[on])["cross_validation"]
+            p = x["preemptions"]
+            measured = "-" if p["measured"] is None else f"{p['measured']:.0f}"
+            print(_row(f"{run} ← {on}", x, f" {_cell(x, 'queue_s', 'p50')} | {p['replayed']} / {measured} |"))
+        print("\nThe real what-ifs: predicted against the run that really had the setting\n")
+        print("| what-if | figure | predicted | measured | error |")
+        print("|---|---|---|---|---|")
+        b = replay(RUNS / NAMES["B"], store=store, what_ifs=["kv_blocks=80"])
+        kv80 = b["whatifs"][0]
+        b2 = docs["B2"]["baseline"]
+        pairs = [
+            ("median queue, s", kv80["summary"]["queue_s"]["p50"], b2["measured"]["queue_s"]["p50"]),
+            ("median TTFT, s", kv80["summary"]["ttft_s"]["p50"], b2["measured"]["ttft_s"]["p50"]),
+            ("median e2e, s", kv80["summary"]["e2e_s"]["p50"], b2["measured"]["e2e_s"]["p50"]),
+            ("preemptions", kv80["preemptions"], b2["measured_preemptions"]),
+        ]
+        for figure, pred, real in pairs:
+            err = "-" if not real else f"{abs(pred - real) / real:.0%}"
+            print(f"| B kv_blocks=80 → B2 | {figure} | {pred:,.3f} | {real:,.3f} | {err} |")
+        e = replay(RUNS / NAMES["E"], store=store, what_ifs=["prefix_caching=off"])
+        off, base = e["whatifs"][0], e["baseline"]
+        extra = off["prefill_tokens"] - base["prefill_tokens"]
+        prefill_only = extra / e["requests"]["replayed"] * e["calibration"]["c_prefill_s_per_token"]
+        rise = off["summary"]["ttft_s"]["mean"] - base["summary"]["ttft_s"]["mean"]
+        print(
+            f"| E prefix_caching=off | prompt tokens prefilled | {off['prefill_tokens']:,} | "
+            f"{base['prefill_tokens']:,} with the cache | - |"
+        )
+        print(
+            f"| E prefix_caching=off | mean TTFT rise, s | {rise:.3f} | {prefill_only:.3f} (the extra {extra:,} tokens "
+            f"at the fitted prefill rate alone) | {rise / prefill_only - 1:+.0%} |"
+        )
+    print(f"\n{time.perf_counter() - started:.0f} s (ingest included)")
+
+
+if __name__ == "__main__":
+    main()
