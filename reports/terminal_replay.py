@@ -86,16 +86,10 @@ def render_replay(doc: dict[str, Any]) -> Group:
     x = doc.get("cross_validation")
     if x:
         t = Table(title=f"cross-run validation: {x['method']}")
-        for col in (
-            "metric",
-            "replayed mean",
-            "measured mean",
-            "MAPE mean",
-            "replayed p50",
-            "measured p50",
-            "MAPE p50",
-        ):
-            t.add_column(col, justify="left" if col == "metric" else "right")
+        t.add_column("metric")
+        for q in ("mean", "p50"):
+            for what in ("replayed", "measured", "MAPE"):
+                t.add_column(f"{what} {q}", justify="right")
         for m in ("queue_s", "ttft_s", "tpot_s", "e2e_s"):
             cells = []
             for q in ("mean", "p50"):

@@ -528,6 +528,15 @@ def test_calibrated_on_b_the_replay_of_b2_holds_its_queue_and_preemptions(kv_run
     assert x["c_decode_s_per_token"] == b["calibration"]["c_decode_s_per_token"]
     # the profiled burst (B2's profiler window and the trace flush stall) is left out of the score, by count
     assert x["requests"] == 64
+    from rich.console import Console
+
+    from lltrace.reports.terminal_replay import render_replay
+
+    console = Console(width=160, record=True)
+    console.print(render_replay(doc))
+    text = console.export_text()
+    assert "cross-run validation" in text
+    assert f"preemptions: replayed {x['preemptions']['replayed']}, measured 37" in text
     with pytest.raises(AnalysisError, match="itself"):
         replay(kv_runs["B2_kv2x"], calibrate_on=kv_runs["B2_kv2x"].id, store=kv_runs["B2_kv2x"].store)
 
