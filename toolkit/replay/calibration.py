@@ -11,7 +11,7 @@ import numpy as np
 import polars as pl
 
 from lltrace.physics.catalog import Model, find_model, model_or_error
-from lltrace.replay.cost import StepCost
+from lltrace.replay.cost import StepCost, open_at
 from lltrace.store import Run
 
 
@@ -125,11 +125,6 @@ class Outside:
     load_basis: str | None = None
 
 
-def _in_flight_at(times: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """How many of the intervals (start, end) hold each of ``times`` strictly inside."""
-    return np.searchsorted(np.sort(start), times, "left") - np.searchsorted(np.sort(end), times, "right")
-
-
 def outside_engine(requests: pl.DataFrame) -> Outside:
     """:class:`Outside` measured on ``requests`` (the calibration window's), zeros where no source times it.
 
@@ -145,7 +140,7 @@ def outside_engine(requests: pl.DataFrame) -> Outside:
         if rows.height:
             arrival, queued = rows["arrival_s"].to_numpy(), rows["queued_s"].to_numpy()
             lead = queued - arrival
-            idle = _in_flight_at(arrival, queued, rows["finished_s"].to_numpy()) == 0
+            idle = open_at(arrival, queued, rows["finished_s"].to_numpy()) == 0
             if idle.sum() >= 3:
                 out["frontend"] = float(np.median(lead[idle]))
                 why.append(f"frontend: median over the {int(idle.sum())} requests that arrived at an idle engine")
@@ -172,13 +167,6 @@ def rates(cost: StepCost) -> dict[str, float | None]:
     }
 
 
-def in_engine_at(times: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """How many of the intervals [start, end) (requests the engine holds) are open at each of ``times``."""
-    return (np.searchsorted(np.sort(start), times, "right") - np.searchsorted(np.sort(end), times, "right")).astype(
-        float
-    )
-
-
 def frontend_load(requests: pl.DataFrame, replayed: pl.DataFrame, out: Outside) -> Outside:
     """``out`` with its ``per_request_in_engine``, measured on the engine's spans of ``requests`` (the
     calibration window's).
@@ -198,7 +186,7 @@ def frontend_load(requests: pl.DataFrame, replayed: pl.DataFrame, out: Outside) 
     ).to_numpy() & replayed["wait_s"].is_not_null().to_numpy()
     arrival = requests["arrival_s"].to_numpy()[ok]
     queued = requests["queued_s"].to_numpy()[ok]
-    held = in_engine_at(arrival, queued, requests["finished_s"].to_numpy()[ok])
+    held = open_at(arrival, queued, requests["finished_s"].to_numpy()[ok])
     rest = (queued - arrival) - out.frontend - replayed["wait_s"].to_numpy()[ok]
     busy = held > 0
     if busy.sum() < 10:

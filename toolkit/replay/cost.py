@@ -61,8 +61,9 @@ def _mean_concurrency(start: np.ndarray, end: np.ndarray) -> np.ndarray:
     return np.where(width > 0, (integral(end) - integral(start)) / np.where(width > 0, width, 1), 1.0)
 
 
-def _decoding_at(times: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """How many of the windows [start, end) are open at each of ``times``."""
+def open_at(times: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """How many of the intervals [start, end) are open at each of ``times`` (requests decoding, or held by the
+    engine, when something happens)."""
     return (np.searchsorted(np.sort(start), times, "right") - np.searchsorted(np.sort(end), times, "right")).astype(
         float
     )
@@ -129,7 +130,7 @@ def fit_step_cost_from_requests(requests: pl.DataFrame) -> StepCost:
     computed = pre["input_tokens"].to_numpy().astype(float)
     if "cached_tokens" in pre.columns:
         computed = computed - pre["cached_tokens"].fill_null(0).to_numpy()
-    beside = _decoding_at(pre["first_token_s"].to_numpy() - pre["prefill_s"].to_numpy(), start, end)
+    beside = open_at(pre["first_token_s"].to_numpy() - pre["prefill_s"].to_numpy(), start, end)
     y_pre = pre["prefill_s"].to_numpy()
     cols = [
         np.concatenate([steps_n, np.ones_like(y_pre)]),

@@ -27,7 +27,6 @@ from lltrace.replay.calibration import (
     counted_preemptions,
     engine_config_for,
     frontend_load,
-    in_engine_at,
     outside_engine,
     prefix_hits,
     rates,
@@ -38,6 +37,7 @@ from lltrace.replay.cost import (
     fit_by_kind,
     fit_step_cost_from_requests,
     fit_step_cost_without_stalls,
+    open_at,
     reference_step_cost,
 )
 from lltrace.replay.scheduler import EngineConfig, ReplayResult, simulate
@@ -164,7 +164,7 @@ class _Replayer:
         # the frontend's slowdown with the requests the replayed engine holds when each arrives
         seen = f["arrival_s"].to_numpy()
         taken = seen + f["wait_s"].fill_null(np.inf).to_numpy()
-        load = out.per_request_in_engine * in_engine_at(seen, taken, seen + f["e2e_s"].fill_null(np.inf).to_numpy())
+        load = out.per_request_in_engine * open_at(seen, taken, seen + f["e2e_s"].fill_null(np.inf).to_numpy())
         res.requests = f.with_columns(
             (pl.col("arrival_s") - out.frontend).alias("arrival_s"),
             pl.col("ttft_s") + out.frontend + out.client_first + pl.Series(load),
