@@ -72,9 +72,31 @@ def ingest_llmperf_summary(path: str, stage: Path, part: int, **_: Any) -> Sourc
     data = load_json(path)
     if not isinstance(data, dict):
         raise TraceFormatError(path, "line 1", "expected one JSON object")
-    info.details["summary"] = {k: v for k, v in data.items() if not re.match(r".*_quantiles_p(25|75|95)$", k)}
+    summary = {k: v for k, v in data.items() if not re.match(r".*_quantiles_p(25|75|95)$", k)}
+    # the figures the client summary reads: a text where LLMPerf writes a number is dropped, and said
+    text = sorted(
+        k
+        for k, v in summary.items()
+        if _LLMPERF_FIGURE.match(k) and v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)))
+    )
+    for k in text:
+        summary[k] = None
+    if text:
+        info.warnings.append(
+            f"{path}: {len(text)} figure(s) are not numbers, left NULL: {', '.join(text[:5])}"
+            + (f" and {len(text) - 5} more" if len(text) > 5 else "")
+        )
+        info.details["text_figures"] = len(text)
+    info.details["summary"] = summary
     info.records = 1
     return info
+
+
+# the LLMPerf summary keys read as figures (min and max LLMPerf itself writes as text: not read)
+_LLMPERF_FIGURE = re.compile(
+    r"^(num_concurrent_requests|results_num_completed_requests(_per_min)?|results_number_errors"
+    r"|results_mean_output_throughput_token_per_s|results_\w+_(mean|quantiles_p(50|90|99)))$"
+)
 
 
 # -- shared helpers ------------------------------------------------------------------------------------
