@@ -420,9 +420,11 @@ def replay(
     lengths = (measured["input_tokens"].to_numpy(), measured["output_tokens"].to_numpy())
     t0 = float(arrival.min())
     stalls = early_stalls = None
-    if from_log and ref is None:
-        busy = _busy_intervals(measured)
-        cost, stalls = fit_step_cost_without_stalls(steps, busy)
+    busy = _busy_intervals(measured)
+    if ref is None:
+        cost, stalls, outside = _fit_run(run, measured)  # all of the run: the baseline and the what-ifs
+    else:
+        outside = outside_engine(measured)
     clean_steps = steps
     if stalls is not None and stalls.height:
         clean_steps = steps.with_row_index("row").filter(~pl.col("row").is_in(stalls["row"].implode())).drop("row")
@@ -443,11 +445,9 @@ def replay(
         source = "engine_steps (server log iteration lines)"
     else:
         early = fit_step_cost_from_requests(measured.filter(pl.col("arrival_s") < split))
-        cost = fit_step_cost_from_requests(measured)
         source = "per-request decode times (no step log): decode steps, mean decode batch, prompts prefilled meanwhile"
     early_rows = (measured["arrival_s"] < split).to_numpy()
     outside_early = outside_engine(measured.filter(pl.Series(early_rows)))
-    outside = outside_engine(measured)
     hits, hits_basis = prefix_hits(run, measured)
     replayer = _Replayer(lengths, hits, settings)
     # the frontend's load term, measured against the replay's own step waits (calibration requests only)
