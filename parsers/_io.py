@@ -4,6 +4,8 @@ durations and ids, and write a canonical or staging table's rows for one source 
 from __future__ import annotations
 
 import json
+import math
+import re
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -130,3 +132,50 @@ def check_row_clocks(path: str, rows: list[dict[str, Any]], column: str, what: s
     for i, r in enumerate(rows, start=1):
         if r.get(column) is not None:
             check_wall_clock(path, f"request {i}", r[column], what)
+
+
+def stamp_ns(path: str, where: str, value: Any) -> int | None:
+    """An integer stamp or count a record gives (None when absent); beyond int64 it is the one-line error:
+    no clock or count has such a value, and float arithmetic on it would hide that."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > INT64_MAX:
+        raise TraceFormatError(path, where, f"{value} does not fit a 64-bit integer")
+    return value
+
+
+_STATISTIC = re.compile(r"^(mean|median|min|max|avg|std|stddev|count|rate|p\d+(\.\d+)?)$")
+INT64_MAX = 2**63 - 1
+
+
+def not_a_figure(value: Any, signed: bool = False) -> bool:
+    """True for a value no benchmark tool writes as a statistic: text, a boolean, NaN or an infinity, an integer
+    beyond int64, or a negative number where the quantity cannot be negative (``signed``: it can)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return True
+    if isinstance(value, int):
+        return abs(value) > INT64_MAX or (value < 0 and not signed)
+    return not math.isfinite(value) or (value < 0 and not signed)
+
+
+def clean_statistics(path: str, tree: dict[str, Any], info: SourceInfo, signed: tuple[str, ...] = ()) -> None:
+    """Set to None, in place, every statistic (``mean``, ``p90``, ``count``, ... at any depth of ``tree``) that
+    is not a figure (``not_a_figure``), and say how many with a warning in ``info``; the tables named in
+    ``signed`` hold quantities that can be negative (inference-perf's ``schedule_delay``: a request sent early)."""
+    bad: list[str] = []
+
+    def walk(node: dict[str, Any], where: tuple[str, ...]) -> None:
+        for key, value in node.items():
+            if isinstance(value, dict):
+                walk(value, (*where, str(key)))
+            elif value is not None and _STATISTIC.match(str(key)):
+                if not_a_figure(value, signed=any(w in signed for w in where)):
+                    bad.append(f"{'.'.join((*where, str(key)))}={value!r}")
+                    node[key] = None
+
+    walk(tree, ())
+    if bad:
+        info.dropped["summary_values_not_numbers"] = info.dropped.get("summary_values_not_numbers", 0) + len(bad)
+        info.warnings.append(
+            f"{path}: {len(bad)} summary figure(s) that are not finite numbers in their range, left NULL: "
+            + ", ".join(bad[:4])
+            + (f" and {len(bad) - 4} more" if len(bad) > 4 else "")
+        )

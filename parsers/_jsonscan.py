@@ -13,6 +13,7 @@ after it; both sides are kept as raw bytes and parsed once at the end.
 
 from __future__ import annotations
 
+import json
 import re
 import zlib
 from collections.abc import Callable, Iterator
@@ -22,6 +23,7 @@ import numpy as np
 import orjson
 
 from lltrace.errors import TraceFormatError
+from lltrace.parsers._lines import DuplicateKey, unique_keys
 
 BLOCK_BYTES = 16 << 20
 _MAX_METADATA_BYTES = 64 << 20
@@ -342,6 +344,7 @@ class EventArrayScanner:
         doc = head + b'"traceEvents": null' + tail_bytes
         try:
             meta = orjson.loads(doc)
+            unique_metadata_keys(self.path, doc)
         except orjson.JSONDecodeError as exc:
             if self._phase == _TAIL and res.truncated is None:
                 res.truncated = f"metadata after the traceEvents array is incomplete ({exc})"
@@ -409,8 +412,20 @@ def locate_event_array(path: str, size: int) -> ArrayLocation | None:
         return None
     if not isinstance(meta, dict):
         return None
+    unique_metadata_keys(path, doc)
     meta.pop("traceEvents", None)
     return ArrayLocation(head.array_open, close, meta, False)
+
+
+def unique_metadata_keys(path: str, doc: bytes) -> None:
+    """The one-line error when the trace's metadata (the document around its events) names a key twice in
+    one object: which value the profiler meant is unknown (the event reader rejects them too)."""
+    try:
+        json.loads(doc, object_pairs_hook=unique_keys)
+    except DuplicateKey as exc:
+        raise TraceFormatError(path, "trace metadata", f"invalid JSON ({exc})") from None
+    except (ValueError, RecursionError):
+        pass  # orjson read it: anything else is not a duplicate
 
 
 _EVENT_START = re.compile(rb"[,\[]\s*\{")

@@ -54,6 +54,19 @@ def truncation_note(path: str, line: int, size: int) -> str:
     return f"{path}: truncated: the file ends inside line {line}; kept the lines before it, dropped {size} bytes"
 
 
+def without_cut_record(path: str, text: str, info: Any) -> str:
+    """``text`` without a last line that has no line end, with the warning in ``info`` (a ``SourceInfo``).
+    For logs: a logger ends every record with a line end, so a last line without one was cut by a truncated
+    write or copy, and what it would have said is unknown."""
+    if not text or text.endswith("\n"):
+        return text
+    start = text.rfind("\n") + 1
+    line = text.count("\n") + 1
+    info.truncated = f"partial line {line}"
+    info.warnings.append(truncation_note(path, line, len(text[start:].encode())))
+    return text[:start]
+
+
 def without_last_line(path: str, size: int, folder: Path) -> str:
     """A copy of ``path`` without its last ``size`` bytes, in ``folder`` (for readers that take a file name)."""
     folder.mkdir(parents=True, exist_ok=True)

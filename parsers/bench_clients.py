@@ -1,8 +1,5 @@
-"""Benchmark clients other than vLLM's and SGLang's: Ray LLMPerf, GenAI-Perf / Perf Analyzer, AIPerf and
-guidellm per-request exports (and LLMPerf's summary).
-
-LLMPerf rows carry no ids and no timestamps, only durations in completion order, so they become ``requests``
-rows with ``request_id`` and ``arrival_s`` NULL. Field facts: docs/SERVING_FORMATS.md §D.
+"""Benchmark clients other than vLLM's, SGLang's and LLMPerf's (``parsers/llmperf.py``): GenAI-Perf / Perf
+Analyzer, AIPerf and guidellm per-request exports and summaries. Field facts: docs/SERVING_FORMATS.md §D.
 """
 
 from __future__ import annotations
@@ -13,91 +10,16 @@ from pathlib import Path
 from typing import Any
 
 from lltrace.errors import TraceFormatError
-from lltrace.parsers._io import check_ids, check_row_clocks, json_objects, load_json, write_rows
-from lltrace.tables import SourceInfo
-
-LLMPERF = "llmperf"
-LLMPERF_SUMMARY = "llmperf-summary"
-
-
-def sniff_llmperf(head: bytes) -> bool:
-    """LLMPerf ``*_individual_responses.json``: a JSON array of per-request result objects."""
-    text = head.lstrip()
-    return text.startswith(b"[") and b'"end_to_end_latency_s"' in text and b'"ttft_s"' in text
-
-
-def sniff_llmperf_summary(head: bytes) -> bool:
-    """LLMPerf ``*_summary.json``: one flat object of ``results_*`` statistics."""
-    text = head.lstrip()
-    return text.startswith(b"{") and b'"results_' in text and b'"num_concurrent_requests"' in text
-
-
-def ingest_llmperf(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
-    """Per-request rows in completion order; errored rows kept with status ``error``.
-
-    LLMPerf's ``inter_token_latency_s`` is a mean for successes but the sum of gaps for errored rows; it is
-    not a requests column, so the quirk only matters for the summary kept in the metadata.
-    """
-    info = SourceInfo(path=path, format=LLMPERF, version="individual responses")
-    data = load_json(path)
-    if not isinstance(data, list):
-        raise TraceFormatError(path, "line 1", "expected a JSON array of per-request objects")
-    rows = []
-    errors = 0
-    name = Path(path).name
-    for i, r in enumerate(data):
-        if not isinstance(r, dict):
-            raise TraceFormatError(path, f"element {i}", "expected an object")
-        failed = r.get("error_code") not in (None, 0) or bool(r.get("error_msg"))
-        errors += failed
-        rows.append(
-            {
-                "client_id": name,
-                "client_index": i,
-                "input_tokens": r.get("number_input_tokens"),
-                "output_tokens": r.get("number_output_tokens"),
-                "status": "error" if failed else "ok",
-                "ttft_s": r.get("ttft_s"),
-                "e2e_s": r.get("end_to_end_latency_s"),
-            }
-        )
-    info.records = write_rows(stage, "requests", part, rows)
-    info.details["errored_requests"] = errors
-    return info
-
-
-def ingest_llmperf_summary(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
-    """The summary statistics, kept in the run metadata (no per-request rows)."""
-    info = SourceInfo(path=path, format=LLMPERF_SUMMARY, version="summary")
-    data = load_json(path)
-    if not isinstance(data, dict):
-        raise TraceFormatError(path, "line 1", "expected one JSON object")
-    summary = {k: v for k, v in data.items() if not re.match(r".*_quantiles_p(25|75|95)$", k)}
-    # the figures the client summary reads: a text where LLMPerf writes a number is dropped, and said
-    text = sorted(
-        k
-        for k, v in summary.items()
-        if _LLMPERF_FIGURE.match(k) and v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)))
-    )
-    for k in text:
-        summary[k] = None
-    if text:
-        info.warnings.append(
-            f"{path}: {len(text)} figure(s) are not numbers, left NULL: {', '.join(text[:5])}"
-            + (f" and {len(text) - 5} more" if len(text) > 5 else "")
-        )
-        info.details["text_figures"] = len(text)
-    info.details["summary"] = summary
-    info.records = 1
-    return info
-
-
-# the LLMPerf summary keys read as figures (min and max LLMPerf itself writes as text: not read)
-_LLMPERF_FIGURE = re.compile(
-    r"^(num_concurrent_requests|results_num_completed_requests(_per_min)?|results_number_errors"
-    r"|results_mean_output_throughput_token_per_s|results_\w+_(mean|quantiles_p(50|90|99)))$"
+from lltrace.parsers._io import (
+    check_ids,
+    check_row_clocks,
+    clean_statistics,
+    json_objects,
+    load_json,
+    stamp_ns,
+    write_rows,
 )
-
+from lltrace.tables import SourceInfo
 
 # -- shared helpers ------------------------------------------------------------------------------------
 
@@ -210,6 +132,8 @@ def ingest_genai_perf(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
         e = exp.get("experiment", {})
         client = f"{e.get('mode')}={e.get('value')}"
         for i, r in enumerate(exp.get("requests", [])):
+            for stamp in [r.get("timestamp"), *(r.get("response_timestamps") or [])]:
+                stamp_ns(path, f"request {i + 1}", stamp)  # ns since the epoch: beyond int64 no clock
             row = _genai_perf_request(r, service)
             unstreamed += not row.pop("_streamed")
             rows.append({"client_id": client, "client_index": i, **row})
@@ -346,6 +270,7 @@ def ingest_aiperf_summary(path: str, stage: Path, part: int, **_: Any) -> Source
     else:
         metrics = {k: v for k, v in data.items() if isinstance(v, dict) and "unit" in v}
         info.version = "aggregate, GenAI-Perf-shaped schema (aiperf #343 on, GenAI-Perf)"
+    clean_statistics(path, metrics, info)
     kept: dict[str, Any] = {}
     for tag, m in metrics.items():
         if not isinstance(m, dict):
@@ -486,6 +411,7 @@ def ingest_guidellm(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     if isinstance(first, dict) and "benchmarks" in first and "requests" not in first:
         rows = _guidellm_v01(data)
         info.version = "0.1 (GuidanceReport: results, errors)"
+        check_ids(path, rows)
         check_row_clocks(path, rows, "arrival_s", "the request's start time (epoch s)")
         info.records = write_rows(stage, "requests", part, rows)
         return info
@@ -542,6 +468,7 @@ def ingest_guidellm(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     if any(excluded.values()):
         info.details["excluded_by_guidellm"] = excluded
     info.details["guidellm_metrics"] = [_guidellm_summary(b) for b in data.get("benchmarks", [])]
+    check_ids(path, rows)  # one id twice is two requests that cannot be told apart: the error, never one
     check_row_clocks(path, rows, "arrival_s", "the request's start time (epoch s)")
     info.records = write_rows(stage, "requests", part, rows)
     return info

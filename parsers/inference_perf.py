@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from lltrace.errors import TraceFormatError
-from lltrace.parsers._io import load_json, write_rows
+from lltrace.parsers._io import clean_statistics, load_json, write_rows
 from lltrace.tables import SourceInfo
 
 LIFECYCLE = "inference-perf-lifecycle"
@@ -94,7 +94,9 @@ def _object(path: str) -> dict[str, Any]:
 def _report(path: str, fmt: str, side: str, version: str) -> SourceInfo:
     """One stage's (or the run's) report, kept in the metadata as the tool wrote it."""
     info = SourceInfo(path=path, format=fmt, version=version)
-    info.details["inference_perf"] = {"stage": _stage(path), "side": side, "summary": _object(path)}
+    summary = _object(path)
+    clean_statistics(path, summary, info, signed=("schedule_delay",))
+    info.details["inference_perf"] = {"stage": _stage(path), "side": side, "summary": summary}
     info.records = 1
     return info
 

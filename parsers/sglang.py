@@ -21,6 +21,7 @@ from typing import Any
 
 from lltrace.parsers import vllm
 from lltrace.parsers._io import write_rows
+from lltrace.parsers._lines import without_cut_record
 from lltrace.tables import SourceInfo
 
 SCHEDULER_LOG = "sglang-scheduler-log"
@@ -99,7 +100,7 @@ def ingest_scheduler_log(path: str, stage: Path, part: int, **_: Any) -> SourceI
     retracted = 0
     suspicious = impossible = 0
     last_ts: float | None = None
-    for line in _records(Path(path).read_text(encoding="utf-8", errors="replace")):
+    for line in _records(without_cut_record(path, Path(path).read_text(encoding="utf-8", errors="replace"), info)):
         h = _HEAD.match(line)
         body = line[h.end() :] if h else line
         ts = _epoch(h.group(1)) if h else None

@@ -9,13 +9,14 @@ from pathlib import Path
 from typing import Any
 
 from lltrace.errors import TraceFormatError
-from lltrace.parsers._io import json_objects, write_rows
-from lltrace.parsers._lines import read_text
+from lltrace.parsers._io import check_wall_clock, json_objects, stamp_ns, write_rows
+from lltrace.parsers._lines import read_text, without_cut_record
 from lltrace.tables import SourceInfo
 
 TGI_LOG = "tgi-log"
 _RUST_DURATION = re.compile(r"([\d.]+)\s*(s|ms|µs|us|ns)$")
 _TGI_FIELDS = re.compile(r'(total_time|validation_time|queue_time|inference_time|time_per_token)="([^"]+)"')
+_INTEGER = re.compile(r"-?\d+")
 _ISO = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z)")
 
 
@@ -38,7 +39,8 @@ def ingest_tgi_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     """Per request: queue time and server total; inference (prefill + decode) is not split by TGI."""
     info = SourceInfo(path=path, format=TGI_LOG, version="router log")
     rows = []
-    for n, line in enumerate(Path(path).read_text(encoding="utf-8", errors="replace").splitlines(), start=1):
+    text = without_cut_record(path, Path(path).read_text(encoding="utf-8", errors="replace"), info)
+    for n, line in enumerate(text.splitlines(), start=1):
         fields = dict(_TGI_FIELDS.findall(line))
         if "queue_time" not in fields:
             continue
@@ -52,6 +54,7 @@ def ingest_tgi_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
             from datetime import datetime
 
             finished = datetime.fromisoformat(ts.group(1).replace("Z", "+00:00")).timestamp()
+            check_wall_clock(path, f"line {n}", finished, "a log line")
         rows.append(
             {
                 "client_id": Path(path).name,
@@ -96,23 +99,36 @@ def ingest_tgi_headers(path: str, stage: Path, part: int, **_: Any) -> SourceInf
     else:
         records, info.version = list(_csv.DictReader(text.splitlines())), "CSV"
     rows = []
+    not_whole: dict[str, int] = {}
     for i, h in enumerate(records):
         h = {str(k).lower(): v for k, v in h.items()}
 
-        def num(key: str, h: dict = h) -> float | None:
-            v = h.get(key)
-            return float(v) if v not in (None, "") else None
+        def whole(key: str, h: dict = h, i: int = i) -> int | None:
+            """TGI writes these headers as integers (router/src/server.rs): a fraction is no value (NULL,
+            counted), a number beyond int64 the one-line error."""
+            v = str(h.get(key) or "").strip()
+            if not _INTEGER.fullmatch(v):
+                if v:
+                    not_whole[key] = not_whole.get(key, 0) + 1
+                return None
+            return stamp_ns(path, f"record {i + 1}", int(v))
 
         row: dict[str, Any] = {
             "client_id": Path(path).name,
             "client_index": i,
             "status": "ok",
-            "input_tokens": int(num("x-prompt-tokens")) if num("x-prompt-tokens") is not None else None,
-            "output_tokens": int(num("x-generated-tokens")) if num("x-generated-tokens") is not None else None,
+            "input_tokens": whole("x-prompt-tokens"),
+            "output_tokens": whole("x-generated-tokens"),
         }
         for key, col in _TGI_MS.items():
-            v = num(key)
+            v = whole(key)
             row[col] = v / 1e3 if v is not None else None
         rows.append(row)
+    if not_whole:
+        info.dropped["not_whole_numbers"] = sum(not_whole.values())
+        info.warnings.append(
+            f"{path}: {sum(not_whole.values())} header value(s) that are not whole numbers, left NULL: "
+            + ", ".join(f"{k} ({n})" for k, n in sorted(not_whole.items()))
+        )
     info.records = write_rows(stage, "requests", part, rows)
     return info

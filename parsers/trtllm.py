@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from lltrace.errors import TraceFormatError
-from lltrace.parsers._io import check_ids, json_objects, load_json, write_rows
+from lltrace.parsers._io import check_ids, json_objects, load_json, stamp_ns, write_rows
 from lltrace.parsers._lines import read_text
 from lltrace.tables import SourceInfo
 
@@ -30,7 +30,12 @@ def ingest_trtllm_requests(path: str, stage: Path, part: int, **_: Any) -> Sourc
         raise TraceFormatError(path, "line 1", "expected a JSON array of request records")
     rows = []
     for i, r in enumerate(data):
-        start, first, end = r.get("start_timestamp"), r.get("first_token_timestamp"), r.get("end_timestamp")
+        where = f"record {i}"
+        for key in ("num_input_tokens", "num_output_tokens", "num_generated_tokens", "id"):
+            stamp_ns(path, where, r.get(key))
+        start, first, end = (
+            stamp_ns(path, where, r.get(k)) for k in ("start_timestamp", "first_token_timestamp", "end_timestamp")
+        )
         failed = bool(r.get("error_tokens"))
         rows.append(
             {

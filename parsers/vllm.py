@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from lltrace.errors import TraceFormatError
-from lltrace.parsers._io import strip_bom, write_rows
+from lltrace.parsers._io import not_a_figure, strip_bom, write_rows
 from lltrace.parsers._lines import DuplicateKey, duplicate_at, read_text, unique_keys
 from lltrace.tables import SourceInfo
 
@@ -105,13 +105,12 @@ _NUMERIC_SUMMARY = re.compile(
 
 def _clean_summary(summary: dict[str, Any]) -> list[tuple[str, Any]]:
     """Drop (set to None) each numeric summary figure that is not a finite non-negative number (text such as
-    ``"40"``, a boolean, NaN, a negative count); returns what was dropped."""
+    ``"40"``, a boolean, NaN, a negative count, a count beyond int64); returns what was dropped."""
     bad = []
     for key, val in summary.items():
         if val is None or isinstance(val, (list, dict)) or not _NUMERIC_SUMMARY.match(key):
             continue  # structures (percentile tables) are not figures
-        number = isinstance(val, (int, float)) and not isinstance(val, bool)
-        if not number or not math.isfinite(val) or val < 0:
+        if not_a_figure(val):
             bad.append((key, val))
             summary[key] = None
     return bad

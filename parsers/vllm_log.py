@@ -15,7 +15,7 @@ from typing import Any
 
 from lltrace.errors import TraceFormatError
 from lltrace.parsers._io import strip_bom, write_rows
-from lltrace.parsers._lines import read_text
+from lltrace.parsers._lines import read_text, without_cut_record
 from lltrace.parsers.vllm import bench_objects, sniff_client_log
 from lltrace.tables import SourceInfo
 
@@ -122,6 +122,7 @@ def ingest_server_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
     """
     info = SourceInfo(path=path, format=SERVER_LOG)
     text = _ANSI.sub("", Path(path).read_text(encoding="utf-8", errors="replace"))
+    text = without_cut_record(path, text, info)
     stats: list[dict[str, Any]] = []
     steps: list[dict[str, Any]] = []
     heads = list(_HEADER.finditer(text))
@@ -246,35 +247,50 @@ def ingest_stats_csv(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     """Samples → ``engine_stats``. ``timestamp`` is a monotonic clock (arbitrary origin) and the KV usage
     columns are percentages (0–100), as the capture script writes them."""
     import csv as _csv
+    import io as _stdio
 
     info = SourceInfo(path=path, format=STATS_CSV, version="V0 stats sampled by a client")
+    text = read_text(path)  # a byte-order mark is accepted, as in every reader
     rows = []
-    with open(path, newline="", encoding="utf-8") as f:
-        reader = _csv.DictReader(f)
-        need = {"timestamp", "num_running", "num_pending", "gpu_kvcache_usage"}
-        missing = need - set(reader.fieldnames or [])
-        if missing:
-            raise TraceFormatError(path, "line 1", f"missing column(s): {', '.join(sorted(missing))}")
-        for n, r in enumerate(reader, start=2):
-            try:
-                rows.append(
-                    {
-                        "part": part,
-                        "ts_s": float(r["timestamp"]),
-                        "engine": "0",
-                        "source": "scrape",
-                        "running": float(r["num_running"]),
-                        "waiting": float(r["num_pending"]),
-                        "swapped": float(r["num_swapped"]) if r.get("num_swapped") not in (None, "") else None,
-                        "kv_usage": float(r["gpu_kvcache_usage"]) / 100,
-                        "prompt_throughput": float(r["prompt_throughput"]) if r.get("prompt_throughput") else None,
-                        "generation_throughput": float(r["generation_throughput"])
-                        if r.get("generation_throughput")
-                        else None,
-                    }
-                )
-            except ValueError as exc:
-                raise TraceFormatError(path, f"line {n}", f"not a number ({exc})") from None
+    bad: list[tuple[int, str]] = []
+    reader = _csv.DictReader(_stdio.StringIO(text, newline=""))
+    need = {"timestamp", "num_running", "num_pending", "gpu_kvcache_usage"}
+    missing = need - set(reader.fieldnames or [])
+    if missing:
+        raise TraceFormatError(path, "line 1", f"missing column(s): {', '.join(sorted(missing))}")
+
+    def number(r: dict[str, Any], key: str) -> float | None:
+        return float(r[key]) if r.get(key) not in (None, "") else None
+
+    for r in reader:
+        n = reader.line_num
+        try:
+            if None in r.values() or None in r:
+                raise ValueError("a row with a different number of cells than the header")
+            rows.append(
+                {
+                    "part": part,
+                    "ts_s": float(r["timestamp"]),
+                    "engine": "0",
+                    "source": "scrape",
+                    "running": float(r["num_running"]),
+                    "waiting": float(r["num_pending"]),
+                    "swapped": number(r, "num_swapped"),
+                    "kv_usage": float(r["gpu_kvcache_usage"]) / 100,
+                    "prompt_throughput": number(r, "prompt_throughput"),
+                    "generation_throughput": number(r, "generation_throughput"),
+                }
+            )
+        except ValueError as exc:
+            bad.append((n, str(exc)))
+    if bad and len(bad) >= len(rows):
+        raise TraceFormatError(path, f"line {bad[0][0]}", f"not a number ({bad[0][1]})")
+    if bad:  # a row cut by a truncated write, or damaged: only that row lost, counted
+        info.dropped["damaged_rows"] = len(bad)
+        info.truncated = f"damaged line {bad[0][0]}"
+        info.warnings.append(
+            f"{path}: line {bad[0][0]}: {len(bad)} row(s) that do not read ({bad[0][1]}): dropped, the rest read"
+        )
     write_rows(stage, "engine_stats", part, rows)
     info.records = len(rows)
     info.details["clock"] = {"origin": "client monotonic seconds (arbitrary origin); not aligned to wall clock"}

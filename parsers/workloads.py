@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -82,14 +83,53 @@ def _connect(stage: Path) -> duckdb.DuckDBPyConnection:
     return con
 
 
-def _copy(con: duckdb.DuckDBPyConnection, path: str, stage: Path, part: int, select: str, params: list) -> int:
+def _whole_number(column: str) -> str:
+    """SQL: a count or stamp read as text, as BIGINT when it is a whole number that fits, else NULL (DuckDB's own
+    casts round 12.5 to 13 or truncate 100.5 to 100 without a word; no tool writes a fraction of a token)."""
+    return f"CASE WHEN regexp_full_match(trim({column}), '-?[0-9]+') THEN TRY_CAST(trim({column}) AS BIGINT) END"
+
+
+def _copy(
+    con: duckdb.DuckDBPyConnection,
+    path: str,
+    stage: Path,
+    part: int,
+    select: str,
+    params: list,
+    info: SourceInfo | None = None,
+) -> int:
     """Write the requests rows of one source: the canonical columns it gives, with their canonical types
-    (the store's view adds the others as NULL)."""
+    (the store's view adds the others as NULL). A whole-number column the source gives with fractions (a
+    CSV or JSON reader's DOUBLE) is NULL where the value has one, counted in ``info``: DuckDB's cast would
+    round 12.5 to 13 without a word."""
     (stage / "requests").mkdir(parents=True, exist_ok=True)
     out = stage / "requests" / f"part-{part:05d}.parquet"
     try:
-        given = [r[0] for r in con.execute(f"DESCRIBE {select}", params).fetchall()]
-        cols = ", ".join(f"CAST({c} AS {_REQUEST_COLUMNS[c]}) AS {c}" for c in given if c in _REQUEST_COLUMNS)
+        described = con.execute(f"DESCRIBE {select}", params).fetchall()
+        given = [r[0] for r in described]
+        fractional = [
+            r[0]
+            for r in described
+            if r[0] in _REQUEST_COLUMNS
+            and _REQUEST_COLUMNS[r[0]] in ("BIGINT", "INTEGER")
+            and str(r[1]).upper().startswith(("DOUBLE", "FLOAT", "DECIMAL"))
+        ]
+
+        def cast(c: str) -> str:
+            if c in fractional:
+                return f"CASE WHEN {c} = floor({c}) THEN CAST({c} AS {_REQUEST_COLUMNS[c]}) END AS {c}"
+            return f"CAST({c} AS {_REQUEST_COLUMNS[c]}) AS {c}"
+
+        cols = ", ".join(cast(c) for c in given if c in _REQUEST_COLUMNS)
+        if fractional and info is not None:
+            where = " OR ".join(f"{c} <> floor({c})" for c in fractional)
+            (n_frac,) = con.execute(f"SELECT count(*) FROM ({select}) WHERE {where}", params).fetchone()
+            if n_frac:
+                info.dropped["not_whole_numbers"] = int(n_frac)
+                info.warnings.append(
+                    f"{path}: {n_frac} row(s) with a fraction in a whole-number column ({', '.join(fractional)}): "
+                    "those values left NULL"
+                )
         (n,) = con.execute(
             f"COPY (SELECT {cols} FROM ({select})) TO '{out}' (FORMAT parquet, COMPRESSION zstd)", params
         ).fetchone()
@@ -119,6 +159,15 @@ def _check_arrivals(con: duckdb.DuckDBPyConnection, path: str, out: Path, column
     (bad,) = con.execute(f"SELECT count(*) FROM read_parquet('{out}') WHERE arrival_ns IS NULL").fetchone()
     if bad:
         raise TraceFormatError(path, f"{column} column", f"{bad} rows are not 'YYYY-MM-DD HH:MM:SS[.f][zone]'")
+    # dates are a wall clock: the first row dated outside 2015..now is the error, naming its row
+    rows = con.execute(
+        f"SELECT n, arrival_s FROM (SELECT row_number() OVER () AS n, arrival_s FROM read_parquet('{out}')) "
+        "WHERE arrival_s = (SELECT min(arrival_s) FROM read_parquet(?)) "
+        "OR arrival_s = (SELECT max(arrival_s) FROM read_parquet(?)) ORDER BY n",
+        [str(out), str(out)],
+    ).fetchall()
+    for n, seconds in rows:
+        check_wall_clock(path, f"row {n}", seconds, "a request's arrival_time")
 
 
 def ingest_azure(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
@@ -126,10 +175,31 @@ def ingest_azure(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
 
     The timestamp style is read from the first row: with a zone (2024, µs) DuckDB's CSV reader parses
     TIMESTAMPTZ; without one (2023, 100 ns) TIMESTAMP_NS in UTC keeps every digit. A row that does not parse
-    is an error naming its line.
+    is an error naming its line, except a last row without a line end that is not whole: a cut row, dropped
+    with a warning (the released files end without a line end, so a whole last row is read).
     """
     info = SourceInfo(path=path, format=AZURE)
-    with open(path, "rb") as f:
+    whole = _whole_lines(
+        path, stage, info, _azure_row
+    )  # Azure's files end without a line end: a row that reads is kept
+    try:
+        return _read_azure(path, whole, stage, part, info)
+    finally:
+        if whole != path:
+            Path(whole).unlink(missing_ok=True)
+
+
+_AZURE_ROW = re.compile(rb"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:?\d\d)?,\d+,\d+\r?")
+
+
+def _azure_row(line: bytes) -> bool:
+    """A whole Azure row (timestamp, context and generated tokens), as a last line without a line end must be."""
+    return _AZURE_ROW.fullmatch(line.strip()) is not None
+
+
+def _read_azure(path: str, whole: str, stage: Path, part: int, info: SourceInfo) -> SourceInfo:
+    """``ingest_azure`` on ``whole`` (the file, or a copy without its cut last row); errors name ``path``."""
+    with open(whole, "rb") as f:
         f.readline()
         first = f.readline().decode("utf-8", "replace").split(",", 1)[0].strip()
     zoned = first.endswith("Z") or first[-6:-5] in ("+", "-")
@@ -138,7 +208,13 @@ def ingest_azure(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     # columns by name (others ignored); a short row reads as NULLs and is dropped, counted
     source = (
         f"read_csv(?, header = true, null_padding = true, all_varchar = false, "
-        f"types = {{'TIMESTAMP': '{ts_type}', 'ContextTokens': 'BIGINT', 'GeneratedTokens': 'BIGINT'}})"
+        f"types = {{'TIMESTAMP': '{ts_type}', 'ContextTokens': 'VARCHAR', 'GeneratedTokens': 'VARCHAR'}})"
+    )
+    raw = source
+    source = (
+        f"(SELECT TIMESTAMP, {_whole_number('ContextTokens')} AS ContextTokens, "
+        f"{_whole_number('GeneratedTokens')} AS GeneratedTokens, ContextTokens AS context_text, "
+        f"GeneratedTokens AS generated_text FROM {raw})"
     )
     complete = "TIMESTAMP IS NOT NULL AND ContextTokens IS NOT NULL AND GeneratedTokens IS NOT NULL"
     try:
@@ -147,10 +223,20 @@ def ingest_azure(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
                    ContextTokens AS input_tokens, GeneratedTokens AS output_tokens, 'ok' AS status
             FROM {source} WHERE {complete}
         """
-        info.records = _copy(con, path, stage, part, select, [Path(path).name, path])
-        (short,) = con.execute(f"SELECT count(*) FROM {source} WHERE NOT ({complete})", [path]).fetchone()
+        integer = "regexp_full_match(trim({0}), '-?[0-9]+') AND TRY_CAST(trim({0}) AS BIGINT) IS NULL"
+        beyond = f"{integer.format('context_text')} OR {integer.format('generated_text')}"
+        found = con.execute(
+            f"SELECT n, context_text, generated_text FROM (SELECT row_number() OVER () + 1 AS n, * FROM {source}) "
+            f"WHERE {beyond} ORDER BY n LIMIT 1",
+            [whole],
+        ).fetchone()
+        if found:  # a token count beyond int64: no such request
+            number = max(found[1:], key=lambda t: len(str(t)))
+            raise TraceFormatError(path, f"line {found[0]}", f"{number} does not fit a 64-bit integer")
+        info.records = _copy(con, path, stage, part, select, [Path(path).name, whole])
+        (short,) = con.execute(f"SELECT count(*) FROM {source} WHERE NOT ({complete})", [whole]).fetchone()
         lo, hi = con.execute(
-            f"SELECT min(epoch_ns(TIMESTAMP)), max(epoch_ns(TIMESTAMP)) FROM {source} WHERE {complete}", [path]
+            f"SELECT min(epoch_ns(TIMESTAMP)), max(epoch_ns(TIMESTAMP)) FROM {source} WHERE {complete}", [whole]
         ).fetchone()
         # dates are a wall clock: the first row dated outside 2015..now is the error
         for ns in (x for x in (lo, hi) if x is not None):
@@ -160,14 +246,14 @@ def ingest_azure(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
                 (line,) = con.execute(
                     f"SELECT n FROM (SELECT row_number() OVER () + 1 AS n, TIMESTAMP FROM {source}) "
                     "WHERE epoch_ns(TIMESTAMP) = ? ORDER BY n LIMIT 1",
-                    [path, ns],
+                    [whole, ns],
                 ).fetchone()
                 raise TraceFormatError(path, f"line {line}", exc.message) from None
     finally:
         con.close()
     if short:
         info.dropped["rows_missing_fields"] = int(short)
-        info.warnings.append(f"{path}: {short} rows with missing fields: dropped")
+        info.warnings.append(f"{path}: {short} rows with missing fields or token counts not whole numbers: dropped")
     info.version = "2024 (us, with zone)" if zoned else "2023 (100 ns, no zone)"
     info.details["clock"] = {
         "origin": "TIMESTAMP column, epoch ns",
@@ -179,9 +265,10 @@ def ingest_azure(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
 def ingest_burstgpt(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     """BurstGPT: arrival (s from day 1), sizes, model/log type as the client, and e2e where v1.2+ gives it."""
     info = SourceInfo(path=path, format=BURSTGPT)
+    whole = _whole_lines(path, stage, info, _burstgpt_row)
     con = _connect(stage)
     try:
-        cols = [r[0] for r in con.execute("DESCRIBE SELECT * FROM read_csv(?, header = true)", [path]).fetchall()]
+        cols = [r[0] for r in con.execute("DESCRIBE SELECT * FROM read_csv(?, header = true)", [whole]).fetchall()]
         has_elapsed = "Elapsed time" in cols
         e2e = '"Elapsed time"' if has_elapsed else "NULL"
         select = f"""
@@ -193,43 +280,79 @@ def ingest_burstgpt(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
                    CASE WHEN "Response tokens" = 0 THEN NULL ELSE CAST({e2e} AS DOUBLE) END AS e2e_s
             FROM read_csv(?, header = true)
         """
-        info.records = _copy(con, path, stage, part, select, [path])
+        info.records = _copy(con, path, stage, part, select, [whole], info)
         (failed,) = con.execute(
-            'SELECT count(*) FROM read_csv(?, header = true) WHERE "Response tokens" = 0', [path]
+            'SELECT count(*) FROM read_csv(?, header = true) WHERE "Response tokens" = 0', [whole]
         ).fetchone()
     finally:
         con.close()
+        if whole != path:
+            Path(whole).unlink(missing_ok=True)
     info.version = "v1.2+ (Session ID, Elapsed time)" if has_elapsed else "v1.1"
     info.details["failed_requests"] = int(failed)
     info.details["clock"] = {"origin": "seconds from 00:00 of the trace's first day (relative)"}
     return info
 
 
-def _whole_lines(path: str, stage: Path, info: SourceInfo) -> str:
+_BURSTGPT_ROW = re.compile(rb"[\d.]+,.*,(Conversation log|API log)\r?")
+
+
+def _burstgpt_row(line: bytes) -> bool:
+    """A whole BurstGPT row, as a last line without a line end must be: it starts with the timestamp and ends
+    with the log type (``Conversation log`` or ``API log``, the two the README documents)."""
+    return _BURSTGPT_ROW.fullmatch(line.strip()) is not None
+
+
+def _whole_lines(path: str, stage: Path, info: SourceInfo, valid: Callable[[bytes], bool] | None = None) -> str:
     """The JSON-lines file to hand DuckDB: ``path``, or a copy without a last line cut off by a truncated
     write (dropped with a warning); the caller removes a copy when done."""
-    if (cut := partial_last_line(path)) is None:
+    if (cut := partial_last_line(path, *([valid] if valid else []))) is None:
         return path
     info.truncated = f"partial line {cut[0]}"
     info.warnings.append(truncation_note(path, *cut))
     return without_last_line(path, cut[1], stage / "_tmp")
 
 
+_MOONCAKE_KEYS = (b'"timestamp"', b'"input_length"', b'"output_length"', b'"hash_ids"')
+
+
+def _no_repeated_keys(path: str, source: str, keys: tuple[bytes, ...]) -> list[int]:
+    """The one-line error for a line that names one of the format's keys twice (one policy in every reader:
+    which value was meant is unknown; DuckDB's reader would take one silently). Returns the numbers of the
+    lines that are not blank (DuckDB's k-th record is on the k-th of them)."""
+    lines: list[int] = []
+    with open(source, "rb") as f:
+        for n, line in enumerate(f, start=1):
+            if line.strip():
+                lines.append(n)
+            for key in keys:
+                if line.count(key) > 1:
+                    why = f"invalid JSON line (key {key.decode()[1:-1]!r} appears twice in one object)"
+                    raise TraceFormatError(path, f"line {n}", why)
+    return lines
+
+
 def ingest_mooncake(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     """Mooncake JSONL: relative arrival (ms), sizes and the prefix-block hash ids (512 tokens a block)."""
     info = SourceInfo(path=path, format=MOONCAKE, version="FAST'25 release")
     source = _whole_lines(path, stage, info)
+    numbered = _no_repeated_keys(path, source, _MOONCAKE_KEYS)
     con = _connect(stage)
     try:
         # a damaged line reads as a row of NULLs (ignore_errors): dropped and counted, the rest read
         lines = """
             read_json(?, format = 'newline_delimited', ignore_errors = true,
-                      columns = {timestamp: 'BIGINT', input_length: 'BIGINT', output_length: 'BIGINT',
+                      columns = {timestamp: 'VARCHAR', input_length: 'VARCHAR', output_length: 'VARCHAR',
                                  hash_ids: 'BIGINT[]'})
         """
+        numbers = f"""
+            SELECT {_whole_number("timestamp")} AS timestamp, {_whole_number("input_length")} AS input_length,
+                   {_whole_number("output_length")} AS output_length, hash_ids FROM {lines}
+        """
+        lines = f"({numbers})"
         whole = "timestamp IS NOT NULL AND input_length IS NOT NULL AND output_length IS NOT NULL"
         select = f"""
-            SELECT ? AS client_id, timestamp / 1e3 AS arrival_s, CAST(timestamp AS BIGINT) * 1000000 AS arrival_ns,
+            SELECT ? AS client_id, timestamp / 1e3 AS arrival_s, timestamp * 1000000 AS arrival_ns,
                    input_length AS input_tokens, output_length AS output_tokens,
                    hash_ids AS prefix_block_ids, 'ok' AS status
             FROM {lines} WHERE {whole}
@@ -241,9 +364,16 @@ def ingest_mooncake(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
                 path, "content", f"{damaged} of {damaged + info.records} lines are not Mooncake records"
             )
         if damaged:
+            (k,) = con.execute(
+                f"SELECT min(k) FROM (SELECT row_number() OVER () AS k, * FROM {lines}) WHERE NOT ({whole})", [source]
+            ).fetchone()
+            at = f"line {numbered[k - 1]}: " if k is not None and k <= len(numbered) else ""
             info.dropped["damaged_lines"] = int(damaged)
             info.truncated = info.truncated or "damaged lines"
-            info.warnings.append(f"{path}: {damaged} damaged line(s) (no timestamp or sizes): dropped, the rest read")
+            info.warnings.append(
+                f"{path}: {at}{damaged} damaged line(s) (no timestamp or sizes, or not whole numbers): dropped, "
+                "the rest read"
+            )
     finally:
         con.close()
         if source != path:
@@ -277,7 +407,7 @@ def ingest_own(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     with open(path, "rb") as f:
         magic = f.read(4)
         f.seek(0)
-        first = f.readline().lstrip()
+        first = f.readline().removeprefix(b"\xef\xbb\xbf").lstrip()  # a byte-order mark is accepted
     source = path
     con = _connect(stage)
     if magic == b"PAR1":
@@ -313,7 +443,7 @@ def ingest_own(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
         FROM {reader}
     """
     try:
-        info.records = _copy(con, path, stage, part, select, [source])
+        info.records = _copy(con, path, stage, part, select, [source], info)
         if "arrival_time" in cols and "arrival_s" not in cols:
             _check_arrivals(con, path, stage / "requests" / f"part-{part:05d}.parquet", "arrival_time")
         (dups,) = con.execute(f"SELECT count(*) - count(DISTINCT request_id) FROM {reader}", [source]).fetchone()

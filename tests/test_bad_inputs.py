@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import sys
 import warnings
 from pathlib import Path
 
@@ -21,7 +22,8 @@ import lltrace
 from lltrace.cli import app
 
 BAD = REPO / "tests" / "data" / "bad"
-EXPECTED: dict[str, str] = json.loads((BAD / "expected.json").read_text())
+CASES: dict[str, dict[str, str]] = json.loads((BAD / "expected.json").read_text())  # outcome, kind, format
+EXPECTED: dict[str, str] = {name: c["outcome"] for name, c in CASES.items()}
 ORIGINALS = {  # a glued log must read like the log it was made from
     "vllm_glued_lines.log": DATA / "serving" / "log_excerpts" / "vllm_v1_loggers_log_lines.txt",
     "sglang_glued_lines.log": DATA / "serving" / "log_excerpts" / "sglang_scheduler_log_lines.txt",
@@ -45,6 +47,37 @@ def _store_is_sound(store: Path) -> list[str]:
 def test_the_corpus_is_what_make_corpus_writes() -> None:
     files = {p.name for p in BAD.iterdir() if p.name not in ("make_corpus.py", "expected.json")}
     assert files == set(EXPECTED) and len(files) >= 30
+
+
+def test_every_kind_of_damage_has_three_cases_in_every_format_it_applies_to() -> None:
+    sys.path.insert(0, str(BAD))
+    import make_corpus  # noqa: PLC0415 (the corpus' own tables: kinds, the formats each applies to)
+
+    have: dict[tuple[str, str], int] = {}
+    for c in CASES.values():
+        have[(c["kind"], c["format"])] = have.get((c["kind"], c["format"]), 0) + 1
+    short = {
+        (kind, fmt): have.get((kind, fmt), 0)
+        for kind, formats in make_corpus.APPLIES.items()
+        for fmt in formats
+        if have.get((kind, fmt), 0) < 3
+    }
+    assert short == {} and len(CASES) >= 150
+    assert {c["kind"] for c in CASES.values()} <= {*make_corpus.APPLIES, "structure"}
+
+
+def _sniffs_as(path: Path) -> str | None:
+    try:
+        fmt = lltrace.parsers.detect(path)
+    except lltrace.LltraceError:
+        return None
+    return fmt.name if fmt else None
+
+
+def test_every_case_that_sniffs_is_labelled_with_the_format_it_sniffs_as() -> None:
+    sniffed = {name: _sniffs_as(BAD / name) for name in CASES}
+    wrong = {n: (f, CASES[n]["format"]) for n, f in sniffed.items() if f is not None and f != CASES[n]["format"]}
+    assert wrong == {} and sum(f is not None for f in sniffed.values()) > 0.8 * len(CASES)
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
@@ -117,3 +150,21 @@ def test_mutated_real_traces_never_crash_or_leave_a_partial_run(case: tuple[str,
             assert _store_is_sound(store) == []
             return
     assert _store_is_sound(store) == [run.id]
+
+
+# where make_corpus.py put the damage (a line number counted from 1, header included)
+_DAMAGE_AT = {
+    "damaged_middle_line_mooncake.jsonl": 91,  # lines[90] cut short
+    "damaged_middle_line_otlp.otlp.jsonl": 4,  # spans[3]
+    "int64_mooncake.jsonl": 8,  # m[7]
+    "int64_azure.csv": 7,  # rows_[5], after the header
+    "clock_2200_azure.csv": 58,  # dated[57]
+    "int64_llmperf.individual.json": 22,  # rows[1] of an indent=1 dump: the number's own line
+}
+
+
+@pytest.mark.parametrize("name", sorted(_DAMAGE_AT))
+def test_the_message_names_the_line_of_the_damage(name: str, tmp_path: Path) -> None:
+    r = CliRunner().invoke(app, ["ingest", str(BAD / name), "--store", str(tmp_path / "s")])
+    said = [ln for ln in r.stderr.splitlines() if ln.startswith("lltrace: ")]
+    assert said and f": line {_DAMAGE_AT[name]}: " in said[0], said

@@ -468,3 +468,66 @@ def test_guidellm_0_1_guidance_report(tmp_path: Path) -> None:
         8,
     )
     assert rows["q2"]["status"] == "error"
+
+
+def _llmperf_first_release(folder: Path) -> tuple[Path, Path, dict[str, Any]]:
+    """What ``llmperf.py``'s ``results_analysis`` wrote before V2 (ray-project/llmperf at 1eac866^, Oct-Dec
+    2023): ``df.to_json(fn)`` of the ``validate`` tuples (pandas' column-wise JSON, compact, keyed by row
+    index; a failed request is ``("Exception", -1, -1, -1, -1, cause, "")``) and ``json.dumps(results_dict)``:
+    the command's arguments with the means over the requests that did not raise (mismatches included)."""
+    rows = [
+        ("OK", 0.412, 2.5, 310, 120, "", "cmpl-a"),
+        ("Exception", -1.0, -1.0, -1, -1, "429 Too Many Requests", ""),
+        ("Mismatch", 0.388, 2.1, 290, 101, "Input = 7 output = 8", "cmpl-c"),
+        ("OK", 0.5, 3.0, 305, 130, "", "cmpl-d"),
+    ]
+    cols = ("valid", "ttft", "total_time", "tokens_in", "tokens_out", "cause", "id")
+    raw = {c: {str(i): r[j] for i, r in enumerate(rows)} for j, c in enumerate(cols)}
+    done = [r for r in rows if r[0] != "Exception"]
+    mean_ttft = statistics.fmean(r[1] for r in done)
+    results = {
+        "framework": "anyscale",
+        "model": "meta-llama/Llama-2-70b-chat-hf",
+        "total_requests": 4,
+        "concur_requests": 2,
+        "sleep": 0,
+        "max_tokens": 384,
+        "num_valid": 2,
+        "num_exceptions": 1,
+        "num_mismatch": 1,
+        "valid_rate": 0.5,
+        "mismatch_rate": 0.25,
+        "exception_rate": 0.25,
+        "end_timestamp": "2023-11-02T10:00:00",
+        "total_time": statistics.fmean(r[2] for r in done),
+        "mean_ttft": int(f"{mean_ttft * 1000:.0f}"),
+        "mean_tokens_in": statistics.fmean(r[3] for r in done),
+        "mean_tokens_out": statistics.fmean(r[4] for r in done),
+        "out_tokens_per_s": statistics.fmean(r[4] / r[2] for r in done),
+        "inter_token_delay": statistics.fmean(r[2] / r[4] for r in done) * 1000,
+        "raw_output": "anyscale-1698919200_raw.json",
+    }
+    raw_path, summary_path = folder / "anyscale-1698919200_raw.json", folder / "anyscale-1698919200.json"
+    raw_path.write_text(json.dumps(raw, separators=(",", ":")))
+    summary_path.write_text(json.dumps(results))
+    return raw_path, summary_path, results
+
+
+def test_llmperf_first_release_files_give_its_own_means(tmp_path: Path) -> None:
+    folder = tmp_path / "llmperf_v1"
+    folder.mkdir()
+    raw_path, summary_path, results = _llmperf_first_release(folder)
+    run = lltrace.ingest([raw_path, summary_path], store=tmp_path / "store")
+    versions = {s["format"]: s["version"] for s in run.metadata["sources"]}
+    assert versions["llmperf"].startswith("llmperf.py first release")
+    assert versions["llmperf-summary"].startswith("llmperf.py first release")
+    req = run.table("requests").sort("client_index").to_dicts()
+    assert [r["status"] for r in req] == ["ok", "error", "ok", "ok"]  # a mismatched reply completed
+    assert req[1]["ttft_s"] is None and req[1]["input_tokens"] is None  # -1 is no value
+    doc = _doc([raw_path, summary_path], tmp_path / "store2")
+    assert doc["requests"]["ttft_s"]["mean"] * 1e3 == pytest.approx(results["mean_ttft"], abs=0.5)  # its rounding
+    assert doc["requests"]["e2e_s"]["mean"] == pytest.approx(results["total_time"], rel=1e-12)
+    (client,) = doc["client_summary"]
+    assert client["completed"] == 3 and client["failed"] == 1 and client["max_concurrency"] == 2
+    assert client["ttft_s"]["mean"] == results["mean_ttft"] / 1e3 and client["e2e_s"]["mean"] == results["total_time"]
+    assert client["mean_output_tokens"] == results["mean_tokens_out"] and client["output_tokens_per_s"] is None

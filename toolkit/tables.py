@@ -179,6 +179,7 @@ REQUESTS = Table(
         RowRule("server_ttft_s", "server_e2e_s", "the first token comes before the end, on the server's clock"),
         RowRule("arrival_s", "finished_s", "a request ends after it arrives"),
         RowRule("first_token_s", "finished_s", "the first token comes before the end"),
+        RowRule("queue_s", "server_e2e_s", "the queue wait is part of the server's time for the request"),
     ),
 )
 

@@ -91,6 +91,8 @@ def _llmperf(source: dict[str, Any]) -> list[dict[str, Any]]:
     inter-token latency is each request's mean gap (no separate TPOT)."""
     s = source["summary"]
     e = _entry(source["path"], source["format"])
+    if "num_valid" in s and "mean_ttft" in s:
+        return [_llmperf_v1(s, e)]
     e["max_concurrency"] = _whole(s.get("num_concurrent_requests"))
     e["completed"] = _whole(s.get("results_num_completed_requests"))
     e["failed"] = _whole(s.get("results_number_errors"))
@@ -109,6 +111,25 @@ def _llmperf(source: dict[str, Any]) -> list[dict[str, Any]]:
             }
         )
     return [e]
+
+
+def _llmperf_v1(s: dict[str, Any], e: dict[str, Any]) -> dict[str, Any]:
+    """The first release's means (``llmperf.py`` ``results_analysis``, Oct-Dec 2023), over the requests that
+    did not raise (mismatched replies included): ``mean_ttft`` in ms rounded to a whole ms, ``total_time`` the
+    mean e2e in s. Its ``out_tokens_per_s`` is a mean of per-request rates and its ``inter_token_delay`` is e2e
+    per output token (TTFT included), neither the quantity of the columns here: left NULL."""
+    e["max_concurrency"] = _whole(s.get("concur_requests"))
+    valid, mismatch = _whole(s.get("num_valid")), _whole(s.get("num_mismatch"))
+    e["completed"] = valid + mismatch if valid is not None and mismatch is not None else None
+    e["failed"] = _whole(s.get("num_exceptions"))
+    e["mean_input_tokens"] = _num(s.get("mean_tokens_in"))
+    e["mean_output_tokens"] = _num(s.get("mean_tokens_out"))
+    ttft_ms, e2e = _num(s.get("mean_ttft")), _num(s.get("total_time"))
+    e["ttft_s"] = _dist(
+        {"mean": ttft_ms / 1e3 if ttft_ms is not None else None, "median": None, "p90": None, "p99": None}
+    )
+    e["e2e_s"] = _dist({"mean": e2e, "median": None, "p90": None, "p99": None})
+    return e
 
 
 def _guidellm(source: dict[str, Any]) -> list[dict[str, Any]]:

@@ -113,11 +113,11 @@ def build() -> dict[str, str]:
     case("another_clock.json", _with_events(doc, other), "warning")
     log = (DATA / "serving" / "log_excerpts" / "vllm_v1_loggers_log_lines.txt").read_text()
     lines = log.splitlines(keepends=True)
-    glued = "".join(ln.rstrip("\n") if i % 3 == 1 else ln for i, ln in enumerate(lines))
+    glued = "".join(ln.rstrip("\n") if i % 3 == 1 and i < len(lines) - 1 else ln for i, ln in enumerate(lines))
     case("vllm_glued_lines.log", glued.encode(), "ok")
     slog = (DATA / "serving" / "log_excerpts" / "sglang_scheduler_log_lines.txt").read_text()
     slines = slog.splitlines(keepends=True)
-    sglued = "".join(ln.rstrip("\n") if i % 4 == 2 else ln for i, ln in enumerate(slines))
+    sglued = "".join(ln.rstrip("\n") if i % 4 == 2 and i < len(slines) - 1 else ln for i, ln in enumerate(slines))
     case("sglang_glued_lines.log", sglued.encode(), "ok")
     azure = (DATA / "serving" / "azure_llm_2023" / "AzureLLMInferenceTrace_conv.csv").read_text().splitlines()[:200]
     case("azure_missing_column.csv", "\n".join(",".join(r.split(",")[:2]) for r in azure).encode() + b"\n", "error")
@@ -152,9 +152,22 @@ def build() -> dict[str, str]:
     _client_damage(case, otlp, moon, azure)
     _prometheus_api_damage(case)
 
+    _specific(case, base)
+    _fixture_specific(case)
+    counts: dict[tuple[str, str], int] = {}
+    for name in expected:
+        counts[label(name)] = counts.get(label(name), 0) + 1
+    _top_up(case, counts, base)
+
+    for old in HERE.iterdir():
+        if old.name not in out and old.name not in ("make_corpus.py", "expected.json"):
+            old.unlink()
     for name, data in out.items():
         (HERE / name).write_bytes(data)
-    (HERE / "expected.json").write_text(json.dumps(expected, indent=1, sort_keys=True) + "\n")
+    table = {
+        name: {"outcome": what, "kind": label(name)[0], "format": label(name)[1]} for name, what in expected.items()
+    }
+    (HERE / "expected.json").write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
     return expected
 
 
@@ -529,21 +542,7 @@ def _client_damage(case: Callable[[str, bytes, str], None], otlp: list[bytes], m
     broken["records"] = list(broken["records"].values())
     case("structure_aiperf.summary.json", json.dumps(broken).encode(), "error")
     # inference-perf per-request records (built from reportgen's per_request dump)
-    per = [
-        {
-            "start_time": 100.0 + i,
-            "end_time": 100.5 + i,
-            "request": "{}",
-            "response": "",
-            "info": {
-                "input_tokens": 64,
-                "request_metrics": {"text": {"input_tokens": 64}},
-                "response_metrics": {"output_tokens": 16, "output_token_times": [100.1 + i]},
-            },
-            "error": None,
-        }
-        for i in range(6)
-    ]
+    per = _inference_perf_requests()
     p = json.loads(json.dumps(per))
     p[2]["info"]["input_tokens"] = int(big)
     case("int64_inference_perf.requests.json", json.dumps(p).encode(), "error")
@@ -637,23 +636,7 @@ def _client_damage(case: Callable[[str, bytes, str], None], otlp: list[bytes], m
 def _prometheus_api_damage(case: Callable[[str, bytes, str], None]) -> None:
     """A Prometheus server's query_range answer made from run B's first timed scrapes (the gauges, counters and
     histogram sums of one replica), and the API's edge cases: NaN samples, a counter reset, an error answer."""
-    scrapes = sorted((DATA / "vllm_cpu" / "B_kvpressure" / "metrics").glob("metrics_*.prom"))[5:11]  # under load
-    series: dict[tuple, list] = {}
-    for path in scrapes:
-        text = path.read_text()
-        ts = float(re.search(r"^# scrape_unix_ts (\S+)", text, re.M).group(1))
-        for name, labels, value in re.findall(r"^(vllm:[\w:]+)(?:\{([^}]*)\})? (\S+)$", text, re.M):
-            if name.endswith("_bucket"):
-                continue
-            lab = dict(re.findall(r'(\w+)="([^"]*)"', labels)) | {"instance": "replica-b:8000"}
-            series.setdefault((name, tuple(sorted(lab.items()))), []).append([ts, value])
-
-    def answer(change: Callable[[str, list], list] | None = None) -> bytes:
-        result = [
-            {"metric": {"__name__": n, **dict(lab)}, "values": change(n, v) if change else v}
-            for (n, lab), v in series.items()
-        ]
-        return json.dumps({"status": "success", "data": {"resultType": "matrix", "result": result}}).encode()
+    answer = _prometheus_api_answer()
 
     case("ok_prometheus_api.json", answer(), "ok")
     case(
@@ -704,6 +687,967 @@ def _prometheus_api_damage(case: Callable[[str, bytes, str], None]) -> None:
         json.dumps({"status": "error", "errorType": "bad_data", "error": 'invalid parameter "query"'}).encode(),
         "error",
     )
+
+
+# ---- the audit: every kind of damage of issue 16, at least three cases in every format it applies to ----
+
+# kind of damage -> name patterns of the cases above (a case matching none is "structure": a file that is
+# empty, corrupt or of the wrong shape); the format is read from the name and checked against the sniffer
+KINDS: tuple[tuple[str, str], ...] = (
+    (
+        r"^(truncated_|truncation_|cut_last|cut_appended|damaged_middle_line_|mooncake_truncated|otlp_truncated|azure_short)",
+        "truncation",
+    ),
+    (r"^(int64_|int_beyond_int64)", "int64"),
+    (r"^deep_", "deep"),
+    (r"^bom_", "bom"),
+    (r"^(dupkey_|duplicate_key_)", "dupkey"),
+    (r"^(clock_|another_clock)", "clock"),
+    (r"^(date_|fuzz_sglang_impossible_date)", "log_date"),
+    (
+        r"^(dup_request_id_|reexported_|span_without_attributes_|one_correlation_|kernels_before_|duplicate_events)",
+        "identity",
+    ),
+    (
+        r"^(negative_e2e_|ttft_after_e2e_|fractional_tokens_|inf_(otlp|text_otlp|llmperf|e2e_flat)|nan_(otlp|aiperf)"
+        r"|negative_tokens_|negative_queue_|request_value_)",
+        "request_value",
+    ),
+    (
+        r"^(negative_running|kv_\d+pct|inf_waiting|fractional_running|duplicated_|cut_scrape|negative_active|used_blocks"
+        r"|negative_latency_trtllm|token_usage|nan_prometheus_api|counter_reset|engine_value_)",
+        "engine_value",
+    ),
+    (r"^(summary_|text_figure_)", "summary_figure"),
+)
+FORMAT_OF_NAME: tuple[tuple[str, str], ...] = (
+    (r"(_otlp|\.otlp\.|jaeger|flat_spans)", "otlp-traces"),
+    (r"vllm_bench", "vllm-bench"),
+    (r"vllm_stats", "vllm-stats-csv"),
+    (r"sglang_bench", "sglang-bench"),
+    (r"llmperf\.summary", "llmperf-summary"),
+    (r"llmperf", "llmperf"),
+    (r"aiperf\.summary", "aiperf-summary"),
+    (r"aiperf", "aiperf-export"),
+    (r"guidellm", "guidellm-benchmarks"),
+    (r"inference_perf\.lifecycle", "inference-perf-lifecycle"),
+    (r"inference_perf\.prometheus", "inference-perf-prometheus"),
+    (r"inference_perf\.requests", "inference-perf-requests"),
+    (r"mooncake", "mooncake-trace"),
+    (r"azure", "azure-llm-trace"),
+    (r"prometheus_api", "prometheus-api"),
+    (r"\.prom$", "prometheus"),
+    (r"(vllm_v[01]\.log|vllm_glued|fuzz_vllm)", "vllm-server-log"),
+    (r"(sglang\.log|sglang_glued|fuzz_sglang)", "sglang-scheduler-log"),
+    (r"trtllm_iterations", "trtllm-iteration-log"),
+    (r"client_log", "vllm-bench-client-log"),
+    (r"burstgpt", "burstgpt"),
+    (r"trtllm_bench", "trtllm-bench-requests"),
+    (r"tgi\.log", "tgi-log"),
+    (r"tgi_headers", "tgi-response-headers"),
+    (r"genai_perf", "genai-perf-export"),
+    (r"own_requests", "lltrace-requests"),
+    (r"replay_config", "burstgpt-replay-config"),
+)
+JSON_FORMATS = (
+    "pytorch-kineto", "otlp-traces", "vllm-bench", "sglang-bench", "llmperf", "llmperf-summary", "aiperf-export",
+    "aiperf-summary", "guidellm-benchmarks", "inference-perf-lifecycle", "inference-perf-prometheus",
+    "inference-perf-requests", "mooncake-trace", "prometheus-api", "trtllm-iteration-log",
+)  # fmt: skip
+TEXT_FORMATS = ("azure-llm-trace", "prometheus", "vllm-server-log", "sglang-scheduler-log", "vllm-stats-csv")
+REQUEST_FORMATS = (
+    "otlp-traces", "vllm-bench", "llmperf", "aiperf-export", "guidellm-benchmarks", "inference-perf-requests",
+    "mooncake-trace", "azure-llm-trace",
+)  # fmt: skip
+# the formats read only from fixtures built from their tools' sources (no real file in ../shared/data/)
+FIXTURE_JSON_FORMATS = ("trtllm-bench-requests", "tgi-response-headers", "genai-perf-export", "lltrace-requests")
+FIXTURE_FORMATS = (*FIXTURE_JSON_FORMATS, "burstgpt", "tgi-log")
+# kind -> the formats it applies to (issue 16's classes; where a format cannot carry a kind it is absent:
+# deep nesting and duplicated keys need JSON, impossible dates need a log, identity needs request ids)
+APPLIES: dict[str, tuple[str, ...]] = {
+    "int64": (*REQUEST_FORMATS, "sglang-bench", "pytorch-kineto", *(f for f in FIXTURE_FORMATS if f != "tgi-log")),
+    "deep": (*JSON_FORMATS, *FIXTURE_JSON_FORMATS, "burstgpt-replay-config"),
+    "log_date": ("vllm-server-log", "sglang-scheduler-log"),
+    "summary_figure": (
+        "vllm-bench",
+        "sglang-bench",
+        "llmperf-summary",
+        "aiperf-summary",
+        "inference-perf-lifecycle",
+        "inference-perf-prometheus",
+    ),  # fmt: skip
+    "request_value": (*REQUEST_FORMATS, *FIXTURE_FORMATS),
+    "engine_value": (
+        "prometheus",
+        "prometheus-api",
+        "vllm-server-log",
+        "sglang-scheduler-log",
+        "trtllm-iteration-log",
+        "vllm-stats-csv",
+    ),  # fmt: skip
+    "clock": (
+        "pytorch-kineto",
+        "otlp-traces",
+        "prometheus",
+        "prometheus-api",
+        "azure-llm-trace",
+        "aiperf-export",
+        "guidellm-benchmarks",
+        "genai-perf-export",
+        "tgi-log",
+        "lltrace-requests",
+    ),  # fmt: skip
+    "identity": (
+        "pytorch-kineto",
+        "otlp-traces",
+        "aiperf-export",
+        "guidellm-benchmarks",
+        "trtllm-bench-requests",
+        "lltrace-requests",
+    ),  # fmt: skip
+    "truncation": (*JSON_FORMATS, *TEXT_FORMATS, *FIXTURE_FORMATS, "vllm-bench-client-log", "burstgpt-replay-config"),
+    "bom": (*JSON_FORMATS, *TEXT_FORMATS, *FIXTURE_FORMATS, "vllm-bench-client-log", "burstgpt-replay-config"),
+    "dupkey": (*JSON_FORMATS, *FIXTURE_JSON_FORMATS, "burstgpt-replay-config"),
+}
+
+
+def label(name: str) -> tuple[str, str]:
+    """(kind of damage, format) of a case, from its name."""
+    kind = next((k for pattern, k in KINDS if re.search(pattern, name)), "structure")
+    fmt = next((f for pattern, f in FORMAT_OF_NAME if re.search(pattern, name)), "pytorch-kineto")
+    return kind, fmt
+
+
+def _prometheus_api_answer() -> Callable[[Callable[[str, list], list] | None], bytes]:
+    """A Prometheus server's query_range answer made from run B's first timed scrapes under load (the gauges,
+    counters and histogram sums of one replica); ``change(name, values)`` alters a series' samples."""
+    scrapes = sorted((DATA / "vllm_cpu" / "B_kvpressure" / "metrics").glob("metrics_*.prom"))[5:11]
+    series: dict[tuple, list] = {}
+    for path in scrapes:
+        text = path.read_text()
+        ts = float(re.search(r"^# scrape_unix_ts (\S+)", text, re.M).group(1))
+        for name, labels, value in re.findall(r"^(vllm:[\w:]+)(?:\{([^}]*)\})? (\S+)$", text, re.M):
+            if name.endswith("_bucket"):
+                continue
+            lab = dict(re.findall(r'(\w+)="([^"]*)"', labels)) | {"instance": "replica-b:8000"}
+            series.setdefault((name, tuple(sorted(lab.items()))), []).append([ts, value])
+
+    def answer(change: Callable[[str, list], list] | None = None) -> bytes:
+        result = [
+            {"metric": {"__name__": n, **dict(lab)}, "values": change(n, v) if change else v}
+            for (n, lab), v in series.items()
+        ]
+        return json.dumps({"status": "success", "data": {"resultType": "matrix", "result": result}}).encode()
+
+    return answer
+
+
+def _inference_perf_requests() -> list[dict]:
+    """inference-perf per-request records as its reportgen's per_request dump writes them (no real file)."""
+    return [
+        {
+            "start_time": 100.0 + i,
+            "end_time": 100.5 + i,
+            "request": "{}",
+            "response": "",
+            "info": {
+                "input_tokens": 64,
+                "request_metrics": {"text": {"input_tokens": 64}},
+                "response_metrics": {"output_tokens": 16, "output_token_times": [100.1 + i]},
+            },
+            "error": None,
+        }
+        for i in range(6)
+    ]
+
+
+def _lines(path: Path, n: int, skip: int = 0) -> bytes:
+    return b"".join(path.read_bytes().splitlines(keepends=True)[skip : skip + n])
+
+
+def _bases(kineto: bytes) -> dict[str, tuple[str, str, list[bytes], tuple[str, ...]]]:
+    """Per format: its file-name ending, its shape (``doc``: one JSON object, ``array``: one JSON array,
+    ``lines``: JSON lines, ``text``), up to three real files of it cut small, and three keys it writes (the
+    generic kinds below are made from these)."""
+    s = DATA / "serving"
+    v = DATA / "vllm_cpu"
+    ip = s / "inference_perf"
+    agg = (
+        REPO
+        / "tests"
+        / "data"
+        / "real"
+        / "aiperf"
+        / "aiperf-2025-10_gpt-oss-20b_c100_cancel10.profile_export_aiperf.json"
+    )
+
+    def rows(path: Path, n: int) -> bytes:
+        return json.dumps(json.loads(path.read_text())[:n]).encode()
+
+    return {
+        "pytorch-kineto": ("kineto.json", "doc", [kineto], ('"name"', '"args"', '"dur"')),
+        "otlp-traces": (
+            "otlp.otlp.jsonl",
+            "lines",
+            [_lines(v / r / "otlp" / "traces.otlp.jsonl", 6) for r in ("A_baseline", "B_kvpressure", "D_chunked")],
+            ('"traceId"', '"startTimeUnixNano"', '"attributes"'),
+        ),
+        "vllm-bench": (
+            "vllm_bench.json",
+            "doc",
+            [
+                (v / "A_baseline" / "bench" / "bench_profiled_8req.json").read_bytes(),
+                (s / "vllm_bench" / "vllm-ascend-nightly_llama3-8b_tp1_qps1.summary-subset.json").read_bytes(),
+                (v / "D_chunked" / "bench" / "bench_long_30req_in1000_out32_rate0.8.json").read_bytes(),
+            ],
+            ('"latencies"', '"completed"', '"input_lens"'),
+        ),
+        "sglang-bench": (
+            "sglang_bench.jsonl",
+            "lines",
+            [p.read_bytes() for p in sorted((s / "sglang_bench_serving").glob("*.jsonl"))],
+            ('"completed"', '"duration"', '"total_input_tokens"'),
+        ),
+        "llmperf": (
+            "llmperf.individual.json",
+            "array",
+            [rows(p, 6) for p in sorted((s / "llmperf").glob("individual__*.json"))],
+            ('"ttft_s"', '"end_to_end_latency_s"', '"number_output_tokens"'),
+        ),
+        "llmperf-summary": (
+            "llmperf.summary.json",
+            "doc",
+            [p.read_bytes() for p in sorted((s / "llmperf").glob("summary__*.json"))],
+            ('"results_ttft_s_mean"', '"results_num_completed_requests"', '"mean_input_tokens"'),
+        ),
+        "aiperf-export": (
+            "aiperf.profile_export.jsonl",
+            "lines",
+            [_lines(p, 5, 10) for p in sorted((s / "aiperf").glob("*.jsonl"))],
+            ('"metadata"', '"metrics"', '"value"'),
+        ),
+        "aiperf-summary": ("aiperf.summary.json", "doc", [agg.read_bytes()], ('"records"', '"avg"', '"unit"')),
+        "guidellm-benchmarks": (
+            "guidellm.benchmarks.json",
+            "doc",
+            [(s / "guidellm" / "guidellm-0.3dev_stripped_1req.benchmarks.json").read_bytes()],
+            ('"request_latency"', '"output_tokens"', '"benchmarks"'),
+        ),
+        "inference-perf-lifecycle": (
+            "inference_perf.lifecycle.json",
+            "doc",
+            [
+                (ip / "kubecon-na-2025_vllm" / "stage_0_lifecycle_metrics.json").read_bytes(),
+                (ip / "kubecon-na-2025_vllm" / "stage_3_lifecycle_metrics.json").read_bytes(),
+                (ip / "kubecon-na-2025_vllm_batch_size" / "stage_1_lifecycle_metrics.json").read_bytes(),
+            ],
+            ('"count"', '"load_summary"', '"successes"'),
+        ),
+        "inference-perf-prometheus": (
+            "inference_perf.prometheus.json",
+            "doc",
+            [
+                (ip / "kubecon-na-2025_vllm" / "stage_0_prometheus_metrics.json").read_bytes(),
+                (ip / "kubecon-na-2025_vllm" / "stage_4_prometheus_metrics.json").read_bytes(),
+                (ip / "kubecon-na-2025_vllm_batch_size" / "stage_2_prometheus_metrics.json").read_bytes(),
+            ],
+            ('"successes"', '"count"', '"request_latency"'),
+        ),
+        "inference-perf-requests": (
+            "inference_perf.requests.json",
+            "array",
+            [json.dumps(_inference_perf_requests()).encode()],
+            ('"start_time"', '"info"', '"output_tokens"'),
+        ),
+        "mooncake-trace": (
+            "mooncake.jsonl",
+            "lines",
+            [_lines(s / "mooncake" / "conversation_trace.jsonl", 50, skip) for skip in (0, 300, 600)],
+            ('"timestamp"', '"input_length"', '"output_length"'),
+        ),
+        "prometheus-api": (
+            "prometheus_api.json",
+            "doc",
+            [_prometheus_api_answer()(None)],
+            ('"status"', '"data"', '"values"'),
+        ),
+        "trtllm-iteration-log": (
+            "trtllm_iterations.json",
+            "array",
+            [(s / "trtllm" / "trtllm-serve_metrics_iter154.docs-example.json").read_bytes()],
+            ('"iterLatencyMS"', '"kvCacheStats"', '"numActiveRequests"'),
+        ),
+        "azure-llm-trace": (
+            "azure.csv",
+            "text",
+            [
+                _lines(p, 40)
+                for p in sorted((s / "azure_llm_2023").glob("*.csv")) + sorted((s / "azure_llm_2024").glob("*.csv"))
+            ][:3],
+            (),
+        ),
+        "prometheus": (
+            "prometheus.prom",
+            "text",
+            [(v / r / "metrics_final.prom").read_bytes() for r in ("D_chunked", "E_prefix", "B2_kv2x")],
+            (),
+        ),
+        "vllm-server-log": (
+            "vllm_v1.log",
+            "text",
+            [
+                (s / "log_excerpts" / "vllm_v1_loggers_log_lines.txt").read_bytes(),
+                (s / "log_excerpts" / "vllm_v0_metrics_log_lines.txt").read_bytes(),
+            ],
+            (),
+        ),
+        "sglang-scheduler-log": (
+            "sglang.log",
+            "text",
+            [(s / "log_excerpts" / "sglang_scheduler_log_lines.txt").read_bytes()],
+            (),
+        ),
+        "vllm-bench-client-log": (
+            "client_log.log",
+            "text",
+            [
+                (v / r / "bench" / f).read_bytes()
+                for r, f in (
+                    ("A_baseline", "bench_profiled_8req.client.log"),
+                    ("B_kvpressure", "bench_kvpressure_64req.client.log"),
+                    ("E_prefix", "bench_pfx_120req_p512_s64_np4_out64_rate4.client.log"),
+                )
+            ],
+            (),
+        ),
+        "burstgpt-replay-config": (
+            "replay_config.json",
+            "objects",  # JSON objects back to back, no separator
+            [(s / "vllm_engine_stats_scrape" / "liao4s_server_log.json").read_bytes()],
+            ('"event_name"', '"server_config"', '"model path"'),
+        ),
+        "vllm-stats-csv": (
+            "vllm_stats.csv",
+            "text",
+            [_lines(s / "vllm_engine_stats_scrape" / "liao4s_vllm_log_scale100_prompt500.csv", 80)],
+            (),
+        ),
+    }
+
+
+def _fixture_bases() -> dict[str, tuple[str, str, list[bytes], tuple[str, ...]]]:
+    """The formats with no real file in ``../shared/data/``, as ``_bases``: records built field by field from
+    each tool's documented schema, as ``tests/test_more_formats.py`` and ``tests/test_workloads.py`` build
+    them (BurstGPT's README columns, trtllm-bench's request records, TGI's router log line and response
+    headers, GenAI-Perf's profile export, lltrace's own request schema)."""
+    burst = ["Timestamp,Session ID,Elapsed time,Model,Request tokens,Response tokens,Total tokens,Log Type"]
+    for i in range(30):
+        req, resp = 300 + 17 * i, (0 if i == 11 else 20 + 3 * i)
+        model, kind = ("ChatGPT", "Conversation log") if i % 2 else ("GPT-4", "API log")
+        burst.append(f"{5 + 3 * i},{100 + i % 7},{1.5 + (i % 5) * 0.25},{model},{req},{resp},{req + resp},{kind}")
+    trt = [
+        {
+            "id": i,
+            "num_input_tokens": 128 + 8 * i,
+            "error_tokens": 0,
+            "start_timestamp": 1_000_000_000 + 100_000_000 * i,
+            "first_token_timestamp": 1_050_000_000 + 100_000_000 * i,
+            "end_timestamp": 2_000_000_000 + 100_000_000 * i,
+            "num_output_tokens": 64 + i,
+        }
+        for i in range(12)
+    ]
+    tgi = "".join(
+        f"2024-05-01T10:00:{10 + i:02d}.000000Z  INFO generate{{parameters=...}}: text_generation_router::server: "
+        f'router/src/server.rs:305: Success total_time="1.{i}9s" validation_time="204.8µs" queue_time="2{i}.1µs" '
+        f'inference_time="1.{i}8s" time_per_token="19.9ms" seed="None"\n'
+        for i in range(10)
+    )
+    headers = "".join(
+        json.dumps(
+            {
+                "x-compute-time": f"1.{i}9",
+                "x-total-time": str(1210 + 10 * i),
+                "x-validation-time": "1",
+                "x-queue-time": str(23 + i),
+                "x-inference-time": str(1186 + 10 * i),
+                "x-time-per-token": "19",
+                "x-prompt-tokens": str(550 + i),
+                "x-generated-tokens": str(62 + i),
+            }
+        )
+        + "\n"
+        for i in range(10)
+    )
+    s, t0 = 1_000_000_000, 1_700_000_000 * 1_000_000_000
+
+    def chunk(content: str | None = None, usage: dict | None = None) -> dict:
+        body = {
+            "id": "abc",
+            "object": "chat.completion.chunk",
+            "choices": [] if usage else [{"index": 0, "delta": {"content": content}}],
+        }
+        if usage:
+            body["usage"] = usage
+        return {"response": "data: " + json.dumps(body) + "\n\n"}
+
+    genai = {
+        "service_kind": "openai",
+        "endpoint": "v1/chat/completions",
+        "version": "0.0.8",
+        "experiments": [
+            {
+                "experiment": {"mode": "concurrency", "value": 4},
+                "requests": [
+                    {
+                        "timestamp": t0 + i * s,
+                        "request_inputs": {"payload": json.dumps({"messages": [], "model": "m", "stream": True})},
+                        "response_timestamps": [t0 + i * s + k * s // 10 for k in (3, 5, 8, 9)],
+                        "response_outputs": [
+                            chunk("I"),
+                            chunk(" like"),
+                            chunk(usage={"prompt_tokens": 7 + i, "completion_tokens": 2, "total_tokens": 9 + i}),
+                            {"response": "data: [DONE]\n\n"},
+                        ],
+                    }
+                    for i in range(6)
+                ],
+            }
+        ],
+    }
+    own = "".join(
+        json.dumps(
+            {
+                "request_id": f"r{i}",
+                "arrival_time": f"2026-01-02T03:04:{5 + i:02d}.5Z",
+                "input_tokens": 100 + 10 * i,
+                "output_tokens": 10 + i,
+                "ttft_s": 0.05 + 0.01 * i,
+                "e2e_s": 1.0 + 0.1 * i,
+            }
+        )
+        + "\n"
+        for i in range(20)
+    )
+    return {
+        "burstgpt": ("burstgpt.csv", "text", [("\n".join(burst) + "\n").encode()], ()),
+        "trtllm-bench-requests": (
+            "trtllm_bench.requests.json",
+            "array",
+            [json.dumps(trt).encode()],
+            ('"num_input_tokens"', '"start_timestamp"', '"id"'),
+        ),
+        "tgi-log": ("tgi.log", "text", [tgi.encode()], ()),
+        "tgi-response-headers": (
+            "tgi_headers.jsonl",
+            "lines",
+            [headers.encode()],
+            ('"x-total-time"', '"x-prompt-tokens"', '"x-queue-time"'),
+        ),
+        "genai-perf-export": (
+            "genai_perf.profile_export.json",
+            "doc",
+            [json.dumps(genai).encode()],
+            ('"experiments"', '"timestamp"', '"response_timestamps"'),
+        ),
+        "lltrace-requests": (
+            "own_requests.jsonl",
+            "lines",
+            [own.encode()],
+            ('"request_id"', '"input_tokens"', '"arrival_time"'),
+        ),
+    }
+
+
+# what a file cut short must give: a stream of records (lines, rows, the profiler's event stream) keeps what it
+# read with a warning; one JSON document cut anywhere has lost an unknown part: the one-line error with the byte
+# the bench client's stdout is read for its options line near the top only: a cut in its second half loses
+# nothing that is read (its real files end without a line end: tqdm's last bar)
+_CUT = {"vllm-bench-client-log": "ok"}
+_CUT_RECOVERS = {
+    "pytorch-kineto", "otlp-traces", "sglang-bench", "aiperf-export", "mooncake-trace", *TEXT_FORMATS,
+    "burstgpt", "tgi-log", "tgi-response-headers", "lltrace-requests",
+}  # fmt: skip
+
+
+# deep nesting is the one-line error where the reader parses the value; the profiler's reader streams the events
+# and keeps them when the document around them is too deep (a warning), and Mooncake's reads its four columns
+# by name and never parses another key's value
+_DEEP = {"pytorch-kineto": "warning", "mooncake-trace": "ok"}
+
+
+def _deep(shape: str, data: bytes, variant: int) -> bytes:
+    """JSON nested past any tool's output, after the keys that identify the format."""
+    nest = ("[" * 20_000 + "]" * 20_000, '{"x": ' * 20_000 + "0" + "}" * 20_000, "[" * 100_000 + "]" * 100_000)[
+        variant % 3
+    ]
+    if shape == "lines":
+        lines = data.splitlines(keepends=True)
+        i = min(1, len(lines) - 1)
+        body = lines[i].rstrip()
+        lines[i] = body[:-1] + f', "deep": {nest}}}\n'.encode()
+        return b"".join(lines)
+    body = data.rstrip()
+    if shape == "array":
+        return body[:-1] + f", {nest}]".encode()
+    return body[:-1] + f', "deep": {nest}}}'.encode()
+
+
+def _dupkey(data: bytes, key: str) -> bytes:
+    """``key`` written twice in one object (the first time with another value)."""
+    found = re.search(re.escape(key).encode() + rb"\s*:\s*", data)
+    assert found, key
+    return data[: found.start()] + key.encode() + b": 0, " + data[found.start() :]
+
+
+def _bom_variants(shape: str, bases: list[bytes]) -> list[bytes]:
+    """The files with a UTF-8 byte-order mark; then the same with Windows line ends (JSON re-indented); then
+    JSON written compact as servers write it, or text with a blank line at its end."""
+    bom = b"\xef\xbb\xbf"
+    is_json = shape in ("doc", "array")
+    crlf = [(json.dumps(json.loads(b), indent=1) + "\n").encode() if is_json else b for b in bases]
+    other = [
+        json.dumps(json.loads(b), separators=(",", ":")).encode() if is_json else b.rstrip(b"\r\n") + b"\n\n"
+        for b in bases
+    ]
+    return (
+        [bom + b for b in bases]
+        + [bom + b.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n") for b in crlf]
+        + [bom + b for b in other]
+    )
+
+
+def _cuts(shape: str, data: bytes) -> list[bytes]:
+    """A document cut at a third, at two thirds and 7 bytes before its end; a file of lines cut a third, two
+    thirds and 7 bytes into a line of its second half (a line of a record that does not read whole)."""
+    if shape in ("doc", "array"):
+        ats = [len(data) // 3, 2 * len(data) // 3, len(data.rstrip()) - 7]
+    else:
+        starts = [0, *(m.end() for m in re.finditer(rb"\n", data.rstrip()))]
+        start = starts[max(1, len(starts) * 2 // 3)] if len(starts) > 1 else 0
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end
+        ats = [start + (end - start) // 3, start + 2 * (end - start) // 3, end - 7]
+    out = []
+    for at in ats:
+        while data[at - 1 : at] in (b"\n", b"\r", b","):
+            at += 1
+        out.append(data[:at])
+    return out
+
+
+def _top_up(case: Callable[[str, bytes, str], None], counts: dict[tuple[str, str], int], kineto: bytes) -> None:
+    """The generic kinds (a byte-order mark, a duplicated key, deep nesting, a cut) in every format they apply
+    to, made from that format's real files until each has three cases."""
+    for fmt, (ending, shape, bases, keys) in (_bases(kineto) | _fixture_bases()).items():
+        for kind in ("bom", "dupkey", "deep", "truncation"):
+            if fmt not in APPLIES[kind]:
+                continue
+            have = counts.get((kind, fmt), 0)
+            if kind == "bom":
+                made = [(d, "ok") for d in _bom_variants(shape, bases)]
+            elif kind == "dupkey":
+                made = [
+                    (_dupkey(next(b for b in bases[k % len(bases) :] + bases if key.encode() in b), key), "error")
+                    for k, key in enumerate(keys)
+                ]
+            elif kind == "deep":
+                made = [(_deep(shape, bases[k % len(bases)], k), _DEEP.get(fmt, "error")) for k in range(3)]
+            else:
+                outcome = _CUT.get(fmt, "warning" if fmt in _CUT_RECOVERS else "error")
+                whole = [b for b in bases if shape in ("doc", "array") or b.rstrip().count(b"\n")] or bases
+                made = [(d, outcome) for b in whole for d in _cuts(shape, b)]
+            for k, (data, outcome) in enumerate(made[: max(0, 3 - have)]):
+                case(f"{kind}_{k}_{ending}", data, outcome)
+
+
+def _specific(case: Callable[[str, bytes, str], None], kineto: bytes) -> None:
+    """The kinds that need a format's own fields, made from its real files until every format they apply to has
+    three cases: integers beyond int64, impossible request and engine values, summary figures that are not
+    numbers, wall clocks no run has, two requests under one id."""
+    s = DATA / "serving"
+    big = "99999999999999999999999"
+
+    def sub(data: bytes | str, pattern: str, repl: str, count: int = 1) -> bytes:
+        text = data.decode() if isinstance(data, bytes) else data
+        out, n = re.subn(pattern, repl, text, count=count)
+        assert n, pattern
+        return out.encode()
+
+    # integers beyond int64: one-line errors naming the line (a line-based trace drops the line, counted)
+    otlp = _lines(DATA / "vllm_cpu" / "B_kvpressure" / "otlp" / "traces.otlp.jsonl", 6)  # the 6th: requests
+    case(
+        "int64_otlp_completion_tokens.otlp.jsonl",
+        sub(otlp, r'("gen_ai\.usage\.completion_tokens", ?"value": ?\{"intValue": ?)"?\d+"?', rf'\g<1>"{big}"'),
+        "error",
+    )
+    case(
+        "int64_otlp_start.otlp.jsonl",
+        sub(otlp, r'("name": ?"llm_request"[^{}]*?"startTimeUnixNano": ?)"\d+"', rf'\g<1>"{big}"'),
+        "error",
+    )
+    bench = (DATA / "vllm_cpu" / "B_kvpressure" / "bench" / "bench_kvpressure_32req_profiled.json").read_text()
+    b = json.loads(bench)
+    b["input_lens"][4] = int(big)
+    case("int64_vllm_bench_input_lens.json", json.dumps(b).encode(), "error")
+    b = json.loads(bench)
+    b["total_input_tokens"] = int(big)
+    case("int64_vllm_bench_total.json", json.dumps(b).encode(), "warning")  # a summary figure: dropped, counted
+    for path, key in zip(
+        sorted((s / "sglang_bench_serving").glob("*.jsonl")),
+        ("total_input_tokens", "total_output_tokens", "completed"),
+        strict=True,
+    ):
+        data = sub(path.read_bytes(), rf'("{key}": ?)\d+', rf"\g<1>{big}")
+        case(f"int64_{key}_sglang_bench.jsonl", data, "warning")  # a summary figure: dropped, counted
+    for n, (path, key) in enumerate(
+        zip(
+            sorted((s / "llmperf").glob("individual__*.json"))[:2],
+            ("number_output_tokens", "number_input_tokens"),
+            strict=True,
+        )
+    ):
+        rows = json.loads(path.read_text())[:6]
+        rows[n + 2][key] = int(big)
+        case(f"int64_{key}_llmperf.individual.json", json.dumps(rows).encode(), "error")
+    new = _lines(s / "aiperf" / "aiperf-2025-11_qwen3-0.6b_c1_rtx6000ada.profile_export.jsonl", 5)
+    case(
+        "int64_output_length_aiperf.profile_export.jsonl",
+        sub(new, r'("output_sequence_length":\{"value":)\d+', rf"\g<1>{big}"),
+        "error",
+    )
+    case("int64_start_ns_aiperf.profile_export.jsonl", sub(new, r'("request_start_ns":)\d+', rf"\g<1>{big}"), "error")
+    guidellm = (s / "guidellm" / "guidellm-0.3dev_stripped_1req.benchmarks.json").read_text()
+    case(
+        "int64_output_tokens_guidellm.benchmarks.json",
+        sub(guidellm, r'("output_tokens": ?)\d+', rf"\g<1>{big}"),
+        "error",
+    )
+    request_start = json.loads(guidellm)["benchmarks"][0]["requests"]["successful"][0]["start_time"]
+    assert f'"start_time": {request_start}' in guidellm  # the request's start (its scheduler record repeats it)
+
+    def g_start(value: str) -> bytes:
+        return guidellm.replace(f'"start_time": {request_start}', f'"start_time": {value}').encode()
+
+    case("int64_start_time_guidellm.benchmarks.json", g_start(big), "error")
+    for key in ("output_tokens", "input_tokens"):
+        p = _inference_perf_requests()
+        if key == "output_tokens":
+            p[4]["info"]["response_metrics"]["output_tokens"] = int(big)
+        else:
+            p[1]["info"]["input_tokens"] = int(big)
+        case(f"int64_{key}_inference_perf.requests.json", json.dumps(p).encode(), "error")
+    moon = [json.loads(x) for x in _lines(s / "mooncake" / "conversation_trace.jsonl", 50).splitlines()]
+    for key, row in (("output_length", 11), ("timestamp", 20)):
+        m = json.loads(json.dumps(moon))
+        m[row][key] = int(big)
+        case(f"int64_{key}_mooncake.jsonl", "".join(json.dumps(x) + "\n" for x in m).encode(), "warning")
+    for path, col in (
+        (s / "azure_llm_2023" / "AzureLLMInferenceTrace_code.csv", 2),
+        (s / "azure_llm_2024" / "notebook_output_excerpt_conv_1week.csv", 1),
+    ):
+        rows = _lines(path, 40).decode().splitlines()
+        cells = rows[5].split(",")
+        cells[col] = big
+        rows[5] = ",".join(cells)
+        case(f"int64_col{col}_{path.stem[:14].lower()}_azure.csv", ("\n".join(rows) + "\n").encode(), "error")
+    # an id beyond int64 is kept as an id, with a warning; a duration beyond it is no event: the error
+    for key, outcome in (("correlation", "warning"), ("dur", "error")):
+        case(f"int64_{key}_kineto.json", sub(kineto, rf'("{key}": ?)\d+', rf"\g<1>{big}"), outcome)
+
+    # summary figures that are not numbers: dropped from the summary, counted
+    sg = sorted((s / "sglang_bench_serving").glob("*.jsonl"))
+    case(
+        "summary_duration_text_sglang_bench.jsonl",
+        sub(sg[0].read_bytes(), r'("duration": ?)[\d.]+', r'\g<1>"fast"'),
+        "warning",
+    )
+    case(
+        "summary_completed_negative_sglang_bench.jsonl",
+        sub(sg[2].read_bytes(), r'("completed": ?)\d+', r"\g<1>-5"),
+        "warning",
+    )
+    for path, key, value in (
+        (s / "llmperf" / "summary__bedrock_70b.json", "results_num_completed_requests", '"many"'),
+        (s / "llmperf" / "summary__fireworks_70b.json", "results_end_to_end_latency_s_mean", "true"),
+    ):
+        case(
+            f"summary_{key}_llmperf.summary.json",
+            sub(path.read_bytes(), rf'("{key}": ?)[^,}}]+', rf"\g<1>{value}"),
+            "warning",
+        )
+    agg = (
+        REPO
+        / "tests"
+        / "data"
+        / "real"
+        / "aiperf"
+        / "aiperf-2025-10_gpt-oss-20b_c100_cancel10.profile_export_aiperf.json"
+    )
+    for name, value in (("text", '"n/a"'), ("negative", "-12.5"), ("bool", "true")):
+        d = json.loads(agg.read_text())
+        d["records"]["request_latency"]["avg"] = json.loads(value)
+        case(f"summary_latency_{name}_aiperf.summary.json", json.dumps(d).encode(), "warning")
+    ip = s / "inference_perf" / "kubecon-na-2025_vllm"
+    for kind in ("lifecycle", "prometheus"):
+        for name, value in (("text", '"937"'), ("negative", "-3.5"), ("bool", "false")):
+            d = json.loads((ip / f"stage_2_{kind}_metrics.json").read_text())
+            figures = d["successes"]["latency"] if kind == "lifecycle" else d["successes"]
+            figures["request_latency"]["mean"] = json.loads(value)
+            case(f"summary_latency_{name}_inference_perf.{kind}.json", json.dumps(d).encode(), "warning")
+
+    # impossible per-request values: ingested with a warning, the values NULL
+    p = _inference_perf_requests()
+    p[2]["info"]["response_metrics"]["output_token_times"] = [p[2]["start_time"] - 1.0]
+    case("request_value_token_before_start_inference_perf.requests.json", json.dumps(p).encode(), "warning")
+    for key, value, row in (("input_length", 100.5, 13), ("input_length", -40, 17)):
+        m = json.loads(json.dumps(moon))
+        m[row][key] = value
+        what = "fractional" if isinstance(value, float) else "negative"
+        case(f"request_value_{what}_{key}_mooncake.jsonl", "".join(json.dumps(x) + "\n" for x in m).encode(), "warning")
+    for path, col, value in (
+        (s / "azure_llm_2023" / "AzureLLMInferenceTrace_code.csv", 2, "12.5"),
+        (s / "azure_llm_2024" / "notebook_output_excerpt_code_1week.csv", 1, "-100"),
+    ):
+        rows = _lines(path, 40).decode().splitlines()
+        cells = rows[6].split(",")
+        cells[col] = value
+        rows[6] = ",".join(cells)
+        case(f"request_value_col{col}_{path.stem[:14].lower()}_azure.csv", ("\n".join(rows) + "\n").encode(), "warning")
+
+    # impossible engine values: warnings, the values NULL
+    answer = _prometheus_api_answer()
+    case(
+        "kv_250pct_prometheus_api.json",
+        answer(
+            lambda n, v: [
+                [t, "2.5"] if i == 3 and n == "vllm:kv_cache_usage_perc" else [t, x] for i, (t, x) in enumerate(v)
+            ]
+        ),
+        "warning",
+    )
+    v1 = (s / "log_excerpts" / "vllm_v1_loggers_log_lines.txt").read_bytes()
+    case("engine_value_negative_running_vllm_v1.log", sub(v1, r"Running: \d+ reqs", "Running: -3 reqs"), "warning")
+    slog = (s / "log_excerpts" / "sglang_scheduler_log_lines.txt").read_bytes()
+    case("engine_value_negative_running_sglang.log", sub(slog, r"#running-req: \d+", "#running-req: -2"), "warning")
+    case("engine_value_negative_queue_sglang.log", sub(slog, r"#queue-req: \d+", "#queue-req: -1"), "warning")
+    csv = _lines(s / "vllm_engine_stats_scrape" / "liao4s_vllm_log_scale100_prompt500.csv", 80).decode().splitlines()
+    for col, value, name in ((3, "-1", "negative_running"), (6, "250.0", "kv_250pct"), (5, "inf", "inf_pending")):
+        rows = list(csv)
+        cells = rows[20].split(",")
+        cells[col] = value
+        rows[20] = ",".join(cells)
+        case(f"engine_value_{name}_vllm_stats.csv", ("\n".join(rows) + "\n").encode(), "warning")
+
+    # wall clocks no run has: one-line errors
+    for name, ts in (("2200", 7258118400.0), ("1970", 86400.0), ("negative", -5.0)):
+        case(
+            f"clock_{name}_prometheus_api.json",
+            answer(lambda n, v, ts=ts: [[ts, x] if i == 2 else [t, x] for i, (t, x) in enumerate(v)]),
+            "error",
+        )
+    case(
+        "clock_negative_aiperf.profile_export.jsonl",
+        sub(new, r'("request_start_ns":)\d+', r"\g<1>-1000000000"),
+        "error",
+    )
+    for name, t in (("1970", "86400.5"), ("negative", "-100.0")):
+        case(f"clock_{name}_guidellm.benchmarks.json", g_start(t), "error")
+
+    # two requests under one id: the one-line error, never one request
+    lines = [json.loads(x) for x in new.splitlines()]
+    lines[3]["metadata"]["x_request_id"] = lines[0]["metadata"]["x_request_id"]
+    case(
+        "dup_request_id_new_schema_aiperf.profile_export.jsonl",
+        "".join(json.dumps(x) + "\n" for x in lines).encode(),
+        "error",
+    )
+    lines = [json.loads(x) for x in new.splitlines()]
+    for x in lines[1:4]:
+        x["metadata"]["x_request_id"] = "same-id"
+    case(
+        "dup_request_id_three_aiperf.profile_export.jsonl",
+        "".join(json.dumps(x) + "\n" for x in lines).encode(),
+        "error",
+    )
+    g = json.loads(guidellm)
+    ok = g["benchmarks"][0]["requests"]["successful"]
+    later = {**ok[0], "start_time": ok[0]["start_time"] + 1.0, "end_time": ok[0]["end_time"] + 1.0}
+    for name, change in (
+        ("copy", lambda r: r["successful"].append(dict(r["successful"][0]))),
+        ("later", lambda r: r["successful"].append(later)),
+        ("errored", lambda r: r.__setitem__("errored", [*r.get("errored", []), later])),
+    ):
+        d = json.loads(guidellm)
+        change(d["benchmarks"][0]["requests"])
+        case(f"dup_request_id_{name}_guidellm.benchmarks.json", json.dumps(d).encode(), "error")
+
+
+def _fixture_specific(case: Callable[[str, bytes, str], None]) -> None:
+    """The format-specific kinds in the formats read only from fixtures (``_fixture_bases``): integers beyond
+    int64 and wall clocks no run has (one-line errors), impossible request values (warnings, NULL), two
+    requests under one id (the error)."""
+    fx = {fmt: bases[0] for fmt, (_, _, bases, _) in _fixture_bases().items()}
+    big = "99999999999999999999999"
+
+    def csv_cell(data: bytes, row: int, col: int, value: str) -> bytes:
+        lines = data.decode().splitlines()
+        cells = lines[row].split(",")
+        cells[col] = value
+        lines[row] = ",".join(cells)
+        return ("\n".join(lines) + "\n").encode()
+
+    def records(data: bytes) -> list[dict]:
+        return [json.loads(x) for x in data.decode().splitlines() if x.strip()]
+
+    def lines_of(objs: list[dict]) -> bytes:
+        return "".join(json.dumps(o) + "\n" for o in objs).encode()
+
+    # BurstGPT (columns: Timestamp, Session ID, Elapsed time, Model, Request tokens, Response tokens, ...)
+    burst = fx["burstgpt"]
+    for k, (row, col) in enumerate(((3, 4), (8, 5), (15, 4))):
+        case(f"int64_{k}_burstgpt.csv", csv_cell(burst, row, col, big), "error")
+    for name, (row, col, value) in {
+        "negative_tokens": (4, 4, "-12"),
+        "fractional_tokens": (9, 5, "12.5"),
+        "negative_e2e": (6, 2, "-1.5"),
+    }.items():
+        case(f"request_value_{name}_burstgpt.csv", csv_cell(burst, row, col, value), "warning")
+    # trtllm-bench request records (ns stamps from the benchmark's own clock)
+    trt = json.loads(fx["trtllm-bench-requests"])
+
+    def trt_with(i: int, **change: object) -> bytes:
+        rows = json.loads(json.dumps(trt))
+        rows[i].update(change)
+        return json.dumps(rows).encode()
+
+    for k, key in enumerate(("num_input_tokens", "num_output_tokens", "start_timestamp")):
+        case(f"int64_{key}_trtllm_bench.requests.json", trt_with(k + 2, **{key: int(big)}), "error")
+    case(
+        "request_value_end_before_start_trtllm_bench.requests.json",
+        trt_with(3, end_timestamp=trt[3]["start_timestamp"] - 1_000_000),
+        "warning",
+    )
+    case(
+        "request_value_first_token_after_end_trtllm_bench.requests.json",
+        trt_with(4, first_token_timestamp=trt[4]["end_timestamp"] + 5_000_000),
+        "warning",
+    )
+    case("request_value_fractional_tokens_trtllm_bench.requests.json", trt_with(5, num_output_tokens=64.5), "warning")
+    for name, change in (
+        ("copy", lambda rows: rows.append(dict(rows[2]))),
+        ("later", lambda rows: rows.append({**rows[2], "start_timestamp": rows[2]["start_timestamp"] + 7})),
+        ("renumbered", lambda rows: rows[5].update(id=rows[4]["id"])),
+    ):
+        rows = json.loads(json.dumps(trt))
+        change(rows)
+        case(f"dup_request_id_{name}_trtllm_bench.requests.json", json.dumps(rows).encode(), "error")
+    # TGI router log: request values and wall clocks
+    tgi = fx["tgi-log"].decode()
+    lines = tgi.splitlines(keepends=True)
+
+    def tgi_line(i: int, old: str, new: str) -> bytes:
+        assert old in lines[i], old
+        return "".join(lines[:i] + [lines[i].replace(old, new, 1)] + lines[i + 1 :]).encode()
+
+    case("request_value_queue_over_total_tgi.log", tgi_line(2, 'queue_time="22.1µs"', 'queue_time="9.5s"'), "warning")
+    case(
+        "request_value_queue_over_total_ms_tgi.log",
+        tgi_line(3, 'queue_time="23.1µs"', 'queue_time="2500.0ms"'),
+        "warning",
+    )
+    case(
+        "request_value_queue_just_over_total_tgi.log",
+        tgi_line(4, 'queue_time="24.1µs"', 'queue_time="1.5s"'),
+        "warning",
+    )
+    for year in ("2200", "1970", "2014"):
+        case(f"clock_{year}_tgi.log", tgi_line(5, "2024-05-01T", f"{year}-05-01T"), "error")
+    # TGI response headers (integer ms as text)
+    hdr = records(fx["tgi-response-headers"])
+
+    def hdr_with(i: int, **change: str) -> bytes:
+        rows = json.loads(json.dumps(hdr))
+        rows[i].update({k.replace("_", "-"): v for k, v in change.items()})
+        return lines_of(rows)
+
+    for k, key in enumerate(("x_prompt_tokens", "x_generated_tokens", "x_total_time")):
+        case(f"int64_{k}_tgi_headers.jsonl", hdr_with(k + 1, **{key: big}), "error")
+    case("request_value_negative_tokens_tgi_headers.jsonl", hdr_with(2, x_prompt_tokens="-5"), "warning")
+    case("request_value_fractional_tokens_tgi_headers.jsonl", hdr_with(3, x_generated_tokens="6.5"), "warning")
+    case("request_value_queue_over_total_tgi_headers.jsonl", hdr_with(4, x_queue_time="99999"), "warning")
+    # GenAI-Perf profile export (ns epoch stamps; OpenAI usage inside the response text)
+    genai = json.loads(fx["genai-perf-export"])
+
+    def genai_with(change: Callable[[list[dict]], None]) -> bytes:
+        doc = json.loads(json.dumps(genai))
+        change(doc["experiments"][0]["requests"])
+        return json.dumps(doc).encode()
+
+    def usage(r: dict, key: str, value: object) -> None:
+        out = r["response_outputs"][2]
+        body = json.loads(out["response"][len("data: ") :])
+        body["usage"][key] = value
+        out["response"] = "data: " + json.dumps(body) + "\n\n"
+
+    case(
+        "int64_timestamp_genai_perf.profile_export.json",
+        genai_with(lambda rs: rs[1].update(timestamp=int(big))),
+        "error",
+    )
+    case(
+        "int64_prompt_tokens_genai_perf.profile_export.json",
+        genai_with(lambda rs: usage(rs[2], "prompt_tokens", int(big))),
+        "error",
+    )
+    case(
+        "int64_response_timestamp_genai_perf.profile_export.json",
+        genai_with(lambda rs: rs[3]["response_timestamps"].__setitem__(0, int(big))),
+        "error",
+    )
+    case(
+        "request_value_response_before_request_genai_perf.profile_export.json",
+        genai_with(lambda rs: rs[1].update(response_timestamps=[rs[1]["timestamp"] - 5_000_000 + k for k in range(4)])),
+        "warning",
+    )
+    case(
+        "request_value_fractional_tokens_genai_perf.profile_export.json",
+        genai_with(lambda rs: usage(rs[2], "completion_tokens", 2.5)),
+        "warning",
+    )
+    case(
+        "request_value_negative_tokens_genai_perf.profile_export.json",
+        genai_with(lambda rs: usage(rs[4], "prompt_tokens", -7)),
+        "warning",
+    )
+    for name, ns in (("2200", 7_258_118_400 * 10**9), ("1970", 86_400 * 10**9), ("negative", -(10**9))):
+
+        def dated(rs: list[dict], ns: int = ns) -> None:
+            shift = ns - rs[0]["timestamp"]
+            for r in rs:
+                r["timestamp"] += shift
+                r["response_timestamps"] = [t + shift for t in r["response_timestamps"]]
+
+        case(f"clock_{name}_genai_perf.profile_export.json", genai_with(dated), "error")
+    # lltrace's own request schema
+    own = records(fx["lltrace-requests"])
+
+    def own_with(i: int, **change: object) -> bytes:
+        rows = json.loads(json.dumps(own))
+        rows[i].update(change)
+        return lines_of(rows)
+
+    for k, key in enumerate(("input_tokens", "output_tokens", "input_tokens")):
+        case(f"int64_{k}_own_requests.jsonl", own_with(3 + 4 * k, **{key: int(big)}), "error")
+    case("request_value_ttft_after_e2e_own_requests.jsonl", own_with(2, ttft_s=9.0), "warning")
+    case("request_value_negative_tokens_own_requests.jsonl", own_with(5, input_tokens=-10), "warning")
+    case("request_value_fractional_tokens_own_requests.jsonl", own_with(7, output_tokens=10.5), "warning")
+    for year in ("2200", "1970", "2014"):
+        case(f"clock_{year}_own_requests.jsonl", own_with(4, arrival_time=f"{year}-01-02T03:04:09.5Z"), "error")
+    for name, (i, j) in {"first_two": (0, 1), "far_apart": (2, 17), "last_two": (18, 19)}.items():
+        rows = json.loads(json.dumps(own))
+        rows[j]["request_id"] = rows[i]["request_id"]
+        case(f"dup_request_id_{name}_own_requests.jsonl", lines_of(rows), "error")
 
 
 if __name__ == "__main__":
