@@ -47,6 +47,7 @@ REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"
 FINDINGS = REPO / "benchmarks" / "fuzz_findings"
 
+RUN_A = DATA / "vllm_cpu" / "A_baseline"
 SEEDS = {  # format -> a small real file of it
     "kineto": REPO / "tests" / "data" / "bad" / "out_of_order.json",
     "kineto-gz": REPO / "sample_traces" / "sglang_mi300x_qwen3-8b_decode_step.AMD.json.gz",
@@ -73,6 +74,22 @@ SEEDS = {  # format -> a small real file of it
     "llmperf-summary": DATA / "serving" / "llmperf" / "summary__lepton_70b.json",
     "flat-spans": REPO / "tests" / "data" / "bad" / "bom_flat_spans.otlp.json",
     "prometheus-api": REPO / "tests" / "data" / "bad" / "ok_prometheus_api.json",
+    "trtllm-iterations": DATA / "serving" / "trtllm" / "trtllm-serve_metrics_iter154.docs-example.json",
+    "vllm-stats-csv": DATA / "serving" / "vllm_engine_stats_scrape" / "liao4s_vllm_log_scale100_prompt500.csv",
+    "replay-config": DATA / "serving" / "vllm_engine_stats_scrape" / "liao4s_server_log.json",
+    "client-log": RUN_A / "bench" / "bench_profiled_8req.client.log",
+    # the formats with no real file: the corpus' records built from their tools' sources (make_corpus.py)
+    **{
+        name: REPO / "tests" / "data" / "bad" / f"bom_0_{ending}"
+        for name, ending in (
+            ("burstgpt", "burstgpt.csv"),
+            ("trtllm-bench", "trtllm_bench.requests.json"),
+            ("tgi-log", "tgi.log"),
+            ("tgi-headers", "tgi_headers.jsonl"),
+            ("genai-perf", "genai_perf.profile_export.json"),
+            ("own-requests", "own_requests.jsonl"),
+        )
+    },
 }
 # a run folder: the file mutated, and the real files it is ingested beside (joins, log clock, checks)
 RUN = DATA / "vllm_cpu" / "A_baseline"
