@@ -358,7 +358,12 @@ FORMATS: tuple[Format, ...] = (
         sniff=bench_clients.sniff_genai_perf,
         ingest=bench_clients.ingest_genai_perf,
         markers=(b'"experiments"', b'"response_timestamps"', b'"service_kind"'),
-        versions=("profile_export.json: fixture from source",),
+        versions=(
+            "profile_export.json 2023-08 (response timestamps only): fixture from source",
+            "2024-02 (response outputs as text): fixture from source",
+            "2024-03 (named outputs, request_inputs): fixture from source",
+            "2024-05 on (service_kind, endpoint; OpenAI bodies with usage): fixture from source",
+        ),
     ),
     Format(
         name=bench_clients.AIPERF,

@@ -89,6 +89,10 @@ def _genai_perf_request(r: dict[str, Any], service: Any) -> dict[str, Any]:
     if isinstance(outputs, list) and len(outputs) == len(stamps):
         content = []
         for ts, out in zip(stamps, outputs, strict=True):
+            if isinstance(out, str):  # the 2024-02 export: each response's output bytes as one string
+                if out.strip():
+                    content.append(ts)
+                continue
             if not isinstance(out, dict):
                 continue
             if "text_output" in out:
@@ -119,12 +123,30 @@ def _genai_perf_request(r: dict[str, Any], service: Any) -> dict[str, Any]:
     }
 
 
+def _genai_perf_schema(data: dict[str, Any]) -> str:
+    """Which of Perf Analyzer's profile-export schemas a file is, by the keys its exporter wrote
+    (``profile_data_exporter.cc`` in triton-inference-server/perf_analyzer, by commit): timestamps only
+    (2023-08, d7dfe0a7); response outputs as plain strings (2024-02, e1314582); outputs as named tensors
+    and ``request_inputs`` (2024-03, 79b5e266); ``service_kind`` and ``endpoint`` (2024-05 on, ba8b829d)."""
+    requests = [r for e in data.get("experiments") or [] for r in (e.get("requests") or []) if isinstance(r, dict)]
+    if "service_kind" in data:
+        return "2024-05 on (service_kind, endpoint)"
+    if any("request_inputs" in r for r in requests):
+        return "2024-03 (named outputs, request_inputs)"
+    outputs = [o for r in requests for o in (r.get("response_outputs") or [])]
+    if outputs:
+        return "2024-02 (outputs as text)" if all(isinstance(o, str) for o in outputs) else "2024-03 (named outputs)"
+    return "2023-08 (response timestamps only)"
+
+
 def ingest_genai_perf(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     """Per request: send time (epoch ns), TTFT and e2e from the responses with content, tokens from the
     server's ``usage`` where the responses carry it (``_genai_perf_request``)."""
     info = SourceInfo(path=path, format=GENAI_PERF)
     data = load_json(path)
-    info.version = str(data.get("version")) if data.get("version") else "profile export"
+    schema = _genai_perf_schema(data)
+    info.version = (f"perf_analyzer {data['version']} · " if data.get("version") else "") + schema
+    info.details["export_schema"] = schema
     service = data.get("service_kind")
     rows = []
     unstreamed = 0

@@ -463,3 +463,39 @@ def test_trtllm_runtime_limits_bind_per_iteration(store, tmp_path):
     tuned.write_text("\n".join(json.dumps(r) for r in (rec(0, 1, 3, 10, batch=4), rec(1, 1, 1, 10, batch=8))) + "\n")
     run = lltrace.ingest([tuned], store=store)
     assert "max_num_seqs" not in set(run.table("engine_config")["setting"])
+
+
+@pytest.mark.parametrize(
+    ("schema", "outputs", "inputs"),
+    [
+        ("2023-08 (response timestamps only)", None, None),
+        ("2024-02 (outputs as text)", ["I", " like", " dogs", ""], None),
+        ("2024-03 (named outputs, request_inputs)", [{"text_output": t} for t in ("I", " like", " dogs", "")], True),
+    ],
+)
+def test_genai_perf_export_schemas_before_service_kind(schema, outputs, inputs, store, tmp_path):
+    """Perf Analyzer's profile export as its exporter wrote it before ``service_kind`` (profile_data_exporter.cc
+    at d7dfe0a7, e1314582, 79b5e266): uint64 ns times, a decoupled (streaming) Triton model's responses; the
+    empty last response is the final flag, not a token. First token at +3 s, last content at +8 s."""
+    s, t0 = 1_000_000_000, 1_700_000_000 * 1_000_000_000
+    stamps = [t0 + k * s for k in (3, 5, 8, 9)]
+    request = {"timestamp": t0, "sequence_id": 1, "response_timestamps": stamps if outputs else stamps[:3]}
+    if outputs is not None:
+        request["response_outputs"] = outputs
+    if inputs:
+        request["request_inputs"] = {"text_input": "Tell me about dogs", "max_tokens": 3}
+    doc = {
+        "experiments": [
+            {
+                "experiment": {"mode": "concurrency", "value": 1},
+                "requests": [request],
+                "window_boundaries": [t0, t0 + 20 * s],
+            }
+        ],
+        "version": "2.41.0",
+    }
+    path = tmp_path / "profile_export.json"
+    path.write_text(json.dumps(doc))
+    run, rows = _one(path, store)
+    assert [(r["ttft_s"], r["e2e_s"], r["status"]) for r in rows] == [(3.0, 8.0, "ok")]
+    assert run.metadata["sources"][0]["version"] == f"perf_analyzer 2.41.0 · {schema}"
