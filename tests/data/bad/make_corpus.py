@@ -884,6 +884,11 @@ def _bases(kineto: bytes) -> dict[str, tuple[str, str, list[bytes], tuple[str, .
     def rows(path: Path, n: int) -> bytes:
         return json.dumps(json.loads(path.read_text())[:n]).encode()
 
+    def stages(kind: str, picks: tuple[int, int, int]) -> list[bytes]:
+        """Two stages of the rate sweep and one of the batch-size sweep."""
+        runs = ("kubecon-na-2025_vllm", "kubecon-na-2025_vllm", "kubecon-na-2025_vllm_batch_size")
+        return [(ip / run / f"stage_{n}_{kind}_metrics.json").read_bytes() for run, n in zip(runs, picks, strict=True)]
+
     return {
         "pytorch-kineto": ("kineto.json", "doc", [kineto], ('"name"', '"args"', '"dur"')),
         "otlp-traces": (
@@ -936,21 +941,13 @@ def _bases(kineto: bytes) -> dict[str, tuple[str, str, list[bytes], tuple[str, .
         "inference-perf-lifecycle": (
             "inference_perf.lifecycle.json",
             "doc",
-            [
-                (ip / "kubecon-na-2025_vllm" / "stage_0_lifecycle_metrics.json").read_bytes(),
-                (ip / "kubecon-na-2025_vllm" / "stage_3_lifecycle_metrics.json").read_bytes(),
-                (ip / "kubecon-na-2025_vllm_batch_size" / "stage_1_lifecycle_metrics.json").read_bytes(),
-            ],
+            stages("lifecycle", (0, 3, 1)),
             ('"count"', '"load_summary"', '"successes"'),
         ),
         "inference-perf-prometheus": (
             "inference_perf.prometheus.json",
             "doc",
-            [
-                (ip / "kubecon-na-2025_vllm" / "stage_0_prometheus_metrics.json").read_bytes(),
-                (ip / "kubecon-na-2025_vllm" / "stage_4_prometheus_metrics.json").read_bytes(),
-                (ip / "kubecon-na-2025_vllm_batch_size" / "stage_2_prometheus_metrics.json").read_bytes(),
-            ],
+            stages("prometheus", (0, 4, 2)),
             ('"successes"', '"count"', '"request_latency"'),
         ),
         "inference-perf-requests": (
