@@ -179,9 +179,8 @@ def ingest_azure(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     with a warning (the released files end without a line end, so a whole last row is read).
     """
     info = SourceInfo(path=path, format=AZURE)
-    whole = _whole_lines(
-        path, stage, info, _azure_row
-    )  # Azure's files end without a line end: a row that reads is kept
+    # Azure's released files end without a line end: a last row that reads whole is kept, a cut one dropped
+    whole = _whole_lines(path, stage, info, _azure_row)
     try:
         return _read_azure(path, whole, stage, part, info)
     finally:
