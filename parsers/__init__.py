@@ -327,6 +327,21 @@ FORMATS: tuple[Format, ...] = (
         versions=("trtllm-bench --request_json: fixture from source",),
     ),
     Format(
+        name=trtllm.TRTLLM_REPORT,
+        family="TensorRT-LLM",
+        description="`trtllm-bench --report_json` summary of a throughput or latency run",
+        tables=(),
+        attributes="the run's request latency (and, streamed, TTFT and TPOT) percentiles, request and token "
+        "throughput, mean sizes and concurrency, as trtllm-bench computed them",
+        sniff=trtllm.sniff_trtllm_report,
+        ingest=trtllm.ingest_trtllm_report,
+        markers=(b'"request_info"', b'"performance"', b'"world_info"', b'"request_latency_percentiles_ms"'),
+        versions=(
+            "get_statistics_dict (reporting.py @0249976575): streamed and not streamed; fixture from source",
+            "PercentileStats without p90 (statistics.py @3856265): fixture from source",
+        ),
+    ),
+    Format(
         name=trtllm.TRTLLM_ITERATIONS,
         family="TensorRT-LLM",
         description="per-iteration stats (`--iteration_log`, iteration perf stats): JSON lines or array",

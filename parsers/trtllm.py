@@ -1,5 +1,5 @@
-"""TensorRT-LLM: ``trtllm-bench --request_json`` request records and the per-iteration stats
-(``--iteration_log``, iteration perf stats). Field facts: docs/SERVING_FORMATS.md §C.
+"""TensorRT-LLM: ``trtllm-bench --request_json`` request records, its ``--report_json`` summary and the
+per-iteration stats (``--iteration_log``, iteration perf stats). Field facts: docs/SERVING_FORMATS.md §C.
 """
 
 from __future__ import annotations
@@ -8,12 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from lltrace.errors import TraceFormatError
-from lltrace.parsers._io import check_ids, json_objects, load_json, stamp_ns, write_rows
+from lltrace.parsers._io import check_ids, json_objects, load_json, not_a_figure, stamp_ns, write_rows
 from lltrace.parsers._lines import read_text
 from lltrace.tables import SourceInfo
 
 TRTLLM_REQUESTS = "trtllm-bench-requests"
 TRTLLM_ITERATIONS = "trtllm-iteration-log"
+TRTLLM_REPORT = "trtllm-bench-report"
 
 
 def sniff_trtllm_requests(head: bytes) -> bool:
@@ -33,8 +34,10 @@ def ingest_trtllm_requests(path: str, stage: Path, part: int, **_: Any) -> Sourc
         where = f"record {i}"
         for key in ("num_input_tokens", "num_output_tokens", "num_generated_tokens", "id"):
             stamp_ns(path, where, r.get(key))
+        # -1 is RequestRecord's default: the stamp was never set (statistics.py; its own TTFT is then 0)
         start, first, end = (
-            stamp_ns(path, where, r.get(k)) for k in ("start_timestamp", "first_token_timestamp", "end_timestamp")
+            None if (v := stamp_ns(path, where, r.get(k))) == -1 else v
+            for k in ("start_timestamp", "first_token_timestamp", "end_timestamp")
         )
         failed = bool(r.get("error_tokens"))
         rows.append(
@@ -145,3 +148,99 @@ def _limits(records: list[dict[str, Any]]) -> tuple[dict[str, int], dict[str, st
             config[setting] = value
             origin[setting] = f"TensorRT-LLM iteration stats ({f'{section}.' if section else ''}{key})"
     return config, origin
+
+
+# -- trtllm-bench --report_json ---------------------------------------------------------------------------------
+# ReportUtility.get_statistics_dict (tensorrt_llm/bench/dataclasses/reporting.py @0249976575): the figures read,
+# section -> keys. Latencies in ms, rates per second; percentile objects are PercentileStats dumps
+# ({p50, p90, p95, p99, minimum, maximum, average}, already in ms; p90 came later: statistics.py @3856265 has none).
+_REPORT_FIGURES = {
+    "request_info": ("num_requests", "avg_num_concurrent_requests", "avg_input_length", "avg_output_length"),
+    "performance": (
+        "total_latency_ms",
+        "avg_request_latency_ms",
+        "request_throughput_req_s",
+        "system_output_throughput_tok_s",
+        "system_total_throughput_tok_s",
+        "request_latency_percentiles_ms",
+    ),
+    "streaming_metrics": ("avg_ttft_ms", "avg_tpot_ms", "ttft_percentiles", "tpot_percentiles"),
+}
+_PERCENTILES = ("p50", "p90", "p95", "p99", "minimum", "maximum", "average")
+_REPORT_SETTINGS = {
+    "engine": ("model", "version", "backend", "dtype", "quantization"),
+    "world_info": ("tp_size", "pp_size", "max_batch_size", "max_num_tokens"),
+    "machine": ("name",),
+}
+
+
+def sniff_trtllm_report(head: bytes) -> bool:
+    """``trtllm-bench --report_json``: one object of sections (engine, world_info, request_info, performance)."""
+    text = head.lstrip()
+    return (
+        text.startswith(b"{")
+        and b'"request_info"' in text
+        and b'"performance"' in text
+        and (b'"world_info"' in text or b'"request_latency_percentiles_ms"' in text)
+    )
+
+
+def ingest_trtllm_report(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
+    """The tool's own figures for its run, kept in the metadata (``client_summary``); no per-request rows (those
+    are ``--request_json``'s). A figure that is not a finite non-negative number is left NULL with a warning."""
+    info = SourceInfo(path=path, format=TRTLLM_REPORT)
+    data = load_json(path)
+    if not isinstance(data, dict):
+        raise TraceFormatError(path, "line 1", "expected one JSON object")
+    bad: list[str] = []
+    report: dict[str, Any] = {}
+    for section, keys in _REPORT_FIGURES.items():
+        got = data.get(section)
+        if got is None:
+            continue
+        if not isinstance(got, dict):
+            raise TraceFormatError(path, f"key '{section}'", f"expected an object, found {type(got).__name__}")
+        kept: dict[str, Any] = {}
+        for key in keys:
+            value = got.get(key)
+            if isinstance(value, dict):
+                kept[key] = {p: _figure(value.get(p), f"{section}.{key}.{p}", bad) for p in _PERCENTILES}
+            else:
+                kept[key] = _figure(value, f"{section}.{key}", bad)
+        report[section] = kept
+    if bad:
+        info.dropped["summary_values_not_numbers"] = len(bad)
+        info.warnings.append(
+            f"{path}: {len(bad)} summary figure(s) that are not finite numbers in their range, left NULL: "
+            + ", ".join(bad[:4])
+            + (f" and {len(bad) - 4} more" if len(bad) > 4 else "")
+        )
+    settings = {
+        f"{section}.{key}": value
+        for section, keys in _REPORT_SETTINGS.items()
+        for key in keys
+        if isinstance(data.get(section), dict) and isinstance(value := data[section].get(key), (str, int, float))
+    }
+    report["settings"] = settings
+    info.details["trtllm_report"] = report
+    streaming = "streaming_metrics" in report
+    latency = (report.get("performance") or {}).get("request_latency_percentiles_ms") or {}
+    info.version = (
+        f"report_json (TensorRT-LLM {settings.get('engine.version', 'version not stated')}"
+        + (f", {settings['engine.backend']} backend" if "engine.backend" in settings else "")
+        + ("; streamed: TTFT and TPOT" if streaming else "; not streamed: no TTFT or TPOT")
+        + ("" if latency.get("p90") is not None else "; percentiles without p90")
+        + ")"
+    )
+    info.records = 1
+    return info
+
+
+def _figure(value: Any, where: str, bad: list[str]) -> float | int | None:
+    """A figure of the report, or None (absent; or not a finite non-negative number: listed in ``bad``)."""
+    if value is None:
+        return None
+    if not_a_figure(value):
+        bad.append(f"{where}={value!r}")
+        return None
+    return value

@@ -197,6 +197,35 @@ def _aiperf(source: dict[str, Any]) -> list[dict[str, Any]]:
     return [e]
 
 
+def _trtllm(source: dict[str, Any]) -> list[dict[str, Any]]:
+    """``trtllm-bench --report_json`` (``get_statistics_dict``): ms figures, PercentileStats objects whose
+    ``average`` is the mean and ``p50`` the median (the value at index int(n * q) of the sorted list, not
+    interpolated: ``PercentileStats.from_iterable``). Its statistics count every request it registered, errored
+    ones too (``StatsKeeper.generate_statistics_summary``), so it has no failed count; its TPOT is per request,
+    (last - first token) / (output tokens - 1) (``RequestRecord.intertoken_latency``). TTFT and TPOT exist only
+    for a streamed run."""
+    r = source["trtllm_report"]
+    info, perf, stream = _obj(r.get("request_info")), _obj(r.get("performance")), _obj(r.get("streaming_metrics"))
+    e = _entry(source["path"], source["format"])
+    e["completed"] = _whole(info.get("num_requests"))
+    e["mean_input_tokens"] = _num(info.get("avg_input_length"))
+    e["mean_output_tokens"] = _num(info.get("avg_output_length"))
+    e["achieved_rate_per_s"] = _num(perf.get("request_throughput_req_s"))
+    total_ms = _num(perf.get("total_latency_ms"))
+    e["duration_s"] = total_ms / 1e3 if total_ms is not None else None
+    e["output_tokens_per_s"] = _num(perf.get("system_output_throughput_tok_s"))
+    e["total_tokens_per_s"] = _num(perf.get("system_total_throughput_tok_s"))
+    for lat, pct, mean in (
+        ("e2e", _obj(perf.get("request_latency_percentiles_ms")), perf.get("avg_request_latency_ms")),
+        ("ttft", _obj(stream.get("ttft_percentiles")), stream.get("avg_ttft_ms")),
+        ("tpot", _obj(stream.get("tpot_percentiles")), stream.get("avg_tpot_ms")),
+    ):
+        average = pct.get("average") if pct.get("average") is not None else mean
+        ms = {"mean": average, "median": pct.get("p50"), "p90": pct.get("p90"), "p99": pct.get("p99")}
+        e[f"{lat}_s"] = _dist({k: (_num(v) / 1e3 if _num(v) is not None else None) for k, v in ms.items()})
+    return [e]
+
+
 def _obj(v: Any) -> dict[str, Any]:
     """A nested object of a client's summary, or an empty one where the file has something else there."""
     return v if isinstance(v, dict) else {}
@@ -277,6 +306,8 @@ def client_summary(sources: list[dict[str, Any]]) -> list[dict[str, Any]]:
             out += _guidellm(s)
         elif s.get("aiperf_summary"):
             out += _aiperf(s)
+        elif s.get("trtllm_report"):
+            out += _trtllm(s)
         elif (s.get("inference_perf") or {}).get("side") == "client":
             key = (str(Path(s["path"]).parent), s["inference_perf"]["stage"])
             sweep.append(_inference_perf(s, servers.get(key)))

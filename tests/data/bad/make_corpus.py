@@ -742,6 +742,7 @@ FORMAT_OF_NAME: tuple[tuple[str, str], ...] = (
     (r"trtllm_iterations", "trtllm-iteration-log"),
     (r"client_log", "vllm-bench-client-log"),
     (r"burstgpt", "burstgpt"),
+    (r"trtllm_report", "trtllm-bench-report"),
     (r"trtllm_bench", "trtllm-bench-requests"),
     (r"tgi\.log", "tgi-log"),
     (r"tgi_headers", "tgi-response-headers"),
@@ -762,11 +763,12 @@ REQUEST_FORMATS = (
 # the formats read only from fixtures built from their tools' sources (no real file in ../shared/data/)
 FIXTURE_JSON_FORMATS = ("trtllm-bench-requests", "tgi-response-headers", "genai-perf-export", "lltrace-requests")
 FIXTURE_FORMATS = (*FIXTURE_JSON_FORMATS, "burstgpt", "tgi-log")
+FIXTURE_SUMMARIES = ("trtllm-bench-report",)  # a summary only: no request values, ids or clocks to damage
 # kind -> the formats it applies to (issue 16's classes; where a format cannot carry a kind it is absent:
 # deep nesting and duplicated keys need JSON, impossible dates need a log, identity needs request ids)
 APPLIES: dict[str, tuple[str, ...]] = {
     "int64": (*REQUEST_FORMATS, "sglang-bench", "pytorch-kineto", *(f for f in FIXTURE_FORMATS if f != "tgi-log")),
-    "deep": (*JSON_FORMATS, *FIXTURE_JSON_FORMATS, "burstgpt-replay-config"),
+    "deep": (*JSON_FORMATS, *FIXTURE_JSON_FORMATS, *FIXTURE_SUMMARIES, "burstgpt-replay-config"),
     "log_date": ("vllm-server-log", "sglang-scheduler-log"),
     "summary_figure": (
         "vllm-bench",
@@ -775,6 +777,7 @@ APPLIES: dict[str, tuple[str, ...]] = {
         "aiperf-summary",
         "inference-perf-lifecycle",
         "inference-perf-prometheus",
+        "trtllm-bench-report",
     ),  # fmt: skip
     "request_value": (*REQUEST_FORMATS, *FIXTURE_FORMATS),
     "engine_value": (
@@ -805,9 +808,15 @@ APPLIES: dict[str, tuple[str, ...]] = {
         "trtllm-bench-requests",
         "lltrace-requests",
     ),  # fmt: skip
-    "truncation": (*JSON_FORMATS, *TEXT_FORMATS, *FIXTURE_FORMATS, "vllm-bench-client-log", "burstgpt-replay-config"),
-    "bom": (*JSON_FORMATS, *TEXT_FORMATS, *FIXTURE_FORMATS, "vllm-bench-client-log", "burstgpt-replay-config"),
-    "dupkey": (*JSON_FORMATS, *FIXTURE_JSON_FORMATS, "burstgpt-replay-config"),
+    "truncation": (
+        *JSON_FORMATS, *TEXT_FORMATS, *FIXTURE_FORMATS, *FIXTURE_SUMMARIES, "vllm-bench-client-log",
+        "burstgpt-replay-config",
+    ),  # fmt: skip
+    "bom": (
+        *JSON_FORMATS, *TEXT_FORMATS, *FIXTURE_FORMATS, *FIXTURE_SUMMARIES, "vllm-bench-client-log",
+        "burstgpt-replay-config",
+    ),  # fmt: skip
+    "dupkey": (*JSON_FORMATS, *FIXTURE_JSON_FORMATS, *FIXTURE_SUMMARIES, "burstgpt-replay-config"),
 }
 
 
@@ -1127,6 +1136,12 @@ def _fixture_bases() -> dict[str, tuple[str, str, list[bytes], tuple[str, ...]]]
         for i in range(20)
     )
     return {
+        "trtllm-bench-report": (
+            "trtllm_report.json",
+            "doc",
+            [json.dumps(_trtllm_report(trt), indent=4).encode()],
+            ('"performance"', '"request_info"', '"num_requests"'),
+        ),
         "burstgpt": ("burstgpt.csv", "text", [("\n".join(burst) + "\n").encode()], ()),
         "trtllm-bench-requests": (
             "trtllm_bench.requests.json",
@@ -1153,6 +1168,40 @@ def _fixture_bases() -> dict[str, tuple[str, str, list[bytes], tuple[str, ...]]]
             [own.encode()],
             ('"request_id"', '"input_tokens"', '"arrival_time"'),
         ),
+    }
+
+
+def _trtllm_report(records: list[dict]) -> dict:
+    """``trtllm-bench --report_json`` of the request records (``get_statistics_dict`` @0249976575, streamed):
+    PercentileStats in ms, rates per second."""
+    n = len(records)
+
+    def pct(values: list[float]) -> dict[str, float]:
+        v = sorted(values)
+        picks = {f"p{q}": v[int(n * q / 100)] for q in (50, 90, 95, 99)}
+        return picks | {"minimum": v[0], "maximum": v[-1], "average": sum(v) / n}
+
+    total = max(r["end_timestamp"] for r in records) - min(r["start_timestamp"] for r in records)
+    e2e = [(r["end_timestamp"] - r["start_timestamp"]) / 1e6 for r in records]
+    ttft = [(r["first_token_timestamp"] - r["start_timestamp"]) / 1e6 for r in records]
+    out = sum(r["num_output_tokens"] for r in records)
+    return {
+        "engine": {"model": "meta-llama/Llama-3.1-8B", "version": "1.1.0", "backend": "Pytorch"},
+        "machine": {"name": "NVIDIA H100 80GB HBM3", "memory.total": 79.19, "clocks.mem": 2.619},
+        "world_info": {"tp_size": 1, "pp_size": 1, "max_batch_size": 64, "max_num_tokens": 8192},
+        "request_info": {
+            "num_requests": n,
+            "avg_input_length": sum(r["num_input_tokens"] for r in records) / n,
+            "avg_output_length": out / n,
+        },
+        "performance": {
+            "total_latency_ms": total / 1e6,
+            "avg_request_latency_ms": sum(e2e) / n,
+            "request_throughput_req_s": n / total * 1e9,
+            "system_output_throughput_tok_s": out / total * 1e9,
+            "request_latency_percentiles_ms": pct(e2e),
+        },
+        "streaming_metrics": {"avg_ttft_ms": sum(ttft) / n, "ttft_percentiles": pct(ttft)},
     }
 
 
@@ -1637,6 +1686,15 @@ def _fixture_specific(case: Callable[[str, bytes, str], None]) -> None:
     for k, key in enumerate(("input_tokens", "output_tokens", "input_tokens")):
         case(f"int64_{k}_own_requests.jsonl", own_with(3 + 4 * k, **{key: int(big)}), "error")
     case("request_value_ttft_after_e2e_own_requests.jsonl", own_with(2, ttft_s=9.0), "warning")
+    report = json.loads(fx["trtllm-bench-report"])
+    for name, (section, key, value) in {
+        "throughput_text": ("performance", "request_throughput_req_s", "fast"),
+        "count_true": ("request_info", "num_requests", True),
+        "latency_negative": ("performance", "avg_request_latency_ms", -12.5),
+    }.items():
+        damaged = json.loads(json.dumps(report))
+        damaged[section][key] = value
+        case(f"summary_{name}_trtllm_report.json", json.dumps(damaged, indent=4).encode(), "warning")
     case("request_value_negative_tokens_own_requests.jsonl", own_with(5, input_tokens=-10), "warning")
     case("request_value_fractional_tokens_own_requests.jsonl", own_with(7, output_tokens=10.5), "warning")
     for year in ("2200", "1970", "2014"):
