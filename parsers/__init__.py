@@ -96,13 +96,16 @@ FORMATS: tuple[Format, ...] = (
         description="`python -m sglang.bench_serving` output JSON lines (compact and --output-details; bare "
         "Infinity/NaN)",
         tables=("requests",),
-        attributes="per request with --output-details: client TTFT, e2e, ITLs, sizes; otherwise the summary",
+        attributes="per request with --output-details: client TTFT, ITLs, sizes (bench_serving lists no per-request "
+        "e2e); otherwise the summary",
         sniff=sglang.sniff_sglang_bench,
         ingest=sglang.ingest_sglang_bench,
         markers=(b'"backend"', b'"total_output_tokens_retokenized"', b'"sharegpt_output_len"'),
         versions=(
-            "bench_serving compact summary lines: real file",
-            "--output-details: fixture from source",
+            "2024-07 compact summary lines (bench_serving.py @50a6136): real file",
+            "2024-09 to 2025 summary and --output-details (bench_serving.py @0033168f): fixture from source",
+            "2026 save_results (sglang/benchmark/metrics.py @1291c7fc: total_input / total_output, request_rate "
+            "'trace'): fixture from source",
         ),
     ),
     Format(

@@ -38,10 +38,34 @@ def sniff_sglang_bench(head: bytes) -> bool:
     )
 
 
+# the result schemas bench_serving has written, each told by a key only it (and those after it) has, newest first
+_BENCH_SCHEMAS = (
+    (
+        "total_input",
+        "2026 (sglang/benchmark/metrics.py save_results: BenchmarkMetrics field names, total_input / total_output / "
+        "total_throughput, p99 e2e; request_rate 'trace' for a trace's own times)",
+    ),
+    (
+        "request_throughput",
+        "2024-09 to 2025 (bench_serving.py: request and input throughput, mean / median / std / p99 TTFT, TPOT and "
+        "ITL, concurrency, accept length)",
+    ),
+    ("completed", "2024-07 (bench_serving.py: mean and median e2e, median TTFT and ITL, output throughput)"),
+)
+
+
 def ingest_sglang_bench(path: str, stage: Path, part: int, **kw: Any) -> SourceInfo:
-    """One object per line (a run per request rate), bare ``Infinity``/``NaN`` allowed."""
+    """One object per line (a run per request rate), bare ``Infinity``/``NaN`` allowed; the schema named by the
+    keys of its results (``_BENCH_SCHEMAS``)."""
     info = vllm.ingest_bench(path, stage, part, **kw)
     info.format = SGLANG_BENCH
+    schemas = {
+        next((name for key, name in _BENCH_SCHEMAS if key in b), "keys of no known schema")
+        for b in info.details["bench"]
+    }
+    info.version = f"{' and '.join(sorted(schemas))}; " + (
+        "summary only" if info.version == "summary only" else "with --output-details (per-request lists)"
+    )
     return info
 
 

@@ -116,6 +116,23 @@ def _clean_summary(summary: dict[str, Any]) -> list[tuple[str, Any]]:
     return bad
 
 
+_TTFT_FIGURE = re.compile(r"^(mean|median|std|p\d+(\.\d+)?)_ttft_ms$")
+_ITL_FIGURE = re.compile(r"^(mean|median|std|max|p\d+(\.\d+)?)_itl_ms$")
+
+
+def _not_streamed(summary: dict[str, Any]) -> bool:
+    """True, and the TTFT and ITL figures set to None, when every TTFT figure of a result is 0: the bench clients
+    (vLLM's and SGLang's ``RequestFuncOutput.ttft = 0.0``) time a first token only from a streamed chunk, so an
+    unstreamed run reports the mean of zeros (SGLang's ``np.mean(ttfts or 0)``), and its ITLs of no gaps."""
+    ttft = [v for k, v in summary.items() if _TTFT_FIGURE.match(k) and v is not None]
+    if not ttft or any(v != 0 for v in ttft):
+        return False
+    for key in summary:
+        if _TTFT_FIGURE.match(key) or _ITL_FIGURE.match(key):
+            summary[key] = None
+    return True
+
+
 def ingest_bench(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     """Per-request rows of a bench result (when saved with details) and its summary into the metadata."""
     info = SourceInfo(path=path, format=BENCH)
@@ -125,14 +142,16 @@ def ingest_bench(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
         raise TraceFormatError(path, f"byte {exc.start}", "invalid UTF-8") from None
     rows: list[dict[str, Any]] = []
     summaries = []
+    unstreamed = 0
     stem = os.path.basename(path)
     for k, obj in enumerate(bench_objects(path, text, info)):
         client_id = stem if k == 0 else f"{stem}#{k}"
         summary = {key: v for key, v in obj.items() if key not in _PER_REQUEST + ("generated_texts",)}
         if "request_goodput:" in summary:  # benchmark_serving.py <= early 2025 wrote the key with a colon
             summary.setdefault("request_goodput", summary.pop("request_goodput:"))
-        if isinstance(summary.get("request_rate"), str) or summary.get("request_rate") == math.inf:
-            summary["request_rate"] = "inf"
+        rate = summary.get("request_rate")
+        if rate == math.inf or (isinstance(rate, str) and rate.lower() in ("inf", "infinity")):
+            summary["request_rate"] = "inf"  # all at once; another word (SGLang's "trace": a trace's own times) stays
         summary["client_id"] = client_id
         bad = _clean_summary(summary)
         if bad:
@@ -142,6 +161,12 @@ def ingest_bench(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
                 f"{path}: result {k + 1}: {len(bad)} summary figures that are not finite non-negative numbers "
                 f"dropped ({shown})"
             )
+        if _not_streamed(summary):
+            info.warnings.append(
+                f"{path}: result {k + 1}: every TTFT figure is 0 ms, the client's default for a reply that was not "
+                "streamed (no first token was timed): TTFT and inter-token figures left NULL"
+            )
+            info.dropped["unstreamed_results"] = info.dropped.get("unstreamed_results", 0) + 1
         summaries.append(summary)
         lens = obj.get("input_lens")
         if not isinstance(lens, list):
@@ -162,6 +187,10 @@ def ingest_bench(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
             err = at("errors", i)
             itl = at("itls", i)
             ok = err in (None, "")
+            ttft = _num(at("ttfts", i)) if ok else None
+            if ttft == 0:  # RequestFuncOutput.ttft's default: the reply was not streamed, no first token was timed
+                ttft = None
+                unstreamed += 1
             rows.append(
                 {
                     "part": part,
@@ -170,7 +199,7 @@ def ingest_bench(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
                     "idx": i,
                     "input_tokens": at("input_lens", i),
                     "output_tokens": at("output_lens", i) if ok else None,  # 0 for a failed request means "none"
-                    "ttft_s": _num(at("ttfts", i)) if ok else None,
+                    "ttft_s": ttft,
                     "e2e_s": _num(at("latencies", i)) if ok else None,
                     "client_start_s": _num(at("start_times", i)),
                     "client_queue_s": _num(at("queue_times", i)),
@@ -180,6 +209,12 @@ def ingest_bench(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
                     "status": "ok" if ok else "error",
                 }
             )
+    if unstreamed:
+        info.details["unstreamed_requests"] = unstreamed
+        info.warnings.append(
+            f"{path}: {unstreamed} successful requests have a TTFT of 0, the client's default for a reply that was "
+            "not streamed: their TTFT left NULL"
+        )
     # records read: per-request rows where the file has them, else its result objects
     info.records = write_rows(stage, "_bench", part, rows) or len(summaries)
     info.version = "detailed (per-request lists)" if rows else "summary only"

@@ -58,17 +58,17 @@ def _bench(source: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
     for k, b in enumerate(source["bench"]):
         e = _entry(source["path"], source["format"], k if len(source["bench"]) > 1 else None)
-        rate = b.get("request_rate")
-        e["requested_rate_per_s"] = "inf" if rate == "inf" else _num(rate)
+        rate = b.get("request_rate")  # a number, "inf" (all at once) or SGLang's "trace" (a trace's own times)
+        e["requested_rate_per_s"] = rate if isinstance(rate, str) else _num(rate)
         e["achieved_rate_per_s"] = _num(b.get("request_throughput"))
         e["max_concurrency"] = _whole(b.get("max_concurrency"))
         e["completed"], e["failed"] = _whole(b.get("completed")), _whole(b.get("failed"))
         e["duration_s"] = _num(b.get("duration"))
-        for side in ("input", "output"):
-            total, done = _num(b.get(f"total_{side}_tokens")), e["completed"]
+        for side in ("input", "output"):  # SGLang 2026 writes total_input / total_output (its metrics' names)
+            total, done = _num(_first(b, f"total_{side}_tokens", f"total_{side}")), e["completed"]
             e[f"mean_{side}_tokens"] = total / done if total is not None and done else None
         e["output_tokens_per_s"] = _num(b.get("output_throughput"))
-        e["total_tokens_per_s"] = _num(b.get("total_token_throughput"))
+        e["total_tokens_per_s"] = _num(_first(b, "total_token_throughput", "total_throughput"))
         for lat, names in (
             ("ttft", ("ttft",)),
             ("tpot", ("tpot",)),
@@ -84,6 +84,11 @@ def _bench(source: dict[str, Any]) -> list[dict[str, Any]]:
             e[f"{lat}_s"] = _dist(figures)
         out.append(e)
     return out
+
+
+def _first(d: dict[str, Any], *keys: str) -> Any:
+    """The value of the first of ``keys`` that ``d`` has a value for."""
+    return next((d[k] for k in keys if d.get(k) is not None), None)
 
 
 def _llmperf(source: dict[str, Any]) -> list[dict[str, Any]]:
