@@ -809,11 +809,19 @@ APPLIES: dict[str, tuple[str, ...]] = {
         "lltrace-requests",
     ),  # fmt: skip
     "truncation": (
-        *JSON_FORMATS, *TEXT_FORMATS, *FIXTURE_FORMATS, *FIXTURE_SUMMARIES, "vllm-bench-client-log",
+        *JSON_FORMATS,
+        *TEXT_FORMATS,
+        *FIXTURE_FORMATS,
+        *FIXTURE_SUMMARIES,
+        "vllm-bench-client-log",
         "burstgpt-replay-config",
     ),  # fmt: skip
     "bom": (
-        *JSON_FORMATS, *TEXT_FORMATS, *FIXTURE_FORMATS, *FIXTURE_SUMMARIES, "vllm-bench-client-log",
+        *JSON_FORMATS,
+        *TEXT_FORMATS,
+        *FIXTURE_FORMATS,
+        *FIXTURE_SUMMARIES,
+        "vllm-bench-client-log",
         "burstgpt-replay-config",
     ),  # fmt: skip
     "dupkey": (*JSON_FORMATS, *FIXTURE_JSON_FORMATS, *FIXTURE_SUMMARIES, "burstgpt-replay-config"),
