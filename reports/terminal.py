@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console, Group
@@ -12,92 +11,9 @@ from rich.table import Table
 from rich.text import Text
 
 from lltrace.reports.labels import QUEUE_PARTS
-
-
-def _ms(v: float | None) -> str:
-    return "-" if v is None else f"{v * 1e3:,.2f}"
-
-
-def pct(v: float | None) -> str:
-    """A fraction as a percentage with one decimal ("-" when unknown)."""
-    return "-" if v is None else f"{v * 100:.1f}%"
-
-
-def per_s(v: float) -> str:
-    """A rate at three significant figures without an exponent (0.256, 9.55, 4,350)."""
-    return f"{v:,.0f}" if v >= 100 else f"{v:.3g}"
-
-
-def whole(v: Any) -> str:
-    """A count with thousands separators ("-" when unknown)."""
-    return "-" if v is None else f"{int(v):,}"
-
-
-def _client_tables(summaries: list[dict[str, Any]], per_request: bool) -> list[Any]:
-    """The clients' own summaries (the document's ``client_summary``), one table per source: one line per
-    result the client wrote (e.g. each rate of a sweep), the figures as the tool computed them."""
-    out: list[Any] = []
-    by_source: dict[str, list[dict[str, Any]]] = {}
-    for c in summaries:
-        # a sweep written as one report per stage (inference-perf) is one table: the folder's
-        key = str(Path(c["source"]).parent) + "/" if c["tool"].startswith("inference-perf") else c["source"]
-        by_source.setdefault(key, []).append(c)
-    for source, items in by_source.items():
-        tool = items[0]["tool"]
-        t = Table(title=f"{Path(source).name}: the benchmark client's own summary ({tool}, as reported; ms)")
-        staged = any(c["stage"] is not None for c in items)
-        if staged:
-            t.add_column("stage", justify="right")
-        cols = (
-            "req/s",
-            "got/s",
-            "in/out tok",
-            "done",
-            "failed",
-            "TTFT p50",
-            "TTFT p99",
-            "TPOT p50",
-            "ITL p50",
-            "e2e p50",
-            "out tok/s",
-        )
-        for col in cols:
-            t.add_column(col, justify="right")
-
-        def med(c: dict[str, Any], lat: str, stat: str = "median") -> str:
-            d = c.get(f"{lat}_s")
-            return _ms(d.get(stat)) if d else "-"
-
-        for c in items:
-            rate = c["requested_rate_per_s"]
-            t.add_row(
-                *([str(c["stage"])] if staged else []),
-                "-" if rate is None else str(rate) if isinstance(rate, str) else f"{rate:g}",  # "inf": all at once
-                "-" if c["achieved_rate_per_s"] is None else per_s(c["achieved_rate_per_s"]),
-                "-"
-                if c["mean_input_tokens"] is None or c["mean_output_tokens"] is None
-                else f"{c['mean_input_tokens']:,.0f} / {c['mean_output_tokens']:,.0f}",
-                whole(c["completed"]),
-                whole(c["failed"]),
-                med(c, "ttft"),
-                med(c, "ttft", "p99"),
-                med(c, "tpot"),
-                med(c, "itl"),
-                med(c, "e2e"),
-                whole(c["output_tokens_per_s"]),
-            )
-        out.append(t)
-    if summaries and not per_request:
-        out.append(
-            Text(
-                "Summary only: no per-request rows, so no attribution. Re-run the client with per-request output "
-                "(SGLang --output-details, vLLM --save-detailed, LLMPerf's individual responses, trtllm-bench "
-                "--request_json) and add the "
-                "engine's spans or logs.",
-                style="dim",
-            )
-        )
-    return out
+from lltrace.reports.numbers import ms as _ms
+from lltrace.reports.numbers import pct, per_s, whole
+from lltrace.reports.terminal_clients import client_tables
 
 
 def render(doc: dict[str, Any]) -> Group:
@@ -184,7 +100,7 @@ def render(doc: dict[str, Any]) -> Group:
         f" · model: {model['name'] if model else 'unknown'}"
     )
     parts.append(Panel(head, title="lltrace analyze", expand=False))
-    parts += _client_tables(doc.get("client_summary") or [], per_request=bool((doc.get("requests") or {}).get("count")))
+    parts += client_tables(doc.get("client_summary") or [], per_request=bool((doc.get("requests") or {}).get("count")))
 
     cls = doc.get("classification")
     if cls:

@@ -9,8 +9,8 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from lltrace.reports.numbers import pct, whole
 from lltrace.reports.replay_rows import replay_cases, replay_notes, sweep_rows, validation_rows, what_if_label
-from lltrace.reports.terminal import pct, whole
 
 
 def _seconds(v: float | None, metric: str = "") -> str:

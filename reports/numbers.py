@@ -1,0 +1,25 @@
+"""How the terminal writes a number: milliseconds, percentages, rates and counts, one way everywhere."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def ms(v: float | None) -> str:
+    """Seconds as milliseconds with two decimals ("-" when unknown)."""
+    return "-" if v is None else f"{v * 1e3:,.2f}"
+
+
+def pct(v: float | None) -> str:
+    """A fraction as a percentage with one decimal ("-" when unknown)."""
+    return "-" if v is None else f"{v * 100:.1f}%"
+
+
+def per_s(v: float) -> str:
+    """A rate at three significant figures without an exponent (0.256, 9.55, 4,350)."""
+    return f"{v:,.0f}" if v >= 100 else f"{v:.3g}"
+
+
+def whole(v: Any) -> str:
+    """A count with thousands separators ("-" when unknown)."""
+    return "-" if v is None else f"{int(v):,}"

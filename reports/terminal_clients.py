@@ -1,0 +1,113 @@
+"""The benchmark clients' own summaries (the document's ``client_summary``) as the terminal shows them, and the
+model server's side of a sweep where the client summarised it (inference-perf). It formats; it computes nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+
+from lltrace.reports.numbers import ms, pct, per_s, whole
+
+
+def client_tables(summaries: list[dict[str, Any]], per_request: bool) -> list[Any]:
+    """The clients' own summaries (the document's ``client_summary``), one table per source: one line per
+    result the client wrote (e.g. each rate of a sweep), the figures as the tool computed them."""
+    out: list[Any] = []
+    by_source: dict[str, list[dict[str, Any]]] = {}
+    for c in summaries:
+        # a sweep written as one report per stage (inference-perf) is one table: the folder's
+        key = str(Path(c["source"]).parent) + "/" if c["tool"].startswith("inference-perf") else c["source"]
+        by_source.setdefault(key, []).append(c)
+    for source, items in by_source.items():
+        tool = items[0]["tool"]
+        t = Table(title=f"{Path(source).name}: the benchmark client's own summary ({tool}, as reported; ms)")
+        staged = any(c["stage"] is not None for c in items)
+        if staged:
+            t.add_column("stage", justify="right")
+        cols = (
+            "req/s",
+            "got/s",
+            "in/out tok",
+            "done",
+            "failed",
+            "TTFT p50",
+            "TTFT p99",
+            "TPOT p50",
+            "ITL p50",
+            "e2e p50",
+            "out tok/s",
+        )
+        for col in cols:
+            t.add_column(col, justify="right")
+
+        def med(c: dict[str, Any], lat: str, stat: str = "median") -> str:
+            d = c.get(f"{lat}_s")
+            return ms(d.get(stat)) if d else "-"
+
+        for c in items:
+            rate = c["requested_rate_per_s"]
+            t.add_row(
+                *([str(c["stage"])] if staged else []),
+                "-" if rate is None else str(rate) if isinstance(rate, str) else f"{rate:g}",  # "inf": all at once
+                "-" if c["achieved_rate_per_s"] is None else per_s(c["achieved_rate_per_s"]),
+                "-"
+                if c["mean_input_tokens"] is None or c["mean_output_tokens"] is None
+                else f"{c['mean_input_tokens']:,.0f} / {c['mean_output_tokens']:,.0f}",
+                whole(c["completed"]),
+                whole(c["failed"]),
+                med(c, "ttft"),
+                med(c, "ttft", "p99"),
+                med(c, "tpot"),
+                med(c, "itl"),
+                med(c, "e2e"),
+                whole(c["output_tokens_per_s"]),
+            )
+        out.append(t)
+        if any(c.get("server") for c in items):
+            out.append(_server_table(Path(source).name, items))
+    if summaries and not per_request:
+        out.append(
+            Text(
+                "Summary only: no per-request rows, so no attribution. Re-run the client with per-request output "
+                "(SGLang --output-details, vLLM --save-detailed, LLMPerf's individual responses, trtllm-bench "
+                "--request_json) and add the "
+                "engine's spans or logs.",
+                style="dim",
+            )
+        )
+    return out
+
+
+def _server_table(name: str, items: list[dict[str, Any]]) -> Table:
+    """The model server's side of each stage, as the client summarised the server's Prometheus metrics over it
+    (inference-perf's ``stage_N_prometheus_metrics.json``): the queue and load behind the client's latencies."""
+    t = Table(
+        title=f"{name}: the model server over each stage (its Prometheus metrics as the client summarised them; ms)"
+    )
+    for col in ("stage", "req/s", "queue", "running", "KV used", "preempted", "TTFT p50", "TPOT p50", "e2e p50"):
+        t.add_column(col, justify="right")
+
+    def med(srv: dict[str, Any], lat: str) -> str:
+        d = srv.get(f"{lat}_s")
+        return ms(d.get("median")) if d else "-"
+
+    def mean(v: float | None) -> str:
+        return "-" if v is None else f"{v:,.1f}"
+
+    for c in items:
+        srv = c.get("server") or {}
+        t.add_row(
+            str(c["stage"]),
+            "-" if srv.get("rate_per_s") is None else per_s(srv["rate_per_s"]),
+            mean(srv.get("queue_len_mean")),
+            mean(srv.get("running_mean")),
+            pct(srv.get("kv_usage_mean")),
+            whole(srv.get("preemptions")),
+            med(srv, "ttft"),
+            med(srv, "tpot"),
+            med(srv, "e2e"),
+        )
+    return t

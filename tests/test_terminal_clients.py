@@ -1,0 +1,42 @@
+"""The clients' own summaries on the terminal: each figure as the tool wrote it, and the model server's side of
+an inference-perf sweep beside the client's (expected values read from the raw stage files)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from conftest import DATA
+from typer.testing import CliRunner
+
+from lltrace.cli import app
+
+SWEEP = DATA / "serving" / "inference_perf" / "kubecon-na-2025_vllm"
+
+
+def _rows(out: str, title: str) -> dict[str, list[str]]:
+    """The body rows of the terminal table whose title starts with ``title``, by their first cell."""
+    lines = out.splitlines()
+    start = next(i for i, ln in enumerate(lines) if title in ln)
+    rows: dict[str, list[str]] = {}
+    for ln in lines[start:]:
+        if ln.startswith("└"):
+            break
+        cells = [c.strip() for c in re.split(r"[│┃]", ln)[1:-1]]
+        if cells and cells[0] and not cells[0].startswith(("━", "─")):
+            rows[cells[0]] = cells
+    return rows
+
+
+def test_an_inference_perf_sweep_shows_the_servers_queue_per_stage(tmp_path: Path) -> None:
+    r = CliRunner().invoke(app, ["analyze", str(SWEEP), "--store", str(tmp_path), "-q"], terminal_width=200)
+    assert r.exit_code == 0, r.output
+    rows = _rows(r.stdout, "the model server over each stage")
+    for stage in range(7):
+        raw = json.loads((SWEEP / f"stage_{stage}_prometheus_metrics.json").read_text())["successes"]
+        got = rows[str(stage)]
+        assert got[2] == f"{raw['queue_len']['mean']:,.1f}"  # the queue behind the client's TTFT
+        assert got[6] == f"{raw['time_to_first_token']['median'] * 1e3:,.2f}"
+        assert got[8] == f"{raw['request_latency']['median'] * 1e3:,.2f}"
+    assert "summary" in rows
