@@ -120,8 +120,9 @@ FORMATS: tuple[Format, ...] = (
         ingest=vllm.ingest_bench,
         markers=(b'"backend"', b'"request_throughput"', b'"input_lens"', b'"ttfts"', b'"completed"'),
         versions=(
-            "vllm bench serve 0.32 --save-detailed: real file",
-            "benchmark_serving.py summaries (request_goodput:): real file",
+            "vllm bench serve (vllm/benchmarks/serve.py @009e6d4a; 0.32 --save-detailed): real file",
+            "benchmark_serving.py @0049e29c (2025: request_goodput: with a colon): fixture from source",
+            "benchmark_serving.py summary keys (a subset, vllm-ascend nightly): real file",
             "appended objects: fixture from source",
         ),
     ),

@@ -63,8 +63,9 @@ def ingest_sglang_bench(path: str, stage: Path, part: int, **kw: Any) -> SourceI
         next((name for key, name in _BENCH_SCHEMAS if key in b), "keys of no known schema")
         for b in info.details["bench"]
     }
+    info.details["schemas"] = sorted(schemas)
     info.version = f"{' and '.join(sorted(schemas))}; " + (
-        "summary only" if info.version == "summary only" else "with --output-details (per-request lists)"
+        "summary only" if info.version.endswith("summary only") else "with --output-details (per-request lists)"
     )
     return info
 

@@ -133,6 +133,31 @@ def _not_streamed(summary: dict[str, Any]) -> bool:
     return True
 
 
+# the result schemas vLLM's bench client has written, each told by keys only it has (newest first); the rest of
+# the keys is read by name wherever it appears
+_BENCH_SCHEMAS = (
+    (
+        ("latencies", "start_times", "max_concurrent_requests"),
+        "vllm bench serve (vllm/benchmarks/serve.py @009e6d4a, 0.32 too: failed count, per-request latencies, send "
+        "and client-queue times)",
+    ),
+    (
+        ("request_goodput:",),
+        "benchmark_serving.py (@0049e29c, 2025: 'request_goodput:' with a colon; the per-request lists written even "
+        "without --save-detailed, whose removal ran before the merge)",
+    ),
+    (("request_throughput",), "benchmark_serving.py (2024: summary figures, per-request TTFT and ITL lists)"),
+)
+
+
+def bench_schema(obj: dict[str, Any]) -> str:
+    """The schema of one vLLM bench result object (``_BENCH_SCHEMAS``), by the keys it carries."""
+    return next(
+        (name for keys, name in _BENCH_SCHEMAS if any(k in obj for k in keys)),
+        "a subset of benchmark_serving.py's summary keys",
+    )
+
+
 def ingest_bench(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     """Per-request rows of a bench result (when saved with details) and its summary into the metadata."""
     info = SourceInfo(path=path, format=BENCH)
@@ -144,7 +169,9 @@ def ingest_bench(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     summaries = []
     unstreamed = 0
     stem = os.path.basename(path)
+    schemas: set[str] = set()
     for k, obj in enumerate(bench_objects(path, text, info)):
+        schemas.add(bench_schema(obj))
         client_id = stem if k == 0 else f"{stem}#{k}"
         summary = {key: v for key, v in obj.items() if key not in _PER_REQUEST + ("generated_texts",)}
         if "request_goodput:" in summary:  # benchmark_serving.py <= early 2025 wrote the key with a colon
@@ -217,7 +244,8 @@ def ingest_bench(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
         )
     # records read: per-request rows where the file has them, else its result objects
     info.records = write_rows(stage, "_bench", part, rows) or len(summaries)
-    info.version = "detailed (per-request lists)" if rows else "summary only"
+    info.details["schemas"] = sorted(schemas)
+    info.version = f"{' and '.join(sorted(schemas))}; " + ("detailed (per-request lists)" if rows else "summary only")
     info.details["bench"] = summaries
     return info
 

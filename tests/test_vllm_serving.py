@@ -109,7 +109,10 @@ def test_bench_file_quirks(store, tmp_path):
     bench = run.metadata["sources"][0]["bench"]
     assert [b["request_rate"] for b in bench] == ["inf", "inf"]
     assert bench[0]["request_goodput"] == 1.5 and "request_goodput:" not in bench[0]
-    assert run.metadata["sources"][0]["version"] == "detailed (per-request lists)"
+    # one object with per-request latencies (serve.py) and one with only the summary's request_throughput
+    src = run.metadata["sources"][0]
+    assert [s.split(" (")[0] for s in src["schemas"]] == ["benchmark_serving.py", "vllm bench serve"]
+    assert src["version"].endswith("; detailed (per-request lists)")
 
 
 def test_otlp_kind_as_enum_name_and_single_document(store, tmp_path):
