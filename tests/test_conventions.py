@@ -74,7 +74,7 @@ def test_every_command_has_help():
 def test_kernel_rules_are_valid_and_cover_known_kernels():
     assert {r.kernel_class for r in rules()} <= set(KERNEL_CLASSES)
     known = {
-        "flash_fwd_splitkv_kernel": ("attention", "decode"),
+        "flash_fwd_splitkv_kernel": ("attention", None),  # forced for every paged-KV call: no phase
         "flash_fwd_splitkv_combine_kernel": ("attention", "decode"),
         "void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4>>": ("attention", "prefill"),
         "void cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<cute::tuple<cute::C<64>, "
@@ -93,6 +93,7 @@ def test_kernel_rules_are_valid_and_cover_known_kernels():
         "kernel_unified_attention_3d": ("attention", "decode"),
         "reduce_segments": ("attention", "decode"),
         "kernel_unified_attention_2d": ("attention", None),  # serves prefill, mixed and large decode batches
+        "kernel_unified_attention": ("attention", None),  # one name for 2D and 3D since 2026: reduce_segments tells
         "kernel_paged_attention_2d": ("attention", "decode"),
         "_fwd_kernel": ("attention", "prefill"),
         "_fwd_grouped_kernel_stage1": ("attention", "decode"),
