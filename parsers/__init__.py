@@ -124,6 +124,8 @@ FORMATS: tuple[Format, ...] = (
             "benchmark_serving.py @0049e29c (2025: request_goodput: with a colon): fixture from source",
             "benchmark_serving.py summary keys (a subset, vllm-ascend nightly): real file",
             "appended objects: fixture from source",
+            "vllm bench sweep serve (sweep/serve.py: run=N.json, summary.json arrays, warmup.json): fixture from "
+            "source and a real 0.32 result",
         ),
     ),
     Format(

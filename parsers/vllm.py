@@ -8,6 +8,7 @@ docs/SERVING_FORMATS.md §A.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -28,8 +29,11 @@ CLIENT_LOG = "vllm-bench-client-log"
 
 
 def sniff_bench(head: bytes) -> bool:
-    """A ``vllm bench serve`` / ``benchmark_serving.py`` result: a JSON object with its summary keys."""
+    """A ``vllm bench serve`` / ``benchmark_serving.py`` result: a JSON object with its summary keys, or the
+    JSON array of such results ``vllm bench sweep serve`` writes as a combination's ``summary.json``."""
     text = strip_bom(head)
+    if text.startswith(b"["):
+        text = text[1:].lstrip()
     sglang_only = (b'"total_output_tokens_retokenized"', b'"sharegpt_output_len"', b'"accept_length"')
     return (
         text.startswith(b"{")
@@ -44,10 +48,14 @@ _PER_REQUEST = ("input_lens", "output_lens", "ttfts", "latencies", "start_times"
 
 def bench_objects(path: str, text: str, info: SourceInfo | None = None) -> list[dict]:
     """One or more JSON objects (``--append-result`` puts them back to back, a line each; SGLang writes one
-    per line); ``Infinity``/``NaN`` allowed. With ``info``, a damaged object that another object follows on
-    a later line is dropped, and a last one cut off by a truncated write too when others were read (counted,
-    warned, ``info.truncated`` set); otherwise a damaged object is the one-line error."""
+    per line), or one JSON array of them (``vllm bench sweep serve``'s ``summary.json``: each run's result with
+    its ``run_number`` and the sweep's settings); ``Infinity``/``NaN`` allowed. With ``info``, a damaged object
+    that another object follows on a later line is dropped, and a last one cut off by a truncated write too
+    when others were read (counted, warned, ``info.truncated`` set); otherwise a damaged object is the one-line
+    error."""
     dec = json.JSONDecoder(object_pairs_hook=unique_keys)
+    if text.lstrip(" \t\r\n\ufeff").startswith("["):
+        return _result_array(path, text, dec)
     objs, pos = [], 0
     damaged: list[int] = []
     while True:
@@ -81,6 +89,28 @@ def bench_objects(path: str, text: str, info: SourceInfo | None = None) -> list[
             f"{path}: line {damaged[0]}: {len(damaged)} damaged or cut-off result object(s): dropped, {len(objs)} read"
         )
     return objs
+
+
+def _result_array(path: str, text: str, dec: json.JSONDecoder) -> list[dict]:
+    """A JSON array of result objects (a sweep combination's ``summary.json``): the one-line error where it is
+    not one."""
+    try:
+        data = dec.decode(text.lstrip(" \t\r\n\ufeff"))
+    except json.JSONDecodeError as exc:
+        line = text.count("\n", 0, exc.pos) + 1
+        raise TraceFormatError(path, f"line {line}", f"invalid JSON in an array of bench results ({exc.msg})") from None
+    except DuplicateKey as exc:
+        raise TraceFormatError(path, duplicate_at(text, exc.key), f"invalid JSON in a bench result ({exc})") from None
+    for k, obj in enumerate(data):
+        if not isinstance(obj, dict):
+            raise TraceFormatError(path, f"element {k}", "expected a bench result object")
+    return data
+
+
+def result_fingerprint(obj: dict[str, Any]) -> str:
+    """The identity of one result as the client wrote it (every key and value), so that the same run read from
+    two files (a sweep's ``run=N.json`` and its ``summary.json``) is recognised."""
+    return hashlib.sha1(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def _num(v: Any) -> float | None:
@@ -172,6 +202,9 @@ def ingest_bench(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     schemas: set[str] = set()
     for k, obj in enumerate(bench_objects(path, text, info)):
         schemas.add(bench_schema(obj))
+        fingerprint = result_fingerprint(obj)
+        # vllm bench sweep serve records each run's number; -1 is its warm-up run (sweep/serve.py run_comb)
+        warmup = obj.get("run_number") == -1
         client_id = stem if k == 0 else f"{stem}#{k}"
         summary = {key: v for key, v in obj.items() if key not in _PER_REQUEST + ("generated_texts",)}
         if "request_goodput:" in summary:  # benchmark_serving.py <= early 2025 wrote the key with a colon
@@ -180,6 +213,9 @@ def ingest_bench(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
         if rate == math.inf or (isinstance(rate, str) and rate.lower() in ("inf", "infinity")):
             summary["request_rate"] = "inf"  # all at once; another word (SGLang's "trace": a trace's own times) stays
         summary["client_id"] = client_id
+        summary["fingerprint"] = fingerprint
+        if warmup:
+            summary["phase"] = "warmup"
         bad = _clean_summary(summary)
         if bad:
             info.dropped["summary_values_not_numbers"] = info.dropped.get("summary_values_not_numbers", 0) + len(bad)
@@ -233,7 +269,7 @@ def ingest_bench(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
                     "itl_count": len(itl) if isinstance(itl, list) else None,
                     "itl_sum_s": float(sum(itl)) if isinstance(itl, list) else None,
                     "error": err or None,
-                    "status": "ok" if ok else "error",
+                    "status": "warmup" if warmup else "ok" if ok else "error",
                 }
             )
     if unstreamed:

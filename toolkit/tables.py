@@ -480,7 +480,7 @@ BENCH = Table(
         _count("itl_count", "inter-token latencies listed"),
         _seconds("itl_sum_s", "inter-token latencies summed"),
         _c("error", S, None, "the client's error text"),
-        _c("status", S, None, "ok or error", values=("ok", "error")),
+        _c("status", S, None, "ok, error, or warmup (a sweep's warm-up run)", values=("ok", "error", "warmup")),
     ),
     internal=True,
 )

@@ -57,7 +57,8 @@ def _bench(source: dict[str, Any]) -> list[dict[str, Any]]:
     named ``{mean,median,p90,p99}_{ttft,tpot,itl,e2el}_ms`` (SGLang: ``..._e2e_latency_ms``)."""
     out = []
     for k, b in enumerate(source["bench"]):
-        e = _entry(source["path"], source["format"], k if len(source["bench"]) > 1 else None)
+        stage = "warmup" if b.get("phase") == "warmup" else k if len(source["bench"]) > 1 else None
+        e = _entry(source["path"], source["format"], stage)
         rate = b.get("request_rate")  # a number, "inf" (all at once) or SGLang's "trace" (a trace's own times)
         e["requested_rate_per_s"] = rate if isinstance(rate, str) else _num(rate)
         e["achieved_rate_per_s"] = _num(b.get("request_throughput"))

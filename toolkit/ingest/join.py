@@ -107,7 +107,7 @@ FEATURE_METHOD = (
 
 def _client_times(b: dict[str, Any]) -> dict[str, Any]:
     start = b["client_start_s"]
-    ok = start is not None and b["status"] == "ok"
+    ok = start is not None and b["status"] in ("ok", "warmup")  # a warm-up request was served all the same
     return b | {
         "_first_s": start + b["ttft_s"] if ok and b["ttft_s"] is not None else None,
         "_last_s": start + b["e2e_s"] if ok and b["e2e_s"] is not None else None,

@@ -31,6 +31,7 @@ from lltrace.ingest.estimates import estimate_ttft_split
 from lltrace.ingest.files import default_run_id, expand_inputs
 from lltrace.ingest.join import PROVENANCE, assemble_requests
 from lltrace.ingest.locate import locate, locate_depth
+from lltrace.ingest.repeats import drop_repeated_results
 from lltrace.parsers.kineto import NAME as KINETO
 from lltrace.store import Run, Store, check_run_id
 from lltrace.version import __version__
@@ -174,6 +175,8 @@ def ingest(
                     InputWarning,
                     stacklevel=2,
                 )
+            for w in drop_repeated_results(stage, sources):
+                warnings.warn(w, InputWarning, stacklevel=2)
             join = assemble_requests(stage, sources)
             log_clock = place_log_times(stage)
             split = estimate_ttft_split(stage)
