@@ -2,7 +2,9 @@
 
 The rules are data: ``kernel_classes.csv`` beside this module, first match wins. A rule may be limited to
 profiler categories (``cats``); its ``pattern`` is a case-insensitive regular expression searched in the
-kernel name. ``variant`` tells prefill from decode attention where the kernel's name gives it away.
+kernel name. ``variant`` tells prefill from decode attention where the kernel's name gives it away;
+``every_step`` marks a decode kernel that some backend launches for every batch, its programs skipping the
+longer queries, so that beside a prefill kernel it does not say a decode request was there.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ class KernelRule:
     cats: frozenset[str]
     pattern: re.Pattern[str]
     why: str
+    every_step: bool = False
 
 
 @lru_cache(maxsize=1)
@@ -40,19 +43,31 @@ def rules() -> tuple[KernelRule, ...]:
                 cats=frozenset(c for c in row["cats"].split("|") if c),
                 pattern=re.compile(row["pattern"], re.IGNORECASE),
                 why=row["why"],
+                every_step=row["every_step"] == "yes",
             )
         )
     return tuple(out)
 
 
-def classify(name: str, cat: str = "kernel") -> tuple[str, str | None]:
-    """Return (kernel class, attention variant or None) for one GPU op."""
+def rule_for(name: str, cat: str = "kernel") -> KernelRule | None:
+    """The first rule that matches one GPU op, or None (class ``other``)."""
     for rule in rules():
         if rule.cats and cat not in rule.cats:
             continue
         if rule.pattern.search(name):
-            return rule.kernel_class, rule.variant
-    return "other", None
+            return rule
+    return None
+
+
+def classify(name: str, cat: str = "kernel") -> tuple[str, str | None]:
+    """Return (kernel class, attention variant or None) for one GPU op."""
+    rule = rule_for(name, cat)
+    return (rule.kernel_class, rule.variant) if rule else ("other", None)
+
+
+def launched_every_step(names: list[str]) -> list[str]:
+    """Those of ``names`` (kernels) whose rule says some backend launches them for every batch."""
+    return [n for n in names if (rule := rule_for(n or "")) is not None and rule.every_step]
 
 
 def classify_pairs(names: list[str], cats: list[str]) -> tuple[list[str], list[str | None]]:

@@ -39,6 +39,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lltrace.arrow_rows import table_from_rows
+from lltrace.parsers.kernel_classes import launched_every_step
 from lltrace.parsers.kineto import DUCK_MEMORY
 from lltrace.tables import ENGINE_STEPS, KERNEL_TIME_CLASSES
 
@@ -326,6 +327,12 @@ def step_kind_from_kernels(ev: dict[str, Any]) -> tuple[str | None, str | None]:
 def _kernel_evidence(con: duckdb.DuckDBPyConnection, busy: dict[int, tuple[int, int, int]]) -> dict[int, dict]:
     """Per step, what its kernels say (the conditions of step_kinds.csv): backward kernels, any attention or GEMM,
     attention of each variant, attention run eager or inside a graph, GPU busy time over the median step's."""
+    decoders = [
+        r[0]
+        for r in con.execute(
+            "SELECT DISTINCT name FROM attributed WHERE kernel_class = 'attention' AND attention_variant = 'decode'"
+        ).fetchall()
+    ]
     rows = con.execute(
         f"""
         SELECT step_id,
@@ -333,10 +340,13 @@ def _kernel_evidence(con: duckdb.DuckDBPyConnection, busy: dict[int, tuple[int, 
                bool_or(kernel_class IN ('attention', 'gemm')) AS compute,
                bool_or(kernel_class = 'attention' AND attention_variant = 'prefill') AS prefill_attention,
                bool_or(kernel_class = 'attention' AND attention_variant = 'decode') AS decode_attention,
+               bool_or(kernel_class = 'attention' AND attention_variant = 'decode'
+                       AND NOT list_contains(?::VARCHAR[], name)) AS decode_attention_conditional,
                bool_or(kernel_class = 'attention' AND NOT coalesce(cuda_graph, false)) AS attention_eager,
                bool_or(kernel_class = 'attention' AND coalesce(cuda_graph, false)) AS attention_in_graph
         FROM attributed WHERE kernel_class <> 'sync' GROUP BY step_id
-        """
+        """,
+        [launched_every_step(decoders)],
     ).fetchall()
     anywhere = bool(con.execute("SELECT count(*) FROM attributed WHERE kernel_class = 'attention'").fetchone()[0])
     times = sorted(b for b, _, _ in busy.values() if b)
@@ -350,6 +360,7 @@ def _kernel_evidence(con: duckdb.DuckDBPyConnection, busy: dict[int, tuple[int, 
                     "compute",
                     "prefill_attention",
                     "decode_attention",
+                    "decode_attention_conditional",
                     "attention_eager",
                     "attention_in_graph",
                 ),

@@ -10,7 +10,7 @@ from conftest import canonical_tables
 from typer.testing import CliRunner
 
 from lltrace.cli import app
-from lltrace.parsers.kernel_classes import KERNEL_CLASSES, classify, rules
+from lltrace.parsers.kernel_classes import KERNEL_CLASSES, classify, launched_every_step, rules
 from lltrace.queries import install_views, query_files
 from lltrace.tables import TABLES
 
@@ -69,6 +69,18 @@ def test_every_command_has_help():
             r = runner.invoke(app, [*cmd, flag])
             assert r.exit_code == 0, cmd
             assert len(r.stdout.strip().splitlines()) > 3, cmd
+
+
+def test_decode_kernels_a_backend_launches_for_every_batch_are_marked():
+    """vLLM's ROCM_ATTN (chunked_prefill_paged_decode) launches its paged decode kernel, Triton or ROCm ll4mi,
+    for every batch: beside a prefill kernel it says nothing of decode requests (step_kinds.csv)."""
+    names = [
+        "void paged_attention_ll4mi_QKV_mfma16_kernel<__hip_bfloat16, 16, 128>",
+        "kernel_paged_attention_2d",
+        "void vllm::paged_attention_v2_kernel<__nv_bfloat16>",
+        "flash_fwd_splitkv_combine_kernel",
+    ]
+    assert launched_every_step(names) == names[:2]
 
 
 def test_kernel_rules_are_valid_and_cover_known_kernels():

@@ -131,9 +131,15 @@ def test_every_rule_on_its_own_evidence():
         (dict(attention_in_trace=False, compute=False), None, "no attention kernel anywhere"),
         (dict(compute=False), "idle", "no attention or GEMM"),
         (dict(busy_share=0.005, decode_attention=True), "idle", "the GPU was busy for under 1 %"),
-        (dict(prefill_attention=True, decode_attention=True), "mixed", "prefill and decode"),
+        (dict(prefill_attention=True, decode_attention=True), None, "prefill attention ran, and the only decode"),
+        (
+            dict(prefill_attention=True, decode_attention=True, decode_attention_conditional=True),
+            "mixed",
+            "prefill and decode",
+        ),
         (dict(prefill_attention=True), "prefill", "only prefill"),
         (dict(decode_attention=True, attention_in_graph=True), "decode", "only decode"),
+        (dict(decode_attention=True, attention_eager=True), "decode", "only decode"),  # ROCM_ATTN: no prefill kernel
         (dict(attention_in_graph=True), "decode", "attention replayed inside a CUDA/HIP graph"),
         (dict(attention_eager=True, attention_in_graph=True), None, "attention kernels that do not tell"),
         (dict(attention_eager=False, attention_in_graph=False), None, None),
@@ -142,7 +148,7 @@ def test_every_rule_on_its_own_evidence():
         got_kind, got_why = step_kind_from_kernels(base | change)
         assert got_kind == kind, change
         assert (got_why is None) if why is None else got_why.startswith(why), (change, got_why)
-    assert len(kind_rules()) == 9
+    assert len(kind_rules()) == 10
 
 
 def test_ranks_whose_steps_disagree_are_reported(tmp_path):
