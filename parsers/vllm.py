@@ -108,9 +108,13 @@ def _result_array(path: str, text: str, dec: json.JSONDecoder) -> list[dict]:
 
 
 def result_fingerprint(obj: dict[str, Any]) -> str:
-    """The identity of one result as the client wrote it (every key and value), so that the same run read from
-    two files (a sweep's ``run=N.json`` and its ``summary.json``) is recognised."""
-    return hashlib.sha1(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
+    """The identity of one result as the client wrote it, so that the same run read from two files (a sweep's
+    ``run=N.json`` and its ``summary.json``) is recognised: every summary key and value (its date, duration to
+    the float's last digit, counts, figures) and the length of each per-request list."""
+    ident = {
+        k: (len(v) if isinstance(v, list) and k in _PER_REQUEST + ("generated_texts",) else v) for k, v in obj.items()
+    }
+    return hashlib.sha1(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def _num(v: Any) -> float | None:
