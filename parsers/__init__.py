@@ -112,7 +112,7 @@ FORMATS: tuple[Format, ...] = (
         name=vllm.BENCH,
         family="vLLM",
         description="`vllm bench serve` / benchmark_serving.py result JSON (summary, or per request with "
-        "--save-detailed; appended objects)",
+        "--save-detailed; appended objects; a vllm bench sweep combination's summary.json array)",
         tables=("requests",),
         attributes="per request (detailed): client TTFT, e2e, ITLs, token counts, send times; queue + prefill "
         "stay one bucket without engine-side data",
