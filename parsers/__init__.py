@@ -14,6 +14,7 @@ from pathlib import Path
 
 from lltrace.errors import TraceFormatError, UnknownFormat
 from lltrace.parsers import (
+    aggregate_csv,
     bench_clients,
     inference_perf,
     kineto,
@@ -292,6 +293,21 @@ FORMATS: tuple[Format, ...] = (
         versions=(
             "records schema before aiperf #343 (2025-10): real file",
             "GenAI-Perf-shaped schema (aiperf #343 on; GenAI-Perf): fixture from source",
+        ),
+    ),
+    Format(
+        name=aggregate_csv.AGGREGATE_CSV,
+        family="benchmark clients",
+        description="AIPerf profile_export_aiperf.csv and GenAI-Perf profile_export_genai_perf.csv aggregates",
+        tables=(),
+        attributes="the run's latency percentiles, request throughput and counts, as the tool computed them (the "
+        "CSV's two-decimal figures)",
+        sniff=aggregate_csv.sniff,
+        ingest=aggregate_csv.ingest,
+        markers=(b"Metric,avg,min,max", b"Metric,Value", b"Time To First Token", b"Request Latency"),
+        versions=(
+            "GenAI-Perf csv_exporter (request and system metrics, {:,.2f}): fixture from source",
+            "AIPerf csv_exporter (STAT_KEYS columns, GPU telemetry sections not read): fixture from source",
         ),
     ),
     Format(

@@ -721,6 +721,7 @@ KINDS: tuple[tuple[str, str], ...] = (
     (r"^(summary_|text_figure_)", "summary_figure"),
 )
 FORMAT_OF_NAME: tuple[tuple[str, str], ...] = (
+    (r"aggregate\.csv$", "aiperf-summary-csv"),
     (r"(_otlp|\.otlp\.|jaeger|flat_spans)", "otlp-traces"),
     (r"vllm_bench", "vllm-bench"),
     (r"vllm_stats", "vllm-stats-csv"),
@@ -764,6 +765,7 @@ REQUEST_FORMATS = (
 FIXTURE_JSON_FORMATS = ("trtllm-bench-requests", "tgi-response-headers", "genai-perf-export", "lltrace-requests")
 FIXTURE_FORMATS = (*FIXTURE_JSON_FORMATS, "burstgpt", "tgi-log")
 FIXTURE_SUMMARIES = ("trtllm-bench-report",)  # a summary only: no request values, ids or clocks to damage
+CSV_SUMMARIES = ("aiperf-summary-csv",)  # a summary as CSV: its figures and its encoding can be damaged
 # kind -> the formats it applies to (issue 16's classes; where a format cannot carry a kind it is absent:
 # deep nesting and duplicated keys need JSON, impossible dates need a log, identity needs request ids)
 APPLIES: dict[str, tuple[str, ...]] = {
@@ -778,6 +780,7 @@ APPLIES: dict[str, tuple[str, ...]] = {
         "inference-perf-lifecycle",
         "inference-perf-prometheus",
         "trtllm-bench-report",
+        *CSV_SUMMARIES,
     ),  # fmt: skip
     "request_value": (*REQUEST_FORMATS, *FIXTURE_FORMATS),
     "engine_value": (
@@ -821,6 +824,7 @@ APPLIES: dict[str, tuple[str, ...]] = {
         *TEXT_FORMATS,
         *FIXTURE_FORMATS,
         *FIXTURE_SUMMARIES,
+        *CSV_SUMMARIES,
         "vllm-bench-client-log",
         "burstgpt-replay-config",
     ),  # fmt: skip
@@ -1144,6 +1148,7 @@ def _fixture_bases() -> dict[str, tuple[str, str, list[bytes], tuple[str, ...]]]
         for i in range(20)
     )
     return {
+        "aiperf-summary-csv": ("aggregate.csv", "text", [_aiperf_csv().encode()], ()),
         "trtllm-bench-report": (
             "trtllm_report.json",
             "doc",
@@ -1177,6 +1182,34 @@ def _fixture_bases() -> dict[str, tuple[str, str, list[bytes], tuple[str, ...]]]
             ('"request_id"', '"input_tokens"', '"arrival_time"'),
         ),
     }
+
+
+def _aiperf_csv() -> str:
+    """AIPerf's profile_export_aiperf.csv of the real 2025-10 aggregate (tests/data/real), as its csv_exporter
+    writes it: request metrics under Metric + STAT_KEYS, a blank row, system metrics under Metric,Value."""
+    agg = (
+        REPO
+        / "tests"
+        / "data"
+        / "real"
+        / "aiperf"
+        / "aiperf-2025-10_gpt-oss-20b_c100_cancel10.profile_export_aiperf.json"
+    )
+    records = json.loads(agg.read_text())["records"]
+    keys = ["avg", "min", "max", "p1", "p5", "p25", "p50", "p75", "p90", "p95", "p99", "std"]
+
+    def name(m: dict) -> str:
+        return m["header"] if m["unit"].lower() in ("count", "requests") else f"{m['header']} ({m['unit']})"
+
+    def num(v: object) -> str:
+        return "" if v is None else f"{float(v):.2f}"
+
+    request = {t: m for t, m in records.items() if m.get("p50") is not None}
+    lines = ["Metric," + ",".join(keys)]
+    lines += [",".join([name(m), *(num(m.get(k)) for k in keys)]) for _, m in sorted(request.items())]
+    lines += ["", "Metric,Value"]
+    lines += [f"{name(m)},{num(m['avg'])}" for t, m in sorted(records.items()) if t not in request]
+    return "\r\n".join(lines) + "\r\n"  # csv.writer's line ends
 
 
 def _trtllm_report(records: list[dict]) -> dict:
@@ -1694,6 +1727,16 @@ def _fixture_specific(case: Callable[[str, bytes, str], None]) -> None:
     for k, key in enumerate(("input_tokens", "output_tokens", "input_tokens")):
         case(f"int64_{k}_own_requests.jsonl", own_with(3 + 4 * k, **{key: int(big)}), "error")
     case("request_value_ttft_after_e2e_own_requests.jsonl", own_with(2, ttft_s=9.0), "warning")
+    agg_csv = fx["aiperf-summary-csv"].decode()
+    for name, (old, new) in {
+        "text": ("Request Throughput (requests/sec),", "Request Throughput (requests/sec),fast"),
+        "negative": ("Benchmark Duration (sec),", "Benchmark Duration (sec),-"),
+        "nan": ("Output Token Throughput (tokens/sec),", "Output Token Throughput (tokens/sec),nan"),
+    }.items():
+        head, _, rest = agg_csv.partition(old)
+        value, _, tail = rest.partition("\r\n")
+        damaged = head + new + ("" if name != "negative" else value) + "\r\n" + tail
+        case(f"summary_{name}_aggregate.csv", damaged.encode(), "warning")
     report = json.loads(fx["trtllm-bench-report"])
     for name, (section, key, value) in {
         "throughput_text": ("performance", "request_throughput_req_s", "fast"),
