@@ -120,3 +120,27 @@ def test_a_row_cut_short_is_the_one_line_error(tmp_path: Path) -> None:
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(lltrace.errors.TraceFormatError, match="line 3"):
         lltrace.ingest([path], store=tmp_path / "store")
+
+
+def test_the_csv_beside_its_json_aggregate_is_read_once(tmp_path: Path) -> None:
+    """AIPerf writes profile_export_aiperf.json and .csv into one artifacts folder: one client summary."""
+    folder = tmp_path / "artifacts"
+    folder.mkdir()
+    (folder / "profile_export_aiperf.json").write_text(AGG.read_text())
+    (folder / "profile_export_aiperf.csv").write_text(_aiperf_csv(json.loads(AGG.read_text())["records"]))
+    with pytest.warns(lltrace.errors.InputWarning, match="CSV copy of profile_export_aiperf.json"):
+        run = lltrace.ingest([folder], store=tmp_path / "store")
+    (entry,) = lltrace.analyze(run).to_dict()["client_summary"]
+    assert entry["tool"] == "aiperf-summary"  # the JSON's full-precision figures
+
+
+def test_a_csv_of_another_run_beside_a_json_aggregate_is_kept(tmp_path: Path) -> None:
+    folder = tmp_path / "artifacts"
+    folder.mkdir()
+    records = json.loads(AGG.read_text())["records"]
+    (folder / "profile_export_aiperf.json").write_text(AGG.read_text())
+    records["ttft"] = records["ttft"] | {"avg": records["ttft"]["avg"] + 1.0}  # another run's TTFT
+    (folder / "profile_export_aiperf.csv").write_text(_aiperf_csv(records))
+    run = lltrace.ingest([folder], store=tmp_path / "store")
+    tools = sorted(e["tool"] for e in lltrace.analyze(run).to_dict()["client_summary"])
+    assert tools == ["aiperf-summary", "aiperf-summary-csv"]

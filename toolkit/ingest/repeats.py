@@ -1,5 +1,8 @@
 """The same benchmark result read from two files of one run, kept once.
 
+AIPerf and GenAI-Perf write their statistics as JSON and again as CSV into one artifacts folder: the CSV copy is
+left out where the JSON aggregate beside it gives the same figures (``copy_of`` in its source).
+
 ``vllm bench sweep serve`` writes each run of a combination to ``run=N.json`` and then all of them again, as a
 JSON array, to the combination's ``summary.json`` (vllm/benchmarks/sweep/serve.py ``run_comb``); a folder holding
 both would count every request and every client figure twice. A result is known by its fingerprint (every key and
@@ -44,7 +47,7 @@ def drop_repeated_results(stage: Path, sources: list[dict[str, Any]]) -> list[st
             table = pq.read_table(path)
             gone = pc.is_in(table["client_id"], value_set=pa.array(sorted(ids), pa.string()))
             pq.write_table(table.filter(pc.invert(gone)), path)
-    out = []
+    out = _csv_copies(sources)
     for src in sources:
         repeats = src.get("repeated_results")
         if repeats:
@@ -55,3 +58,39 @@ def drop_repeated_results(stage: Path, sources: list[dict[str, Any]]) -> list[st
                 + " (a sweep's summary of its runs): read once"
             )
     return out
+
+
+def _csv_copies(sources: list[dict[str, Any]]) -> list[str]:
+    """AIPerf (and GenAI-Perf) write the same statistics as JSON and as CSV into one artifacts folder: the CSV
+    copy, rounded to two decimals, is left out where the JSON aggregate beside it gives the same figures."""
+    out = []
+    jsons = [s for s in sources if s.get("format") == "aiperf-summary" and s.get("aiperf_summary")]
+    for src in sources:
+        if src.get("format") != "aiperf-summary-csv" or not src.get("aiperf_summary"):
+            continue
+        for other in jsons:
+            if Path(other["path"]).parent == Path(src["path"]).parent and _same_figures(src, other):
+                src["aiperf_summary"] = None
+                src["copy_of"] = other["path"]
+                out.append(f"{src['path']}: the CSV copy of {Path(other['path']).name}'s figures beside it: read once")
+                break
+    return out
+
+
+def _same_figures(csv_src: dict[str, Any], json_src: dict[str, Any]) -> bool:
+    """Whether every figure the CSV holds is the JSON's rounded to two decimals (of its unit as written)."""
+    mine, theirs = csv_src["aiperf_summary"]["metrics"], json_src["aiperf_summary"]["metrics"]
+    ttft = theirs.get("time_to_first_token") or theirs.get("ttft")
+    pairs = [(mine.get("time_to_first_token"), ttft), (mine.get("request_latency"), theirs.get("request_latency"))]
+    compared = 0
+    for a, b in pairs:
+        if not a or not b:
+            continue
+        for stat in ("avg", "p50", "p99"):
+            x, y = a.get(stat), b.get(stat)
+            if x is None or y is None:
+                continue
+            compared += 1
+            if abs(x - y) > 0.0051e-3:  # ms figures written with two decimals
+                return False
+    return compared > 0
