@@ -172,10 +172,17 @@ def clean_statistics(path: str, tree: dict[str, Any], info: SourceInfo, signed: 
                     node[key] = None
 
     walk(tree, ())
-    if bad:
-        info.dropped["summary_values_not_numbers"] = info.dropped.get("summary_values_not_numbers", 0) + len(bad)
-        info.warnings.append(
-            f"{path}: {len(bad)} summary figure(s) that are not finite numbers in their range, left NULL: "
-            + ", ".join(bad[:4])
-            + (f" and {len(bad) - 4} more" if len(bad) > 4 else "")
-        )
+    report_unread_figures(path, info, bad)
+
+
+def report_unread_figures(path: str, info: SourceInfo, bad: list[str]) -> None:
+    """Count and say (one warning) the summary figures of ``path`` left NULL for not being figures (``bad``:
+    where and what, as the file has them)."""
+    if not bad:
+        return
+    info.dropped["summary_values_not_numbers"] = info.dropped.get("summary_values_not_numbers", 0) + len(bad)
+    info.warnings.append(
+        f"{path}: {len(bad)} summary figure(s) that are not finite numbers in their range, left NULL: "
+        + ", ".join(bad[:4])
+        + (f" and {len(bad) - 4} more" if len(bad) > 4 else "")
+    )

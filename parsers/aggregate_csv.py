@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from lltrace.errors import TraceFormatError
-from lltrace.parsers._io import not_a_figure
+from lltrace.parsers._io import not_a_figure, report_unread_figures
 from lltrace.parsers._lines import read_text
 from lltrace.tables import SourceInfo
 
@@ -77,13 +77,7 @@ def ingest(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
         metrics[tag] = stats
     if not metrics:
         raise TraceFormatError(path, "line 1", "no metric rows under the Metric header")
-    if bad:
-        info.dropped["summary_values_not_numbers"] = len(bad)
-        info.warnings.append(
-            f"{path}: {len(bad)} summary figure(s) that are not finite numbers in their range, left NULL: "
-            + ", ".join(bad[:4])
-            + (f" and {len(bad) - 4} more" if len(bad) > 4 else "")
-        )
+    report_unread_figures(path, info, bad)
     genai = "request_count" not in metrics and "benchmark_duration" not in metrics
     info.version = "GenAI-Perf csv_exporter" if genai else "AIPerf csv_exporter"
     info.details["aiperf_summary"] = {"metrics": metrics, "concurrency": None, "request_rate": None}

@@ -8,7 +8,15 @@ from pathlib import Path
 from typing import Any
 
 from lltrace.errors import TraceFormatError
-from lltrace.parsers._io import check_ids, json_objects, load_json, not_a_figure, stamp_ns, write_rows
+from lltrace.parsers._io import (
+    check_ids,
+    json_objects,
+    load_json,
+    not_a_figure,
+    report_unread_figures,
+    stamp_ns,
+    write_rows,
+)
 from lltrace.parsers._lines import read_text
 from lltrace.tables import SourceInfo
 
@@ -208,13 +216,7 @@ def ingest_trtllm_report(path: str, stage: Path, part: int, **_: Any) -> SourceI
             else:
                 kept[key] = _figure(value, f"{section}.{key}", bad)
         report[section] = kept
-    if bad:
-        info.dropped["summary_values_not_numbers"] = len(bad)
-        info.warnings.append(
-            f"{path}: {len(bad)} summary figure(s) that are not finite numbers in their range, left NULL: "
-            + ", ".join(bad[:4])
-            + (f" and {len(bad) - 4} more" if len(bad) > 4 else "")
-        )
+    report_unread_figures(path, info, bad)
     settings = {
         f"{section}.{key}": value
         for section, keys in _REPORT_SETTINGS.items()

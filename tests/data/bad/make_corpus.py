@@ -22,6 +22,9 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
 DATA = REPO.parent / "shared" / "data"
 TRACE = REPO / "sample_traces" / "sglang_mi300x_qwen3-8b_decode_step.AMD.json.gz"
+AIPERF_AGG = (
+    REPO / "tests" / "data" / "real" / "aiperf" / "aiperf-2025-10_gpt-oss-20b_c100_cancel10.profile_export_aiperf.json"
+)
 
 
 def _base() -> tuple[dict, bytes]:
@@ -436,16 +439,7 @@ def _client_damage(case: Callable[[str, bytes, str], None], otlp: list[bytes], m
     llm_summary = json.loads((serving / "llmperf" / "summary__lepton_70b.json").read_text())
     old = (serving / "aiperf" / "aiperf-2025-10_gpt-oss-20b_c100_cancel10.profile_export.jsonl").read_text()
     old_lines = [json.loads(x) for x in old.splitlines()[10:16]]  # successful records of the pre-release schema
-    agg = json.loads(
-        (
-            REPO
-            / "tests"
-            / "data"
-            / "real"
-            / "aiperf"
-            / "aiperf-2025-10_gpt-oss-20b_c100_cancel10.profile_export_aiperf.json"
-        ).read_text()
-    )
+    agg = json.loads(AIPERF_AGG.read_text())
     stage = json.loads(
         (serving / "inference_perf" / "kubecon-na-2025_vllm" / "stage_0_lifecycle_metrics.json").read_text()
     )
@@ -893,14 +887,7 @@ def _bases(kineto: bytes) -> dict[str, tuple[str, str, list[bytes], tuple[str, .
     s = DATA / "serving"
     v = DATA / "vllm_cpu"
     ip = s / "inference_perf"
-    agg = (
-        REPO
-        / "tests"
-        / "data"
-        / "real"
-        / "aiperf"
-        / "aiperf-2025-10_gpt-oss-20b_c100_cancel10.profile_export_aiperf.json"
-    )
+    agg = AIPERF_AGG
 
     def rows(path: Path, n: int) -> bytes:
         return json.dumps(json.loads(path.read_text())[:n]).encode()
@@ -1187,14 +1174,7 @@ def _fixture_bases() -> dict[str, tuple[str, str, list[bytes], tuple[str, ...]]]
 def _aiperf_csv() -> str:
     """AIPerf's profile_export_aiperf.csv of the real 2025-10 aggregate (tests/data/real), as its csv_exporter
     writes it: request metrics under Metric + STAT_KEYS, a blank row, system metrics under Metric,Value."""
-    agg = (
-        REPO
-        / "tests"
-        / "data"
-        / "real"
-        / "aiperf"
-        / "aiperf-2025-10_gpt-oss-20b_c100_cancel10.profile_export_aiperf.json"
-    )
+    agg = AIPERF_AGG
     records = json.loads(agg.read_text())["records"]
     keys = ["avg", "min", "max", "p1", "p5", "p25", "p50", "p75", "p90", "p95", "p99", "std"]
 
@@ -1463,14 +1443,7 @@ def _specific(case: Callable[[str, bytes, str], None], kineto: bytes) -> None:
             sub(path.read_bytes(), rf'("{key}": ?)[^,}}]+', rf"\g<1>{value}"),
             "warning",
         )
-    agg = (
-        REPO
-        / "tests"
-        / "data"
-        / "real"
-        / "aiperf"
-        / "aiperf-2025-10_gpt-oss-20b_c100_cancel10.profile_export_aiperf.json"
-    )
+    agg = AIPERF_AGG
     for name, value in (("text", '"n/a"'), ("negative", "-12.5"), ("bool", "true")):
         d = json.loads(agg.read_text())
         d["records"]["request_latency"]["avg"] = json.loads(value)
