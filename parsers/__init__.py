@@ -486,6 +486,32 @@ def read_head(path: str | Path, size: int = SNIFF_BYTES) -> bytes:
         return out
 
 
+# Files the tools write beside the ones lltrace reads that hold nothing more for it: (a CSV's header or a JSON
+# document's head, the marker words it has, what the file is). Inside a folder they are skipped with that
+# reason, not as damage.
+_NOTHING_MORE = (
+    (
+        "csv",
+        (b"run_number", b"request_throughput", b"duration"),
+        "vllm bench sweep's summary.csv: its runs' results again (their run=N.json files are read)",
+    ),
+    ("json", (b'"session_id"', b'"payloads"'), "AIPerf's inputs.json: the request payloads it sent, no timings"),
+)
+
+
+def nothing_more(head: bytes) -> str | None:
+    """What a file is that a tool writes beside the ones lltrace reads and that holds nothing more for it (the
+    sweep's CSV of its results, AIPerf's sent payloads), else None."""
+    text = head.removeprefix(b"\xef\xbb\xbf").lstrip()
+    is_json = text[:1] in (b"{", b"[")
+    header = text.split(b"\n", 1)[0]
+    for kind, markers, why in _NOTHING_MORE:
+        where = text if kind == "json" else header
+        if (kind == "json") == is_json and all(m in where for m in markers):
+            return why
+    return None
+
+
 def closest_formats(head: bytes, n: int = 3) -> list[str]:
     """Formats whose marker words the head shares most, for an error message (best first)."""
     scores = []

@@ -37,9 +37,13 @@ def render(doc: dict[str, Any]) -> Group:
             for k in run["skipped"]
             if str(k.get("reason", "")).startswith("cannot read") or "closest" in k["reason"] or "named" in k["reason"]
         ]
-        other = len(run["skipped"]) - len(suspect)
+        # files a tool writes beside the read ones with nothing more in them (their reason says what they are)
+        known = [k for k in run["skipped"] if k not in suspect and not str(k["reason"]).startswith("no known format")]
+        other = len(run["skipped"]) - len(suspect) - len(known)
         if other:
             head.append(f"  skipped {other} file(s) of no known format\n", style="yellow")
+        for k in known:
+            head.append(f"  skipped {k['path']}: {k['reason']}\n", style="dim")
         for k in suspect:
             head.append(f"  warning: skipped {k['path']}: {k['reason']} (a damaged part of the run?)\n", style="yellow")
     checks = run.get("checks") or {}

@@ -61,3 +61,17 @@ def test_a_sweep_folder_counts_each_run_once_and_leaves_the_warmup_out(tmp_path:
     assert (req["count"], req["counted"]) == (3 * per_file, 2 * per_file)
     assert req["excluded"] == [{"outcome": "warmup", "requests": per_file, "why": req["excluded"][0]["why"]}]
     assert req["ttft_s"]["mean"] == pytest.approx(statistics.fmean(ttfts), rel=1e-9)
+
+
+def test_the_sweeps_summary_csv_is_skipped_for_what_it_is(tmp_path: Path) -> None:
+    """sweep/serve.py also writes the experiment's summary.csv (pandas' to_csv of every run's data, the index
+    first): the same results again, said so rather than called an unknown or damaged file."""
+    combo, runs, _ = _sweep(tmp_path)
+    keys = list(dict.fromkeys(k for r in runs for k in r))
+    lines = [",".join(["", *keys])] + [
+        ",".join([str(i), *(json.dumps(r.get(k)) for k in keys)]) for i, r in enumerate(runs)
+    ]
+    (combo.parent / "summary.csv").write_text("\n".join(lines) + "\n")
+    run = lltrace.ingest([combo.parent], store=tmp_path / "store")
+    (skipped,) = [s for s in run.metadata["skipped"] if s["path"].endswith("summary.csv")]
+    assert skipped["reason"].startswith("vllm bench sweep's summary.csv")

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from lltrace.errors import TraceFormatError, UnknownFormat
-from lltrace.parsers import FORMATS, Format, closest_formats, detect, read_head, utf16_format
+from lltrace.parsers import FORMATS, Format, closest_formats, detect, nothing_more, read_head, utf16_format
 from lltrace.store import Skipped
 
 
@@ -41,6 +41,8 @@ def expand_inputs(paths: Sequence[str | os.PathLike[str]]) -> tuple[list[tuple[P
                     continue
                 if fmt is None and (wide := utf16_format(read_head(f))):
                     skipped.append(Skipped(str(f), _utf16_why(f, wide.name)))
+                elif fmt is None and (what := nothing_more(read_head(f))):
+                    skipped.append(Skipped(str(f), what))
                 elif fmt is None:
                     near = closest_formats(read_head(f))
                     named = looks_like(f)
