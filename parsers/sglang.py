@@ -57,17 +57,16 @@ _BENCH_SCHEMAS = (
 def ingest_sglang_bench(path: str, stage: Path, part: int, **kw: Any) -> SourceInfo:
     """One object per line (a run per request rate), bare ``Infinity``/``NaN`` allowed; the schema named by the
     keys of its results (``_BENCH_SCHEMAS``)."""
-    info = vllm.ingest_bench(path, stage, part, **kw)
-    info.format = SGLANG_BENCH
-    schemas = {
-        next((name for key, name in _BENCH_SCHEMAS if key in b), "keys of no known schema")
-        for b in info.details["bench"]
-    }
-    info.details["schemas"] = sorted(schemas)
-    info.version = f"{' and '.join(sorted(schemas))}; " + (
-        "summary only" if info.version.endswith("summary only") else "with --output-details (per-request lists)"
+    info = vllm.ingest_bench(
+        path, stage, part, schema_of=_bench_schema, lists="with --output-details (per-request lists)", **kw
     )
+    info.format = SGLANG_BENCH
     return info
+
+
+def _bench_schema(result: dict[str, Any]) -> str:
+    """The bench_serving schema that wrote one result (``_BENCH_SCHEMAS``), by its keys."""
+    return next((name for key, name in _BENCH_SCHEMAS if key in result), "keys of no known schema")
 
 
 _HEAD = re.compile(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)((?: [A-Z]+\d+)*)\]\s*")

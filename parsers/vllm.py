@@ -13,6 +13,7 @@ import json
 import math
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -192,8 +193,18 @@ def bench_schema(obj: dict[str, Any]) -> str:
     )
 
 
-def ingest_bench(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
-    """Per-request rows of a bench result (when saved with details) and its summary into the metadata."""
+def ingest_bench(
+    path: str,
+    stage: Path,
+    part: int,
+    *,
+    schema_of: Callable[[dict[str, Any]], str] = bench_schema,
+    lists: str = "detailed (per-request lists)",
+    **_: Any,
+) -> SourceInfo:
+    """Per-request rows of a bench result (when saved with details) and its summary into the metadata; each
+    result's schema named by ``schema_of``, the per-request lists by ``lists`` (SGLang's bench_serving writes
+    the same shape with its own keys and flag)."""
     info = SourceInfo(path=path, format=BENCH)
     try:
         text = read_text(path)
@@ -205,7 +216,7 @@ def ingest_bench(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     stem = os.path.basename(path)
     schemas: set[str] = set()
     for k, obj in enumerate(bench_objects(path, text, info)):
-        schemas.add(bench_schema(obj))
+        schemas.add(schema_of(obj))
         fingerprint = result_fingerprint(obj)
         # vllm bench sweep serve records each run's number; -1 is its warm-up run (sweep/serve.py run_comb)
         warmup = obj.get("run_number") == -1
@@ -285,7 +296,7 @@ def ingest_bench(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     # records read: per-request rows where the file has them, else its result objects
     info.records = write_rows(stage, "_bench", part, rows) or len(summaries)
     info.details["schemas"] = sorted(schemas)
-    info.version = f"{' and '.join(sorted(schemas))}; " + ("detailed (per-request lists)" if rows else "summary only")
+    info.version = f"{' and '.join(sorted(schemas))}; " + (lists if rows else "summary only")
     info.details["bench"] = summaries
     return info
 

@@ -75,3 +75,12 @@ def test_the_sweeps_summary_csv_is_skipped_for_what_it_is(tmp_path: Path) -> Non
     run = lltrace.ingest([combo.parent], store=tmp_path / "store")
     (skipped,) = [s for s in run.metadata["skipped"] if s["path"].endswith("summary.csv")]
     assert skipped["reason"].startswith("vllm bench sweep's summary.csv")
+
+
+def test_the_sweeps_summary_csv_named_alone_says_what_it_is(tmp_path: Path) -> None:
+    combo, runs, _ = _sweep(tmp_path)
+    keys = list(dict.fromkeys(k for r in runs for k in r))
+    path = combo.parent / "summary.csv"
+    path.write_text(",".join(["", *keys]) + "\n0," + ",".join(json.dumps(runs[0].get(k)) for k in keys) + "\n")
+    with pytest.raises(lltrace.errors.UnknownFormat, match="not read: vllm bench sweep's summary.csv"):
+        lltrace.ingest([path], store=tmp_path / "store")

@@ -65,6 +65,8 @@ def expand_inputs(paths: Sequence[str | os.PathLike[str]]) -> tuple[list[tuple[P
                     raise TraceFormatError(str(p), "byte 0", "empty file: no JSON document")
                 if wide := utf16_format(read_head(p)):
                     raise TraceFormatError(str(p), "byte 0", _utf16_why(p, wide.name))
+                if what := nothing_more(read_head(p)):
+                    raise UnknownFormat(f"{p}: not read: {what}")
                 near = closest_formats(read_head(p))
                 hint = f"closest: {', '.join(near)}" if near else f"known: {', '.join(f.name for f in FORMATS)}"
                 raise UnknownFormat(f"{p}: not a format lltrace reads ({hint}; see `lltrace formats`)")

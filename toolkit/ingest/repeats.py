@@ -5,10 +5,10 @@ left out where the JSON aggregate beside it gives the same figures (``copy_of`` 
 
 ``vllm bench sweep serve`` writes each run of a combination to ``run=N.json`` and then all of them again, as a
 JSON array, to the combination's ``summary.json`` (vllm/benchmarks/sweep/serve.py ``run_comb``); a folder holding
-both would count every request and every client figure twice. A result is known by its fingerprint (every key and
-value the client wrote, ``parsers.vllm.result_fingerprint``); the copy kept is the one in the file holding the
-fewest results (a run's own file), the others are left out of the run's rows and summaries and listed in their
-source's ``repeated_results``. Never a silent double count, never a silent drop.
+both would count every request and every client figure twice. A result is known by its fingerprint (its summary
+keys and values and the lengths of its per-request lists, ``parsers.vllm.result_fingerprint``); the copy kept is
+the one in the file holding the fewest results (a run's own file), the others are left out of the run's rows and
+summaries and listed in their source's ``repeated_results``. Never a silent double count, never a silent drop.
 """
 
 from __future__ import annotations
@@ -78,7 +78,8 @@ def _csv_copies(sources: list[dict[str, Any]]) -> list[str]:
 
 
 def _same_figures(csv_src: dict[str, Any], json_src: dict[str, Any]) -> bool:
-    """Whether every figure the CSV holds is the JSON's rounded to two decimals (of its unit as written)."""
+    """Whether the CSV's TTFT and request latency (mean, p50, p99) are the JSON's to the CSV's two decimals of a
+    millisecond: the same run written twice, not two runs."""
     mine, theirs = csv_src["aiperf_summary"]["metrics"], json_src["aiperf_summary"]["metrics"]
     ttft = theirs.get("time_to_first_token") or theirs.get("ttft")
     pairs = [(mine.get("time_to_first_token"), ttft), (mine.get("request_latency"), theirs.get("request_latency"))]
