@@ -68,6 +68,7 @@ def client_tables(summaries: list[dict[str, Any]], per_request: bool) -> list[An
         out.append(t)
         if any(c.get("server") for c in items):
             out.append(_server_table(Path(source).name, items))
+            out += _server_notes(items)
     if summaries and not per_request:
         out.append(
             Text(
@@ -87,7 +88,8 @@ def _server_table(name: str, items: list[dict[str, Any]]) -> Table:
     t = Table(
         title=f"{name}: the model server over each stage (its Prometheus metrics as the client summarised them; ms)"
     )
-    for col in ("stage", "req/s", "queue", "running", "KV used", "preempted", "TTFT p50", "TPOT p50", "e2e p50"):
+    cols = ("stage", "requests", "req/s", "queue", "running", "KV used", "preempted", "TTFT p50", "TPOT p50", "e2e p50")
+    for col in cols:
         t.add_column(col, justify="right")
 
     def med(srv: dict[str, Any], lat: str) -> str:
@@ -101,6 +103,7 @@ def _server_table(name: str, items: list[dict[str, Any]]) -> Table:
         srv = c.get("server") or {}
         t.add_row(
             str(c["stage"]),
+            whole(srv.get("requests")),
             "-" if srv.get("rate_per_s") is None else per_s(srv["rate_per_s"]),
             mean(srv.get("queue_len_mean")),
             mean(srv.get("running_mean")),
@@ -111,3 +114,12 @@ def _server_table(name: str, items: list[dict[str, Any]]) -> Table:
             med(srv, "e2e"),
         )
     return t
+
+
+def _server_notes(items: list[dict[str, Any]]) -> list[Text]:
+    """The analysis' notes on the server's figures, one line each with the stages it holds for."""
+    stages: dict[str, list[str]] = {}
+    for c in items:
+        for note in (c.get("server") or {}).get("notes") or []:
+            stages.setdefault(note, []).append(str(c["stage"]))
+    return [Text(f"server, stage {', '.join(st)}: {note}", style="yellow") for note, st in stages.items()]

@@ -36,7 +36,29 @@ def test_an_inference_perf_sweep_shows_the_servers_queue_per_stage(tmp_path: Pat
     for stage in range(7):
         raw = json.loads((SWEEP / f"stage_{stage}_prometheus_metrics.json").read_text())["successes"]
         got = rows[str(stage)]
-        assert got[2] == f"{raw['queue_len']['mean']:,.1f}"  # the queue behind the client's TTFT
-        assert got[6] == f"{raw['time_to_first_token']['median'] * 1e3:,.2f}"
-        assert got[8] == f"{raw['request_latency']['median'] * 1e3:,.2f}"
+        assert got[1] == f"{raw['count']:,}"
+        assert got[3] == f"{raw['queue_len']['mean']:,.1f}"  # the queue behind the client's TTFT
+        assert got[7] == f"{raw['time_to_first_token']['median'] * 1e3:,.2f}"
+        assert got[9] == f"{raw['request_latency']['median'] * 1e3:,.2f}"
     assert "summary" in rows
+
+
+def test_the_server_figures_that_are_not_the_stages_own_are_said(tmp_path: Path) -> None:
+    """The sweep's server side counts about twice the requests the client completed in every stage, and its KV
+    usage is 0 throughout while requests ran: both said under the table, from the raw files."""
+    r = CliRunner().invoke(app, ["analyze", str(SWEEP), "--store", str(tmp_path), "-q"], terminal_width=400)
+    notes = [ln for ln in r.stdout.splitlines() if ln.startswith("server, stage")]
+    mismatched = []
+    for stage in range(7):
+        server = json.loads((SWEEP / f"stage_{stage}_prometheus_metrics.json").read_text())["successes"]
+        client = json.loads((SWEEP / f"stage_{stage}_lifecycle_metrics.json").read_text())["successes"]
+        if abs(server["count"] - client["count"]) > 0.1 * client["count"]:
+            mismatched.append(stage)
+            assert any(
+                f"counted {server['count']:,} requests where the client completed {client['count']:,}" in n
+                for n in notes
+            )
+        assert server["kv_cache_usage_percentage"]["mean"] == 0
+    assert mismatched == list(range(7))
+    (kv,) = [n for n in notes if "KV usage reads 0" in n]
+    assert kv.startswith("server, stage 0, 1, 2, 3, 4, 5, 6")

@@ -285,7 +285,24 @@ def _inference_perf(client: dict[str, Any], server: dict[str, Any] | None) -> di
             "preemptions": _num(_obj(srv.get("num_preemptions_total")).get("mean")),
             "prefix_cache_hit_share": _num(_obj(srv.get("prefix_cache_hit_percent")).get("mean")),
         }
+        e["server"]["notes"] = _server_notes(e)
     return e
+
+
+def _server_notes(e: dict[str, Any]) -> list[str]:
+    """What makes a stage's server figures other than the stage's own requests: the server's count of requests is
+    not the client's (beyond the few percent a rate over a window rounds to), or its KV usage reads exactly 0
+    while it ran requests (the metric the client queried gave no reading: not an empty cache)."""
+    srv, notes = e["server"], []
+    done, seen = e["completed"], srv["requests"]
+    if done and seen and abs(seen - done) > 0.1 * done:
+        notes.append(
+            f"the server counted {seen:,} requests where the client completed {done:,}: its figures are not those "
+            "requests' alone (the client's query window or series)"
+        )
+    if srv["kv_usage_mean"] == 0 and seen:
+        notes.append("KV usage reads 0 while the server ran requests: no reading of that metric, not an empty cache")
+    return notes
 
 
 def _stage_order(entry: dict[str, Any]) -> tuple[int, int]:
