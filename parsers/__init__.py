@@ -262,9 +262,10 @@ FORMATS: tuple[Format, ...] = (
         name=inference_perf.SERVER,
         family="benchmark clients",
         description="inference-perf stage_N_prometheus_metrics.json / summary_prometheus_metrics.json",
-        tables=(),
+        tables=("engine_stats",),
         attributes="per stage: the model server's Prometheus metrics summarised by inference-perf (request "
-        "rate, queue length, server latencies, KV usage, preemptions)",
+        "rate, queue length, server latencies, KV usage, preemptions); its window means as a stage row of "
+        "engine_stats",
         sniff=inference_perf.sniff_server,
         ingest=inference_perf.ingest_server,
         markers=(b'"load_summary"', b'"successes"', b'"queue_len"', b'"kv_cache_usage_percentage"'),

@@ -107,12 +107,42 @@ def ingest_lifecycle(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
 
 
 def ingest_server(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
-    """The server-side Prometheus summary of one stage (or of the run)."""
-    return _report(path, SERVER, "server", "summarize_prometheus_metrics report")
+    """The server-side Prometheus summary of one stage (or of the run), kept in the metadata, and its window
+    means as one ``engine_stats`` row of source ``stage`` (no time: the report carries none)."""
+    info = _report(path, SERVER, "server", "summarize_prometheus_metrics report")
+    ok = info.details["inference_perf"]["summary"].get("successes") or {}
+    row = {
+        "source": "stage",
+        "stage": str(_stage(path)),
+        "waiting": _mean(ok, "queue_len"),
+        "running": _mean(ok, "num_requests_running"),
+        "kv_usage": server_kv_usage(ok),
+        "prompt_throughput": _num((ok.get("prompt_len") or {}).get("rate")),
+        "generation_throughput": _num((ok.get("output_len") or {}).get("rate")),
+    }
+    write_rows(stage, "engine_stats", part, [row])
+    return info
 
 
 def _num(v: Any) -> float | None:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def _mean(successes: dict[str, Any], key: str) -> float | None:
+    v = successes.get(key)
+    return _num(v.get("mean")) if isinstance(v, dict) else None
+
+
+def server_kv_usage(successes: dict[str, Any]) -> float | None:
+    """A server report's mean KV-cache usage over its window (a fraction: ``avg_over_time`` of vLLM's
+    ``kv_cache_usage_perc``), or None where it reads exactly 0 while the server counted requests.
+
+    inference-perf answers 0.0 for a query that failed or matched no series (``execute_query`` in
+    ``client/metricsclient/prometheus_client/base.py``) and a server running requests holds KV blocks, so that
+    0 is no reading, not an empty cache. Every gauge's 0 is ambiguous the same way; only KV usage can be told.
+    """
+    kv = _mean(successes, "kv_cache_usage_percentage")
+    return None if kv == 0 and _num(successes.get("count")) else kv
 
 
 def ingest_per_request(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:

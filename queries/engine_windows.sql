@@ -5,7 +5,8 @@
 -- requires: engine_stats
 -- A window's counts are each counter's change from its last reading in an earlier window to its last reading
 -- in this one (in the first window with readings, from its first; a counter with a single reading counts since
--- its server started), per engine and source. Sources of one engine (a log and a scrape) count the same requests: the
+-- its server started), per engine and source. A benchmark's stage rows (source stage: means over a stage, no
+-- time) are not samples and are left out. Sources of one engine (a log and a scrape) count the same requests: the
 -- larger figure is kept. Load figures are each engine's mean over the window's samples, summed over engines.
 -- columns:
 --   run_id             run
@@ -62,7 +63,7 @@ WITH per_window AS (
            max(preemptions_total) AS preemptions_end,
            min(preemptions_total) AS preemptions_start, count(preemptions_total) AS preemptions_n
     FROM engine_stats
-    WHERE (width_s IS NULL OR ts_s IS NOT NULL)
+    WHERE source IS DISTINCT FROM 'stage' AND (width_s IS NULL OR ts_s IS NOT NULL)
       AND (from_s IS NULL OR ts_s >= from_s) AND (to_s IS NULL OR ts_s < to_s)
     GROUP BY run_id, engine, source, window_start_s
 ), counted AS (

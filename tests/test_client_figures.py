@@ -264,6 +264,32 @@ def test_inference_perf_sweep_is_one_run_with_a_summary_per_stage(folder: Path, 
     assert doc["requests"] is None  # summaries only: no per-request rows
 
 
+def test_inference_perf_server_stages_are_stage_rows_of_engine_stats(tmp_path: Path) -> None:
+    """Each server report is one ``engine_stats`` row of source ``stage``: the stage's window means as the report
+    wrote them, no time, KV usage NULL where it was written as 0 while the server counted requests (no
+    reading). Readers of samples leave them out: beside a /metrics scrape, the run's samples are the scrape's."""
+    folder = DATA / "serving" / "inference_perf" / "kubecon-na-2025_vllm"
+    scrape = DATA / "vllm_cpu" / "A_baseline" / "metrics_final.prom"
+    run = lltrace.ingest([folder, scrape], store=tmp_path)
+    stats = run.sql("SELECT * FROM engine_stats WHERE source = 'stage'").to_dicts()
+    by_stage = {r["stage"]: r for r in stats}
+    assert sorted(by_stage) == sorted([str(i) for i in range(7)] + ["summary"])
+    for name, row in by_stage.items():
+        prefix = "summary" if name == "summary" else f"stage_{name}"
+        raw = json.loads((folder / f"{prefix}_prometheus_metrics.json").read_text())["successes"]
+        assert row["ts_s"] is None and row["waiting"] == raw["queue_len"]["mean"]
+        assert row["prompt_throughput"] == raw["prompt_len"]["rate"]
+        assert row["generation_throughput"] == raw["output_len"]["rate"]
+        assert raw["kv_cache_usage_percentage"]["mean"] == 0 < raw["count"] and row["kv_usage"] is None
+    samples = run.sql("SELECT samples, mean_waiting FROM engine_windows(NULL, NULL, NULL)").to_dicts()
+    assert samples == [{"samples": 1, "mean_waiting": _prom_value(scrape, "vllm:num_requests_waiting")}]
+    doc = lltrace.analyze(run).to_dict()
+    assert doc["kv"]["peak_usage"] == _prom_value(scrape, "vllm:kv_cache_usage_perc")
+    (stage4,) = [e for e in doc["client_summary"] if e["stage"] == 4]
+    assert stage4["server"]["queue_len_mean"] == by_stage["4"]["waiting"] == 210
+    assert stage4["server"]["kv_usage_mean"] is None  # one answer: NULL in both places
+
+
 def test_inference_perf_per_request_records(tmp_path: Path) -> None:
     """``per_request_lifecycle_metrics.json`` as reportgen writes it: start / end perf_counter seconds,
     ``info`` (InferenceInfo.model_dump: request_metrics.text.input_tokens, the input_tokens mirror,

@@ -276,7 +276,8 @@ ENGINE_STATS = Table(
     "engine_stats",
     "metrics sample",
     "The engine's state over time: load, KV usage and cumulative counters from scrapes and stats lines "
-    "(a Prometheus counter's resets undone: it only grows over the run).",
+    "(a Prometheus counter's resets undone: it only grows over the run); a benchmark's per-stage summary of the "
+    "server (source stage) is a row of window means, never a sample.",
     (
         PART,
         _time("ts_s", "sample time on the run clock (NULL where the source gives none)"),
@@ -299,7 +300,20 @@ ENGINE_STATS = Table(
             "prefix_cache_queries_total", "prompt tokens looked up in the prefix cache (cumulative)", "tokens", typ=F64
         ),
         _count("prefix_cache_hits_total", "prompt tokens found in the prefix cache (cumulative)", "tokens", typ=F64),
-        _c("source", S, None, "prometheus, log or scrape", values=("prometheus", "log", "scrape")),
+        _c(
+            "source",
+            S,
+            None,
+            "prometheus, log, scrape, or stage (a benchmark's summary of the server over one stage)",
+            values=("prometheus", "log", "scrape", "stage"),
+        ),
+        _c(
+            "stage",
+            S,
+            None,
+            "the benchmark stage a stage row summarises (inference-perf: N, or 'summary' for the run): its gauges "
+            "are means over the stage's window and it has no time; NULL for a sample at ts_s",
+        ),
         _seconds("queue_time_sum_s", "histogram sum of request queue times (cumulative)"),
         _count("queue_time_count", "histogram count of request queue times (cumulative)", typ=F64),
         _seconds("ttft_sum_s", "histogram sum of TTFTs (cumulative)"),

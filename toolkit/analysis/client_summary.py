@@ -13,6 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from lltrace.parsers.inference_perf import server_kv_usage
+
 _LATENCIES = ("ttft", "tpot", "itl", "e2e")
 _STATS = ("mean", "median", "p90", "p99")
 
@@ -271,7 +273,6 @@ def _inference_perf(client: dict[str, Any], server: dict[str, Any] | None) -> di
         e[f"{key}_s"] = _dist_s(lat.get(name))
     if server is not None:
         srv = _obj(server["inference_perf"]["summary"].get("successes"))
-        kv = srv.get("kv_cache_usage_percentage")
         e["server"] = {
             "source": server["path"],
             "requests": _whole(srv.get("count")),
@@ -281,18 +282,18 @@ def _inference_perf(client: dict[str, Any], server: dict[str, Any] | None) -> di
             "ttft_s": _dist_s(srv.get("time_to_first_token")),
             "tpot_s": _dist_s(srv.get("time_per_output_token")),
             "e2e_s": _dist_s(srv.get("request_latency")),
-            "kv_usage_mean": _num(kv.get("mean")) if isinstance(kv, dict) else None,
+            "kv_usage_mean": server_kv_usage(srv),
             "preemptions": _num(_obj(srv.get("num_preemptions_total")).get("mean")),
             "prefix_cache_hit_share": _num(_obj(srv.get("prefix_cache_hit_percent")).get("mean")),
         }
-        e["server"]["notes"] = _server_notes(e)
+        e["server"]["notes"] = _server_notes(e, srv)
     return e
 
 
-def _server_notes(e: dict[str, Any]) -> list[str]:
+def _server_notes(e: dict[str, Any], written: dict[str, Any]) -> list[str]:
     """What makes a stage's server figures other than the stage's own requests: the server's count of requests is
-    not the client's (beyond the few percent a rate over a window rounds to), or its KV usage reads exactly 0
-    while it ran requests (the metric the client queried gave no reading: not an empty cache)."""
+    not the client's (beyond the few percent a rate over a window rounds to), or its KV usage was written as 0
+    while it ran requests (no reading, left NULL: ``server_kv_usage``); ``written`` the report's ``successes``."""
     srv, notes = e["server"], []
     done, seen = e["completed"], srv["requests"]
     if done and seen and abs(seen - done) > 0.1 * done:
@@ -300,7 +301,7 @@ def _server_notes(e: dict[str, Any]) -> list[str]:
             f"the server counted {seen:,} requests where the client completed {done:,}: its figures are not those "
             "requests' alone (the client's query window or series)"
         )
-    if srv["kv_usage_mean"] == 0 and seen:
+    if srv["kv_usage_mean"] is None and _num(_obj(written.get("kv_cache_usage_percentage")).get("mean")) == 0:
         notes.append("KV usage reads 0 while the server ran requests: no reading of that metric, not an empty cache")
     return notes
 

@@ -320,7 +320,7 @@ def _engine_timeline(con: duckdb.DuckDBPyConnection) -> dict[str, Any] | None:
 def _kv(con: duckdb.DuckDBPyConnection) -> dict[str, Any] | None:
     """KV-cache pressure and the prefix cache (``kv_wait_s`` is filled from the attribution's queue split)."""
     peak, waitcap, samples = con.execute(
-        "SELECT max(kv_usage), max(waiting_capacity), count(*) FROM engine_stats"
+        "SELECT max(kv_usage), max(waiting_capacity), count(*) FROM engine_stats WHERE source IS DISTINCT FROM 'stage'"
     ).fetchone()
     pre = (con.execute("SELECT preemptions FROM engine_preemptions").fetchone() or (None,))[0]
     cache = (rows(con, "SELECT * EXCLUDE (run_id) FROM engine_prefix_cache") or [{}])[0]
