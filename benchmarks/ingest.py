@@ -88,6 +88,30 @@ def build_trace(source: Path, out: Path, size_mb: float, compact: bool, noise: b
     return out.stat().st_size
 
 
+_ODD_EVENT = b'{"ph":"X","cat":"cpu_op","name":"odd","pid":1,"tid":1,"ts":TS,"dur":1,"args":{"Input Dims":["a\\"b"]}}'
+
+
+def with_one_odd_event(src: Path, out: Path) -> int:
+    """``src`` with one event the compiled reader declines (an escape inside a nested value) placed at the middle
+    of its event array: the piece around it is read by DuckDB, the others stay on the fast path."""
+    size = src.stat().st_size
+    with open(src, "rb") as f, open(out, "wb") as o:
+        f.seek(size // 2)
+        window = f.read(1 << 20)
+        at = size // 2 + window.index(b",", window.index(b"}")) + 1  # just after an event's separating comma
+        f.seek(0)
+        left = at
+        while left:
+            chunk = f.read(min(left, 64 << 20))
+            o.write(chunk)
+            left -= len(chunk)
+        ts = re.search(rb'"ts": ?([0-9.]+)', window).group(1)  # type: ignore[union-attr]  # a time of the trace's
+        o.write(_ODD_EVENT.replace(b"TS", ts) + b",")
+        while chunk := f.read(64 << 20):
+            o.write(chunk)
+    return out.stat().st_size
+
+
 # (imports, timed work): imports are not timed, for every reader alike.
 _CHILD = {
     "json.load": ("import json\n", "with open(PATH) as f:\n    json.load(f)\n"),
@@ -168,6 +192,7 @@ def main() -> None:
     ap.add_argument("--pure", action="store_true", help="lltrace with DuckDB's JSON reader only (LLTRACE_PURE=1)")
     ap.add_argument("--skip-noise", action="store_true", help="do not run the float-noise case")
     ap.add_argument("--skip-analyze", action="store_true", help="do not run analyze end to end against cat")
+    ap.add_argument("--skip-odd", action="store_true", help="do not run the one-declined-event case")
     args = ap.parse_args()
     if args.pure:
         os.environ["LLTRACE_PURE"] = "1"  # the children inherit it
@@ -232,6 +257,18 @@ def main() -> None:
                 f"{noisy.stat().st_size / 1e6 / r['seconds']:.1f} MB/s, {ratio:.2f}x the clean case's throughput "
                 "(target >= 0.67x)"
             )
+    odd = work / f"bench-{int(args.size_mb)}mb-{style}-odd.json"
+    if not args.skip_odd and "seconds" in ll:
+        # one event only the DuckDB reader reads: its piece declined, the others read by the compiled reader
+        with_one_odd_event(big, odd)
+        r = measure("lltrace", odd)
+        if "seconds" in r:
+            ratio = (odd.stat().st_size / r["seconds"]) / (size / ll["seconds"])
+            print(
+                f"one event the compiled reader declines, mid-file: {odd.stat().st_size / 1e6 / r['seconds']:.1f} "
+                f"MB/s, {ratio:.2f}x the clean case's throughput (its piece read by DuckDB, the rest not)"
+            )
+        odd.unlink(missing_ok=True)
     if not args.skip_analyze:
         _where_the_seconds_go(big, work / "analyze-store")
     if args.workdir is None:

@@ -5,10 +5,10 @@
  * made per event and the GIL is released while a block is read, so two threads read two halves of a
  * file on two cores. It validates everything it passes over (strict JSON, UTF-8, no control characters).
  *
- * It reads the common case only. Whatever it cannot reproduce exactly -- a number with an exponent or
- * more than three decimals where a time is read, a float where text is kept, escapes inside nested
- * values, a duplicated key, invalid JSON -- raises Unsupported(offset, reason), and the caller reads the
- * file with the DuckDB path instead, which gives the documented result or error. tests/test_kineto_fast.py
+ * It reads the common case only. Whatever it cannot reproduce exactly -- a float where text is kept,
+ * escapes inside nested values, a duplicated key, invalid JSON -- raises Unsupported(offset, reason), and
+ * the caller reads that piece of the array with the DuckDB path instead, which gives the documented result
+ * or error. tests/test_kineto_fast.py
  * checks that both readers stage identical rows for every real trace in shared/data.
  */
 #define PY_SSIZE_T_CLEAN

@@ -21,6 +21,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
@@ -28,6 +29,7 @@ from lltrace.errors import TraceFormatError, TruncatedInput
 from lltrace.parsers import kineto_fast
 from lltrace.parsers._jsonscan import (
     BLOCK_BYTES,
+    ArrayLocation,
     Batch,
     EventArrayScanner,
     locate_event_array,
@@ -315,23 +317,37 @@ def _ingest_whole(
                 scaled = (lambda n: progress(size // 2 + n * size // (2 * doc_size))) if gz else progress
             res = kineto_fast.stage(doc, pieces, scratch, stage, part, base, keep_python, old_ext, scaled, _READERS)
             why = res if isinstance(res, str) else _needs_cleaning(res)
+            if why is None and res.declined:  # type: ignore[union-attr]
+                why = _read_declined(con, doc, res, scratch, keep_python, old_ext)  # type: ignore[arg-type]
             if why is None:
                 done = res
             else:
                 if not isinstance(res, str):
                     kineto_fast.remove_outputs(res, stage, part)
+                    for f in scratch.glob("ev-*.parquet"):
+                        f.unlink()
                 info.details["reader_note"] = f"compiled reader declined ({why}); read with DuckDB"
         if not done:
             if compiled:
                 cuts = split_event_array(str(doc), loc, _READERS)
                 bounds = [loc.open, *(x for cut in cuts for x in cut), loc.close + 1]
-            if not _duckdb_pieces(con, doc, bounds, scratch, keep_python, old_ext, progress, size):
+            halves = len(bounds) // 2
+            whole = [
+                (bounds[2 * k], bounds[2 * k + 1], b"[" if k else b"", b"]" if k < halves - 1 else b"")
+                for k in range(halves)
+            ]
+            if not _duckdb_pieces(con, doc, whole, scratch, keep_python, old_ext, progress, size):
                 return False
             done = True
     finally:
         if gz:
             doc.unlink(missing_ok=True)
-    info.details["reader"] = "compiled" if isinstance(done, kineto_fast.FastResult) else "duckdb"
+    if isinstance(done, kineto_fast.FastResult):
+        info.details["reader"] = "compiled" if not done.declined else "compiled, pieces with DuckDB"
+        if done.declined:
+            info.details["readers"] = _byte_ranges(done, loc)
+    else:
+        info.details["reader"] = "duckdb"
     info.details["metadata"] = loc.metadata
     info.details["array_form"] = loc.array_form
     if progress is not None:
@@ -354,42 +370,82 @@ def _needs_cleaning(res: kineto_fast.FastResult) -> str | None:
     return None
 
 
+def _read_declined(
+    con: duckdb.DuckDBPyConnection,
+    doc: Path,
+    res: kineto_fast.FastResult,
+    scratch: Path,
+    keep_python: bool,
+    old_ext: bool,
+) -> str | None:
+    """DuckDB's reader over the pieces the compiled reader declined, staged beside its rows; None when the
+    two readers' rows make one trace as they are, else why the whole array must be read by DuckDB (events of
+    the read pieces that only the DuckDB path's cleaning would drop, given the declined pieces' times)."""
+    ranges = [(start, end, b"[", b"]") for start, end, _ in res.declined]
+    if not _duckdb_pieces(con, doc, ranges, scratch, keep_python, old_ext, None, 0):
+        return "a declined piece that DuckDB does not read either"
+    theirs = con.execute(
+        "SELECT min(ts_ns) FILTER (WHERE NOT dropped AND ts_ns <> 0), max(ts_ns) FILTER (WHERE NOT dropped AND "
+        f"ts_ns <> 0), max(ts_ns) FILTER (WHERE ph = 'X') FROM read_parquet('{scratch}/ev-*.parquet')"
+    ).fetchone()
+    c = res.counts  # times relative to the clock base, as DuckDB stages them
+    lows = [v for v in (c["min_ts"], theirs[0]) if v is not None]
+    highs = [v for v in (c["max_ts"], theirs[1]) if v is not None]
+    if lows and max(highs) - min(lows) > OTHER_CLOCK_NS:
+        return "times more than a day apart"
+    if (theirs[2] or 0) > 0 and (c["zero_ts"] or c["null_ts"]):
+        return "zeroed or missing timestamps"
+    return None
+
+
+def _byte_ranges(res: kineto_fast.FastResult, loc: ArrayLocation) -> list[dict[str, Any]]:
+    """Which byte ranges of the event array each reader read (the declined ones with why)."""
+    out: list[dict[str, Any]] = []
+    at = loc.open + 1
+    for start, end, why in res.declined:
+        if start > at:
+            out.append({"bytes": [at, start], "reader": "compiled"})
+        out.append({"bytes": [start, end], "reader": "duckdb", "why": why})
+        at = end
+    if at < loc.close:
+        out.append({"bytes": [at, loc.close], "reader": "compiled"})
+    return out
+
+
 def _duckdb_pieces(
     con: duckdb.DuckDBPyConnection,
     doc: Path,
-    bounds: list[int],
+    pieces: list[tuple[int, int, bytes, bytes]],
     scratch: Path,
     keep_python: bool,
     old_ext: bool,
     progress: Callable[[int], None] | None,
     size: int,
 ) -> bool:
-    """DuckDB's JSON reader over the array's pieces, each copied to its own array file."""
-    pieces = []
+    """DuckDB's JSON reader over pieces of the array, (start, end, before, after): bytes [start, end) copied to
+    an array file of their own between ``before`` and ``after`` (the brackets a piece lacks)."""
+    files = []
     with open(doc, "rb") as src:
-        for k in range(len(bounds) // 2):
-            start, end = bounds[2 * k], bounds[2 * k + 1]
+        for k, (start, end, before, after) in enumerate(pieces):
             piece = scratch / f"events-{k}.json"
             dst = os.open(piece, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             try:
-                if k > 0:
-                    os.write(dst, b"[")
+                os.write(dst, before)
                 _copy_range(src.fileno(), dst, start, end)
-                if k < len(bounds) // 2 - 1:
-                    os.write(dst, b"]")
+                os.write(dst, after)
             finally:
                 os.close(dst)
-            pieces.append(piece)
+            files.append(piece)
     out = scratch / "ev-000000.parquet"
     copy = _copy_select("array", keep_python, _MAX_EVENT_BYTES, old_ext).replace("@OUT@", str(out))
     try:
-        _run_with_progress(con, copy, [[str(p) for p in pieces]], progress, size)
+        _run_with_progress(con, copy, [[str(p) for p in files]], progress, size)
     except duckdb.Error:
         # DuckDB's own error locations are per record; the streaming reader names the byte offset.
         out.unlink(missing_ok=True)
         return False
     finally:
-        for p in pieces:
+        for p in files:
             p.unlink()
     return True
 

@@ -6,7 +6,8 @@ counts ``kineto._finalize`` needs and a hash per row for duplicate detection; it
 each core reads one piece of the array (``split_event_array``). ``ops`` and ``flows`` are written in their
 final form as they are read; kernels, annotations and metadata events go to small staging files that
 ``kineto._finalize`` joins and sorts. It handles the common case only and says so (``Unsupported``) where
-the DuckDB reader must decide; then nothing is kept from it and the caller reads the file the other way.
+the DuckDB reader must decide: nothing is kept of that piece, which the caller reads the other way, and the
+other pieces stay read (every piece declined: the whole array is read the other way).
 Set ``LLTRACE_PURE=1`` to always use the DuckDB reader.
 """
 
@@ -68,6 +69,7 @@ class FastResult:
     rows: dict[str, int]
     distinct_events: int
     staged: dict[str, list[Path]] = field(default_factory=dict)
+    declined: list[tuple[int, int, str]] = field(default_factory=list)  # (start, end, why): for DuckDB
 
 
 class _Stop(Exception):
@@ -94,9 +96,10 @@ def _final(batch: pa.RecordBatch, columns: list[tuple[str, str]], schema: pa.Sch
 
 
 class _Piece:
-    """One reader thread's writers and tallies."""
+    """One piece's writers and tallies (its own files: a piece declined part way leaves nothing)."""
 
     def __init__(self, k: int, scratch: Path, stage: Path, part: int):
+        self.k = k
         self.part = part
         self.paths = {s: scratch / f"fast-{s}-{k}.parquet" for s in STAGED_SINKS}
         name = f"part-{part:05d}.parquet" if k == 0 else f"part-{part:05d}.{k}.parquet"  # glob: part-N.*parquet
@@ -230,9 +233,11 @@ def stage(
 ) -> FastResult | str:
     """Read the event array's pieces (byte ranges of whole events) on ``readers`` threads.
 
-    Each reader writes ``stage_dir/{ops,flows}/part-<part>[.<k>].parquet`` in final form and its kernels,
-    annotations and metadata rows to ``scratch/fast-<sink>-<k>.parquet``. Returns the ``FastResult``, or why the
-    DuckDB reader must decide instead (then no file is left)."""
+    Each piece writes ``stage_dir/{ops,flows}/part-<part>[.<k>].parquet`` in final form and its kernels,
+    annotations and metadata rows to ``scratch/fast-<sink>-<k>.parquet``. A piece the compiled reader cannot
+    read (``Unsupported``) leaves no file and is listed in ``FastResult.declined`` with why, for the DuckDB
+    reader; the other pieces stay read. Returns the ``FastResult``, or why the DuckDB reader must read the
+    whole array (every piece declined; then no file is left)."""
     assert _kineto_fast is not None
     ext_key = "external id" if old_external_id else "External id"
     stop = threading.Event()
@@ -241,7 +246,8 @@ def stage(
     done = [0]
     for t in ("ops", "flows"):
         (stage_dir / t).mkdir(parents=True, exist_ok=True)
-    states = [_Piece(k, scratch, stage_dir, part) for k in range(min(readers, len(pieces)))]
+    read: list[_Piece] = []
+    declined: list[tuple[int, int, str]] = []
 
     def advance(n: int) -> None:
         if progress is not None:
@@ -251,25 +257,37 @@ def stage(
 
     todo = list(range(len(pieces)))  # taken in order by whichever reader is free: load stays balanced
 
-    def work(k: int) -> None:
+    def work() -> None:
         try:
-            states[k].open()
-            try:
-                while not stop.is_set():
+            while not stop.is_set():
+                with lock:
+                    if not todo:
+                        return
+                    i = todo.pop(0)
+                piece = _Piece(i, scratch, stage_dir, part)
+                piece.open()
+                try:
+                    _read_piece(path, *pieces[i], piece, base_ns, keep_python, ext_key, stop, advance)
+                except _kineto_fast.Unsupported as exc:
+                    piece.close()
+                    piece.remove()
                     with lock:
-                        if not todo:
-                            return
-                        i = todo.pop(0)
-                    _read_piece(path, *pieces[i], states[k], base_ns, keep_python, ext_key, stop, advance)
-            finally:
-                states[k].close()
+                        declined.append((*pieces[i], f"byte {exc.args[0]}: {exc.args[1]}"))
+                    continue
+                except BaseException:
+                    piece.close()
+                    piece.remove()
+                    raise
+                piece.close()
+                with lock:
+                    read.append(piece)
         except _Stop:
             pass
         except BaseException as exc:  # handed to the caller below
             failures.append(exc)
             stop.set()
 
-    threads = [threading.Thread(target=work, args=(k,), name=f"lltrace-read-{k}") for k in range(1, len(states))]
+    threads = [threading.Thread(target=work, name=f"lltrace-read-{k}") for k in range(1, min(readers, len(pieces)))]
     collecting = gc.isenabled()
     gc.disable()  # nothing here makes reference cycles; collections would scan every module's objects
     interval = sys.getswitchinterval()
@@ -277,31 +295,32 @@ def stage(
     try:
         for t in threads:
             t.start()
-        work(0)
+        work()
         for t in threads:
             t.join()
     finally:
         sys.setswitchinterval(interval)
         if collecting:
             gc.enable()
-    if failures:
-        for s in states:
+    if failures or not read:
+        for s in read:
             s.remove()
-        exc = failures[0]
-        if isinstance(exc, _kineto_fast.Unsupported):
-            return f"byte {exc.args[0]}: {exc.args[1]}"
-        raise exc
+        if failures:
+            raise failures[0]
+        return min(declined)[2]
+    read.sort(key=lambda s: s.k)
     names = _kineto_fast.COUNT_NAMES.split()
-    counts = _merge_counts(names, [c for s in states for c in s.counts])
+    counts = _merge_counts(names, [c for s in read for c in s.counts])
     distinct = 0
-    if any(s.hashes for s in states):
-        allh = np.concatenate([h for s in states for h in s.hashes])  # 8 bytes per event, sorted in place
-        for s in states:
+    if any(s.hashes for s in read):
+        allh = np.concatenate([h for s in read for h in s.hashes])  # 8 bytes per event, sorted in place
+        for s in read:
             s.hashes.clear()
         allh.sort()
         distinct = int(np.count_nonzero(allh[1:] != allh[:-1])) + 1
-    rows = {name: sum(s.rows[name] for s in states) for name in SINKS}
-    return FastResult(counts, rows, distinct, {s: [st.paths[s] for st in states] for s in STAGED_SINKS})
+    rows = {name: sum(s.rows[name] for s in read) for name in SINKS}
+    staged = {s: [st.paths[s] for st in read] for s in STAGED_SINKS}
+    return FastResult(counts, rows, distinct, staged, sorted(declined))
 
 
 def remove_outputs(result: FastResult, stage_dir: Path, part: int) -> None:

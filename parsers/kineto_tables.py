@@ -124,6 +124,16 @@ def _damage(con: duckdb.DuckDBPyConnection, path: str, staged: str, counts: dict
     return select
 
 
+def _merged_counts(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """The counts of two readers' rows of one trace: extremes of the extremes, sums of the rest."""
+    out: dict[str, Any] = {}
+    for k in a:
+        vals = [v for v in (a[k], b[k]) if v is not None]
+        pick = min if k == "min_ts" else max if k in ("max_ts", "max_x_ts") else sum
+        out[k] = pick(vals) if vals else None
+    return out
+
+
 def _staged_counts(con: duckdb.DuckDBPyConnection, staged: str) -> dict[str, Any]:
     """The counts ``_finalize`` reads off DuckDB's staged events (the compiled reader makes the same)."""
     names = [
@@ -199,8 +209,12 @@ def finalize(
     if base is not None:
         check_wall_clock(path, "baseTimeNanoseconds", base_ns / 1e9, "the trace's clock base")
     staged = f"read_parquet('{scratch}/ev-*.parquet')"
+    hybrid = fast is not None and bool(fast.declined)  # DuckDB staged the pieces the compiled reader declined
     if fast is not None:
         counts: dict[str, Any] = dict(fast.counts) | {"distinct_events": fast.distinct_events}
+        theirs = _staged_counts(con, staged) if hybrid else {}
+        if hybrid:
+            counts = _merged_counts(counts, theirs)
     else:
         counts = _staged_counts(con, staged)
     if counts["dropped_py"]:
@@ -208,7 +222,9 @@ def finalize(
     if counts["read"] == counts["meta"]:
         what = f"only {counts['meta']} metadata events" if counts["meta"] else "the array is empty"
         raise TraceFormatError(path, "traceEvents", f"no trace events ({what})")
-    keep = _damage(con, path, staged, counts, info)
+    # the damage in DuckDB's staging: all of it, or the declined pieces' (the read ones have none to drop but
+    # may hold link ids that are not 64-bit integers, counted with the rest)
+    keep = _damage(con, path, staged, (theirs if hybrid else counts) | {"bad_link": counts["bad_link"]}, info)
     has_real = (counts["max_x_ts"] or 0) > 0
     # Zeroed timestamps (pytorch/pytorch#188481) are dropped when the rest of the trace has real times.
     drop_zero = "AND ts_ns <> 0" if has_real else ""
@@ -241,6 +257,17 @@ def finalize(
             "m_src": f"SELECT * FROM {files(fast.staged['meta'])}",
             "l_src": f"SELECT cat, name, pid, tid, ts_ns, correlation FROM {ops_files}",
         }
+        if hybrid:  # the declined pieces' kept events join them, moved onto the same clock
+            con.execute(
+                f"CREATE OR REPLACE VIEW raw AS SELECT * REPLACE (ts_ns + {base_ns} AS ts_ns), ts_ns = 0 AS was_zero "
+                f"FROM ({keep})"
+            )
+            drop_zero = "AND NOT was_zero" if has_real else ""
+            them = "UNION ALL BY NAME SELECT * EXCLUDE (was_zero) FROM raw WHERE"
+            sources["k_src"] += f" {them} ph = 'X' AND cat IN {GPU_CATS} {drop_zero}"
+            sources["a_src"] += f" {them} ph = 'X' AND cat IN {ANNOTATION_CATS} {drop_zero}"
+            sources["m_src"] += f" {them} ph = 'M'"
+            sources["l_src"] += " UNION ALL SELECT cat, name, pid, tid, ts_ns, correlation FROM raw WHERE ph = 'X'"
     shift = base_ns if fast is None else 0  # added to the times below
     for view, select in sources.items():
         con.execute(f"CREATE OR REPLACE VIEW {view} AS {select}")
@@ -308,25 +335,33 @@ def finalize(
     ).fetchone()[0]
     if fast is not None:
         table_rows["ops"], table_rows["flows"] = fast.rows["ops"], fast.rows["flows"]
-    else:
-        table_rows["ops"] = con.execute(
-            f"""
+    if fast is None or hybrid:
+        if hybrid:  # beside the compiled reader's files (the glob part-N.*parquet takes them all)
+            out["ops"], out["flows"] = (stage / t / f"part-{part:05d}.duckdb.parquet" for t in ("ops", "flows"))
+        table_rows["ops"] = (
+            table_rows.get("ops", 0)
+            + con.execute(
+                f"""
             COPY (
               SELECT {_columns(OPS, {"part": str(part)} | moved)}
               FROM raw
               WHERE ph = 'X' AND cat NOT IN {GPU_CATS} AND cat NOT IN {ANNOTATION_CATS} {drop_zero}
             ) TO '{out["ops"]}' (FORMAT parquet, COMPRESSION zstd)
             """
-        ).fetchone()[0]
+            ).fetchone()[0]
+        )
         flow = {"part": str(part), "flow_id": "TRY_CAST(flow_id AS BIGINT)", "bp": "flow_bp"} | moved
-        table_rows["flows"] = con.execute(
-            f"""
+        table_rows["flows"] = (
+            table_rows.get("flows", 0)
+            + con.execute(
+                f"""
             COPY (
               SELECT {_columns(FLOWS, flow)}
               FROM raw WHERE ph IN ('s', 'f', 't')
             ) TO '{out["flows"]}' (FORMAT parquet, COMPRESSION zstd)
             """
-        ).fetchone()[0]
+            ).fetchone()[0]
+        )
     table_rows = {t: table_rows[t] for t in ("kernels", "ops", "annotations", "flows")}
     info.records = int(counts["read"])
     info.version = _version(meta, counts, array_form)

@@ -70,6 +70,7 @@ def _same(info_pure: object, info_fast: object) -> None:
     for d in (a, b):
         d.pop("reader")
         d.pop("reader_note", None)
+        d.pop("readers", None)
     assert a == b
 
 
@@ -292,3 +293,52 @@ def test_every_json_number_form_of_a_time_is_read_by_the_compiled_reader(tmp_pat
     ops = {r["name"]: r for r in pq.read_table(tmp_path / "compiled" / "ops").to_pylist()}
     for k, ((_, ts_ns), (_, dur_ns)) in enumerate(zip(starts * 2, durations, strict=False)):
         assert (ops[f"op{k}"]["ts_ns"], ops[f"op{k}"]["dur_ns"]) == (ts_ns, dur_ns), k
+
+
+def _long_trace(odd: str, at: float = 0.8, base: int = 1_700_000_000_000_000_000) -> str:
+    """12,000 events (1.6 MB: two pieces for the compiled reader) with ``odd``, one event as JSON text, placed
+    among them at the share ``at`` of the array."""
+    events = []
+    for i in range(6000):
+        events.append({**_X, "ts": 1000 + i * 3.5, "args": {"External id": i, "Input Dims": [[1, 2]]}})
+        events.append({**_K, "ts": 1001 + i * 3.5, "args": {"correlation": i}})
+    text = _doc(events, baseTimeNanoseconds=base)
+    i = text.index('{"ph": "X", "cat": "cpu_op"', int(len(text) * at))
+    return text[:i] + odd + ", " + text[i:]
+
+
+_ODD = (
+    r'{"ph": "X", "cat": "cpu_op", "name": "odd", "pid": 1, "tid": 1, "ts": 30000, "dur": 1, '
+    r'"args": {"Input Dims": ["a\"b"]}}'
+)
+
+
+@pytest.mark.parametrize("at", [0.1, 0.8])
+def test_a_piece_the_compiled_reader_declines_is_read_by_duckdb_alone(at, tmp_path: Path, monkeypatch):
+    """One event the compiled reader cannot reproduce (an escape inside a nested value) declines its piece
+    only: the other piece stays on the fast path, the tables are the DuckDB reader's, and the metadata says
+    which byte ranges each reader took."""
+    path = tmp_path / "trace.json"
+    path.write_text(_long_trace(_ODD, at))
+    fast = _check(path, tmp_path / "stages", monkeypatch)
+    assert fast.details["reader"] == "compiled, pieces with DuckDB"
+    ranges = fast.details["readers"]
+    assert sorted(r["reader"] for r in ranges) == ["compiled", "duckdb"]
+    text = path.read_bytes()
+    (declined,) = [r for r in ranges if r["reader"] == "duckdb"]
+    start, end = declined["bytes"]
+    assert start <= text.index(b'"name": "odd"') < end and "escaped nested value" in declined["why"]
+    # the ranges tile the array between its brackets
+    assert ranges[0]["bytes"][0] == text.index(b"[") + 1 and ranges[-1]["bytes"][1] == text.rindex(b"]")
+    assert all(a["bytes"][1] == b["bytes"][0] for a, b in zip(ranges, ranges[1:], strict=False))
+
+
+def test_a_declined_piece_on_another_clock_sends_the_whole_array_to_duckdb(tmp_path: Path, monkeypatch):
+    """Damage that the DuckDB path drops by the whole trace's times (an event days away from the others) cannot
+    be judged piece by piece: the whole array is read by DuckDB, as before."""
+    far = _ODD.replace('"ts": 30000', '"ts": 300000000000')
+    path = tmp_path / "trace.json"
+    path.write_text(_long_trace(far, 0.8))
+    fast = _check(path, tmp_path / "stages", monkeypatch)
+    assert fast.details["reader"] == "duckdb" and "a day apart" in fast.details["reader_note"]
+    assert fast.dropped["another_clock"] == 1
