@@ -330,7 +330,8 @@ def _kernel_evidence(con: duckdb.DuckDBPyConnection, busy: dict[int, tuple[int, 
     decoders = [
         r[0]
         for r in con.execute(
-            "SELECT DISTINCT name FROM attributed WHERE kernel_class = 'attention' AND attention_variant = 'decode'"
+            "SELECT DISTINCT n.name FROM attributed a JOIN kernel_names n USING (name_id) "
+            "WHERE a.kernel_class = 'attention' AND a.attention_variant = 'decode'"
         ).fetchall()
     ]
     rows = con.execute(
@@ -344,7 +345,7 @@ def _kernel_evidence(con: duckdb.DuckDBPyConnection, busy: dict[int, tuple[int, 
                        AND NOT list_contains(?::VARCHAR[], name)) AS decode_attention_conditional,
                bool_or(kernel_class = 'attention' AND NOT coalesce(cuda_graph, false)) AS attention_eager,
                bool_or(kernel_class = 'attention' AND coalesce(cuda_graph, false)) AS attention_in_graph
-        FROM attributed WHERE kernel_class <> 'sync' GROUP BY step_id
+        FROM attributed LEFT JOIN kernel_names USING (name_id) WHERE kernel_class <> 'sync' GROUP BY step_id
         """,
         [launched_every_step(decoders)],
     ).fetchall()
@@ -456,19 +457,27 @@ def detect_steps(stage: Path, part: int) -> tuple[pa.Table, dict]:
         SELECT *, lead(start_ns) OVER (ORDER BY start_ns) AS next_start_ns FROM steps_in
         """
     )
+    # Kernel names are long and few: the joins carry a number for each (kernel_names), so that what they hold in
+    # memory is a few integers per kernel whatever the trace's size.
     con.execute(
         """
+        CREATE TEMP TABLE kernel_names AS
+        SELECT name, row_number() OVER (ORDER BY name) AS name_id FROM (SELECT DISTINCT name FROM kernels);
         CREATE TEMP TABLE attributed AS
-        WITH launched AS (
+        WITH k AS (
+            SELECT k.ts_ns, k.dur_ns, k.kernel_class, k.cuda_graph, k.correlation, k.orphan, k.attention_variant,
+                   k.launch_pid, k.launch_ts_ns, n.name_id
+            FROM kernels k LEFT JOIN kernel_names n ON n.name = k.name
+        ), launched AS (
             SELECT s.step_id, k.ts_ns, k.dur_ns, k.kernel_class, k.cuda_graph, k.correlation, k.orphan,
-                   k.attention_variant, k.name
-            FROM kernels k
+                   k.attention_variant, k.name_id
+            FROM k
             ASOF JOIN st s ON k.launch_pid = s.pid AND k.launch_ts_ns >= s.start_ns
             WHERE NOT k.orphan AND k.launch_ts_ns <= s.end_ns
         ), orphans AS (
             SELECT s.step_id, k.ts_ns, k.dur_ns, k.kernel_class, k.cuda_graph, k.correlation, k.orphan,
-                   k.attention_variant, k.name
-            FROM kernels k
+                   k.attention_variant, k.name_id
+            FROM k
             ASOF JOIN st s ON k.ts_ns >= s.start_ns
             WHERE k.orphan AND k.ts_ns < coalesce(s.next_start_ns, 9223372036854775807)
         )
