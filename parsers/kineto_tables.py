@@ -27,21 +27,24 @@ ANNOTATION_CATS = ("user_annotation", "gpu_user_annotation")
 # graph launch (cudaGraphLaunch / hipGraphLaunch: the graph's kernels carry its id). A correlation id that
 # several ops share under any other launch is damage (true of every real trace in ../shared/data): no link.
 _LINKS = f"""
-    launches AS (
-      SELECT correlation, min(ts_ns) AS launch_ts_ns, arg_min(name, ts_ns) AS launch_name,
-             arg_min(tid, ts_ns) AS launch_tid, arg_min(pid, ts_ns) AS launch_pid
-      FROM l_src WHERE cat IN {LAUNCH_CATS} AND correlation IS NOT NULL
-      GROUP BY correlation
-    ),
-    per_id AS (SELECT correlation, count(*) AS ops FROM k_src WHERE correlation IS NOT NULL GROUP BY correlation),
-    links AS (
-      SELECT l.* FROM launches l JOIN per_id p USING (correlation)
-      WHERE p.ops = 1 OR l.launch_name ILIKE '%GraphLaunch%'
-    ),
-    shared_links AS (
-      SELECT p.ops FROM launches l JOIN per_id p USING (correlation)
-      WHERE p.ops > 1 AND NOT l.launch_name ILIKE '%GraphLaunch%'
-    )
+    CREATE OR REPLACE TEMP TABLE launch_lanes AS
+      SELECT row_number() OVER (ORDER BY name, tid, pid) AS lane, name, tid, pid,
+             coalesce(name ILIKE '%GraphLaunch%', false) AS graph
+      FROM (SELECT DISTINCT name, tid, pid FROM l_src WHERE cat IN {LAUNCH_CATS} AND correlation IS NOT NULL);
+    CREATE OR REPLACE TEMP TABLE launches AS
+      SELECT correlation, min(l.ts_ns) AS launch_ts_ns, arg_min(n.lane, l.ts_ns) AS lane
+      FROM l_src l JOIN launch_lanes n ON n.name IS NOT DISTINCT FROM l.name AND n.tid IS NOT DISTINCT FROM l.tid
+           AND n.pid IS NOT DISTINCT FROM l.pid
+      WHERE l.cat IN {LAUNCH_CATS} AND l.correlation IS NOT NULL
+      GROUP BY correlation;
+    CREATE OR REPLACE TEMP TABLE per_id AS
+      SELECT correlation, count(*) AS ops FROM k_src WHERE correlation IS NOT NULL GROUP BY correlation;
+    CREATE OR REPLACE TEMP VIEW links AS
+      SELECT l.correlation, l.launch_ts_ns, l.lane FROM launches l JOIN per_id p USING (correlation)
+      JOIN launch_lanes n USING (lane) WHERE p.ops = 1 OR n.graph;
+    CREATE OR REPLACE TEMP VIEW shared_links AS
+      SELECT p.ops FROM launches l JOIN per_id p USING (correlation) JOIN launch_lanes n USING (lane)
+      WHERE p.ops > 1 AND NOT n.graph;
 """
 
 
@@ -298,25 +301,26 @@ def finalize(
         "ts_ns": f"k.ts_ns + {shift}",
         "kernel_class": "c.kernel_class",
         "attention_variant": "c.attention_variant",
-        "launch_name": "l.launch_name",
+        "launch_name": "n.name",
         "launch_ts_ns": f"l.launch_ts_ns + {shift}",
-        "launch_pid": "l.launch_pid",
-        "launch_tid": "l.launch_tid",
-        "cuda_graph": "coalesce(l.launch_name ILIKE '%GraphLaunch%', false)",
+        "launch_pid": "n.pid",
+        "launch_tid": "n.tid",
+        "cuda_graph": "coalesce(n.graph, false)",
         "orphan": "l.correlation IS NULL",
     }
+    con.execute(_LINKS)  # each launch once, and each correlation id's GPU ops (read once, used twice)
     table_rows["kernels"] = con.execute(
         f"""
         COPY (
-          WITH {_LINKS}
           SELECT {_columns(KERNELS, kernel_exprs)}
           FROM k_src k
           LEFT JOIN kernel_classes c ON c.name = k.name AND c.cat = k.cat
           LEFT JOIN links l ON l.correlation = k.correlation
+          LEFT JOIN launch_lanes n ON n.lane = l.lane
         ) TO '{out["kernels"]}' (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 16384)
         """
     ).fetchone()[0]
-    (shared,) = con.execute(f"WITH {_LINKS} SELECT coalesce(sum(ops), 0) FROM shared_links").fetchone()
+    (shared,) = con.execute("SELECT coalesce(sum(ops), 0) FROM shared_links").fetchone()
     if shared:
         info.dropped["gpu_ops_sharing_one_launch"] = int(shared)
         info.warnings.append(

@@ -342,3 +342,28 @@ def test_a_declined_piece_on_another_clock_sends_the_whole_array_to_duckdb(tmp_p
     fast = _check(path, tmp_path / "stages", monkeypatch)
     assert fast.details["reader"] == "duckdb" and "a day apart" in fast.details["reader_note"]
     assert fast.dropped["another_clock"] == 1
+
+
+def test_launch_links_graph_and_shared(tmp_path: Path, monkeypatch):
+    """A graph launch links every kernel of its correlation id; two kernels under one ordinary launch's id are
+    damage: neither is linked (orphans, placed by time) and the warning counts them. Both readers alike."""
+    graph = {**_L, "name": "cudaGraphLaunch", "ts": 1000.1, "args": {"correlation": 7}}
+    plain = {**_L, "ts": 1000.2, "args": {"correlation": 8}}
+    events = [
+        _X,
+        graph,
+        plain,
+        {**_K, "ts": 1002, "args": {"correlation": 7}},
+        {**_K, "ts": 1003, "args": {"correlation": 7}},
+        {**_K, "ts": 1004, "args": {"correlation": 8}},
+        {**_K, "ts": 1005, "args": {"correlation": 8}},
+    ]
+    path = tmp_path / "links.json"
+    path.write_text(_doc(events))
+    fast = _check(path, tmp_path / "stages", monkeypatch)
+    assert fast.dropped["gpu_ops_sharing_one_launch"] == 2
+    kernels = pq.read_table(tmp_path / "stages" / "compiled" / "kernels").to_pylist()
+    by_ts = {k["ts_ns"]: k for k in kernels}
+    assert [by_ts[t]["launch_name"] for t in (1_002_000, 1_003_000)] == ["cudaGraphLaunch"] * 2
+    assert all(by_ts[t]["cuda_graph"] and not by_ts[t]["orphan"] for t in (1_002_000, 1_003_000))
+    assert all(by_ts[t]["orphan"] and by_ts[t]["launch_name"] is None for t in (1_004_000, 1_005_000))
