@@ -334,20 +334,25 @@ def _kernel_evidence(con: duckdb.DuckDBPyConnection, busy: dict[int, tuple[int, 
             "WHERE a.kernel_class = 'attention' AND a.attention_variant = 'decode'"
         ).fetchall()
     ]
+    # per kernel name, once: a backward kernel's name, and whether the name is launched in every step
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE name_flags AS SELECT name_id, regexp_matches(name, '{_BACKWARD}') AS backward, "
+        "list_contains(?::VARCHAR[], name) AS every_step FROM kernel_names",
+        [launched_every_step(decoders)],
+    )
     rows = con.execute(
-        f"""
+        """
         SELECT step_id,
-               bool_or(regexp_matches(name, '{_BACKWARD}')) AS backward,
+               bool_or(backward) AS backward,
                bool_or(kernel_class IN ('attention', 'gemm')) AS compute,
                bool_or(kernel_class = 'attention' AND attention_variant = 'prefill') AS prefill_attention,
                bool_or(kernel_class = 'attention' AND attention_variant = 'decode') AS decode_attention,
                bool_or(kernel_class = 'attention' AND attention_variant = 'decode'
-                       AND NOT list_contains(?::VARCHAR[], name)) AS decode_attention_conditional,
+                       AND NOT coalesce(every_step, false)) AS decode_attention_conditional,
                bool_or(kernel_class = 'attention' AND NOT coalesce(cuda_graph, false)) AS attention_eager,
                bool_or(kernel_class = 'attention' AND coalesce(cuda_graph, false)) AS attention_in_graph
-        FROM attributed LEFT JOIN kernel_names USING (name_id) WHERE kernel_class <> 'sync' GROUP BY step_id
-        """,
-        [launched_every_step(decoders)],
+        FROM attributed LEFT JOIN name_flags USING (name_id) WHERE kernel_class <> 'sync' GROUP BY step_id
+        """
     ).fetchall()
     anywhere = bool(con.execute("SELECT count(*) FROM attributed WHERE kernel_class = 'attention'").fetchone()[0])
     times = sorted(b for b, _, _ in busy.values() if b)
