@@ -13,6 +13,7 @@ import hashlib
 import json
 import math
 import os
+import sys
 import threading
 import time
 import warnings
@@ -62,6 +63,11 @@ class _Hashing:
         self._thread.start()
 
     def _run(self, files: list[Path]) -> None:
+        if sys.platform.startswith("linux"):  # there a thread id names the thread alone (elsewhere, a process)
+            try:  # the readers come first: the hash takes the cores they leave idle
+                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+            except OSError:
+                pass
         try:
             self._hashes = [_sha256(f) for f in files]
         except BaseException as exc:  # raised in the caller by result()
