@@ -18,15 +18,15 @@ WITH k AS (
     SELECT run_id, part, device, ts_ns AS s, ts_ns + dur_ns AS e
     FROM kernels WHERE kernel_class <> 'sync'
 ), o AS (
+    -- sorted by start, each interval adds what reaches beyond every earlier interval's end (one window, no
+    -- second pass over islands: the union's length with the least held in memory)
     SELECT *, max(e) OVER (PARTITION BY run_id, part, device ORDER BY s, e
                            ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end
     FROM k
-), g AS (
-    SELECT *, sum(CASE WHEN prev_end IS NULL OR s > prev_end THEN 1 ELSE 0 END)
-              OVER (PARTITION BY run_id, part, device ORDER BY s, e) AS island
+), gains AS (
+    SELECT run_id, part, device, s, e,
+           greatest(e - greatest(s, coalesce(prev_end, s)), 0) AS added
     FROM o
-), islands AS (
-    SELECT run_id, part, device, min(s) AS s, max(e) AS e FROM g GROUP BY run_id, part, device, island
 ), traced AS (
     SELECT run_id, part, min(ts_ns) AS s, max(ts_ns + dur_ns) AS e
     FROM (SELECT run_id, part, ts_ns, dur_ns FROM kernels
@@ -34,8 +34,8 @@ WITH k AS (
           UNION ALL SELECT run_id, part, ts_ns, dur_ns FROM annotations)
     GROUP BY run_id, part
 ), busy AS (
-    SELECT run_id, part, device, sum(e - s) AS busy_ns, max(e) - min(s) AS span_ns
-    FROM islands
+    SELECT run_id, part, device, sum(added) AS busy_ns, max(e) - min(s) AS span_ns
+    FROM gains
     GROUP BY run_id, part, device
 )
 SELECT b.run_id, b.part, b.device,
