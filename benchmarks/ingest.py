@@ -135,6 +135,18 @@ def measure(what: str, path: Path) -> dict:
     return run_child(imports, work, {"PATH": str(path)})
 
 
+def _against_clean(path: Path, clean_bytes_per_s: float, what: str, note: str) -> None:
+    """lltrace's ingest of a variant of the clean file: its MB/s and its throughput over the clean case's."""
+    r = measure("lltrace", path)
+    if "seconds" in r:
+        size = path.stat().st_size
+        ratio = (size / r["seconds"]) / clean_bytes_per_s
+        print(
+            f"{what} ({size / 1e6:,.0f} MB): {size / 1e6 / r['seconds']:.1f} MB/s, {ratio:.2f}x the clean case's "
+            f"throughput ({note})"
+        )
+
+
 def _cat_seconds(path: Path) -> float:
     """``cat FILE > /dev/null`` of the page-cached file (the second of two runs): the time to read it at all."""
     for _ in range(2):
@@ -249,25 +261,13 @@ def main() -> None:
         # the same events with float-noise times and exponent durations: the compiled reader reads them itself
         if not noisy.exists():
             build_trace(args.source, noisy, args.size_mb, args.compact, noise=True)
-        r = measure("lltrace", noisy)
-        if "seconds" in r:
-            ratio = (noisy.stat().st_size / r["seconds"]) / (size / ll["seconds"])
-            print(
-                f"float-noise times, exponent durations ({noisy.stat().st_size / 1e6:,.0f} MB): "
-                f"{noisy.stat().st_size / 1e6 / r['seconds']:.1f} MB/s, {ratio:.2f}x the clean case's throughput "
-                "(target >= 0.67x)"
-            )
+        _against_clean(noisy, size / ll["seconds"], "float-noise times, exponent durations", "target >= 0.67x")
     odd = work / f"bench-{int(args.size_mb)}mb-{style}-odd.json"
     if not args.skip_odd and "seconds" in ll:
         # one event only the DuckDB reader reads: its piece declined, the others read by the compiled reader
         with_one_odd_event(big, odd)
-        r = measure("lltrace", odd)
-        if "seconds" in r:
-            ratio = (odd.stat().st_size / r["seconds"]) / (size / ll["seconds"])
-            print(
-                f"one event the compiled reader declines, mid-file: {odd.stat().st_size / 1e6 / r['seconds']:.1f} "
-                f"MB/s, {ratio:.2f}x the clean case's throughput (its piece read by DuckDB, the rest not)"
-            )
+        why = "its piece read by DuckDB, the rest not"
+        _against_clean(odd, size / ll["seconds"], "one event the compiled reader declines, mid-file", why)
         odd.unlink(missing_ok=True)
     if not args.skip_analyze:
         _where_the_seconds_go(big, work / "analyze-store")
