@@ -380,7 +380,9 @@ def _read_declined(
 ) -> str | None:
     """DuckDB's reader over the pieces the compiled reader declined, staged beside its rows; None when the
     two readers' rows make one trace as they are, else why the whole array must be read by DuckDB (events of
-    the read pieces that only the DuckDB path's cleaning would drop, given the declined pieces' times)."""
+    the read pieces that only the DuckDB path's cleaning would drop, given the declined pieces' times). Exact
+    duplicates are found within each reader's rows, not between them: a trace repeated whole repeats events
+    within the read pieces, which sends the whole array to DuckDB before this."""
     ranges = [(start, end, b"[", b"]") for start, end, _ in res.declined]
     if not _duckdb_pieces(con, doc, ranges, scratch, keep_python, old_ext, None, 0):
         return "a declined piece that DuckDB does not read either"
