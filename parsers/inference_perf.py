@@ -141,8 +141,13 @@ def server_kv_usage(successes: dict[str, Any]) -> float | None:
     ``client/metricsclient/prometheus_client/base.py``) and a server running requests holds KV blocks, so that
     0 is no reading, not an empty cache. Every gauge's 0 is ambiguous the same way; only KV usage can be told.
     """
-    kv = _mean(successes, "kv_cache_usage_percentage")
-    return None if kv == 0 and _num(successes.get("count")) else kv
+    return None if kv_unread(successes) else _mean(successes, "kv_cache_usage_percentage")
+
+
+def kv_unread(successes: dict[str, Any]) -> bool:
+    """Whether a server report's KV usage was written as exactly 0 while the server counted requests: no
+    reading (``server_kv_usage``)."""
+    return _mean(successes, "kv_cache_usage_percentage") == 0 and bool(_num(successes.get("count")))
 
 
 def ingest_per_request(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:

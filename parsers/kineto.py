@@ -36,7 +36,7 @@ from lltrace.parsers._jsonscan import (
     read_blocks,
     split_event_array,
 )
-from lltrace.parsers.kineto_tables import OTHER_CLOCK_NS, finalize
+from lltrace.parsers.kineto_tables import OTHER_CLOCK_NS, finalize, staged_counts
 from lltrace.tables import SourceInfo
 
 NAME = "pytorch-kineto"
@@ -378,7 +378,8 @@ def _read_declined(
     keep_python: bool,
     old_ext: bool,
 ) -> str | None:
-    """DuckDB's reader over the pieces the compiled reader declined, staged beside its rows; None when the
+    """DuckDB's reader over the pieces the compiled reader declined, staged beside its rows (their counts kept in
+    ``res.declined_counts`` for finalize); None when the
     two readers' rows make one trace as they are, else why the whole array must be read by DuckDB (events of
     the read pieces that only the DuckDB path's cleaning would drop, given the declined pieces' times). Exact
     duplicates are found within each reader's rows, not between them: a trace repeated whole repeats events
@@ -386,16 +387,13 @@ def _read_declined(
     ranges = [(start, end, b"[", b"]") for start, end, _ in res.declined]
     if not _duckdb_pieces(con, doc, ranges, scratch, keep_python, old_ext, None, 0):
         return "a declined piece that DuckDB does not read either"
-    theirs = con.execute(
-        "SELECT min(ts_ns) FILTER (WHERE NOT dropped AND ts_ns <> 0), max(ts_ns) FILTER (WHERE NOT dropped AND "
-        f"ts_ns <> 0), max(ts_ns) FILTER (WHERE ph = 'X') FROM read_parquet('{scratch}/ev-*.parquet')"
-    ).fetchone()
+    res.declined_counts = theirs = staged_counts(con, f"read_parquet('{scratch}/ev-*.parquet')")
     c = res.counts  # times relative to the clock base, as DuckDB stages them
-    lows = [v for v in (c["min_ts"], theirs[0]) if v is not None]
-    highs = [v for v in (c["max_ts"], theirs[1]) if v is not None]
+    lows = [v for v in (c["min_ts"], theirs["min_ts"]) if v is not None]
+    highs = [v for v in (c["max_ts"], theirs["max_ts"]) if v is not None]
     if lows and max(highs) - min(lows) > OTHER_CLOCK_NS:
         return "times more than a day apart"
-    if (theirs[2] or 0) > 0 and (c["zero_ts"] or c["null_ts"]):
+    if (theirs["max_x_ts"] or 0) > 0 and (c["zero_ts"] or c["null_ts"]):
         return "zeroed or missing timestamps"
     return None
 

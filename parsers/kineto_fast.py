@@ -70,6 +70,7 @@ class FastResult:
     distinct_events: int
     staged: dict[str, list[Path]] = field(default_factory=dict)
     declined: list[tuple[int, int, str]] = field(default_factory=list)  # (start, end, why): for DuckDB
+    declined_counts: dict[str, int | None] = field(default_factory=dict)  # DuckDB's staging of those
 
 
 class _Stop(Exception):
@@ -145,7 +146,9 @@ class _Piece:
             p.unlink(missing_ok=True)
 
 
-def _merge_counts(names: list[str], parts: list[list[int | None]]) -> dict[str, int | None]:
+def merge_counts(names: list[str], parts: list[list[int | None]]) -> dict[str, int | None]:
+    """The finalize counts of several pieces of one trace (each a list in ``names`` order): the earliest and
+    latest times of all, the sums of the rest."""
     out: dict[str, int | None] = {}
     for i, name in enumerate(names):
         vals = [p[i] for p in parts if p and p[i] is not None]
@@ -310,7 +313,7 @@ def stage(
         return min(declined)[2]
     read.sort(key=lambda s: s.k)
     names = _kineto_fast.COUNT_NAMES.split()
-    counts = _merge_counts(names, [c for s in read for c in s.counts])
+    counts = merge_counts(names, [c for s in read for c in s.counts])
     distinct = 0
     if any(s.hashes for s in read):
         allh = np.concatenate([h for s in read for h in s.hashes])  # 8 bytes per event, sorted in place

@@ -127,17 +127,7 @@ def _damage(con: duckdb.DuckDBPyConnection, path: str, staged: str, counts: dict
     return select
 
 
-def _merged_counts(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    """The counts of two readers' rows of one trace: extremes of the extremes, sums of the rest."""
-    out: dict[str, Any] = {}
-    for k in a:
-        vals = [v for v in (a[k], b[k]) if v is not None]
-        pick = min if k == "min_ts" else max if k in ("max_ts", "max_x_ts") else sum
-        out[k] = pick(vals) if vals else None
-    return out
-
-
-def _staged_counts(con: duckdb.DuckDBPyConnection, staged: str) -> dict[str, Any]:
+def staged_counts(con: duckdb.DuckDBPyConnection, staged: str) -> dict[str, Any]:
     """The counts ``_finalize`` reads off DuckDB's staged events (the compiled reader makes the same)."""
     names = [
         "read",
@@ -215,11 +205,12 @@ def finalize(
     hybrid = fast is not None and bool(fast.declined)  # DuckDB staged the pieces the compiled reader declined
     if fast is not None:
         counts: dict[str, Any] = dict(fast.counts) | {"distinct_events": fast.distinct_events}
-        theirs = _staged_counts(con, staged) if hybrid else {}
+        theirs = fast.declined_counts  # the declined pieces' staging (kineto._read_declined), else empty
         if hybrid:
-            counts = _merged_counts(counts, theirs)
+            names = list(counts)
+            counts = kineto_fast.merge_counts(names, [[counts[k] for k in names], [theirs[k] for k in names]])
     else:
-        counts = _staged_counts(con, staged)
+        counts = theirs = staged_counts(con, staged)
     if counts["dropped_py"]:
         info.dropped["python_function (not asked for)"] = int(counts["dropped_py"])
     if counts["read"] == counts["meta"]:
@@ -227,7 +218,7 @@ def finalize(
         raise TraceFormatError(path, "traceEvents", f"no trace events ({what})")
     # the damage in DuckDB's staging: all of it, or the declined pieces' (the read ones have none to drop but
     # may hold link ids that are not 64-bit integers, counted with the rest)
-    keep = _damage(con, path, staged, (theirs if hybrid else counts) | {"bad_link": counts["bad_link"]}, info)
+    keep = _damage(con, path, staged, (theirs or counts) | {"bad_link": counts["bad_link"]}, info)
     has_real = (counts["max_x_ts"] or 0) > 0
     # Zeroed timestamps (pytorch/pytorch#188481) are dropped when the rest of the trace has real times.
     drop_zero = "AND ts_ns <> 0" if has_real else ""

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from lltrace.parsers.inference_perf import server_kv_usage
+from lltrace.parsers.inference_perf import kv_unread, server_kv_usage
 
 _LATENCIES = ("ttft", "tpot", "itl", "e2e")
 _STATS = ("mean", "median", "p90", "p99")
@@ -293,7 +293,7 @@ def _inference_perf(client: dict[str, Any], server: dict[str, Any] | None) -> di
 def _server_notes(e: dict[str, Any], written: dict[str, Any]) -> list[str]:
     """What makes a stage's server figures other than the stage's own requests: the server's count of requests is
     not the client's (beyond the few percent a rate over a window rounds to), or its KV usage was written as 0
-    while it ran requests (no reading, left NULL: ``server_kv_usage``); ``written`` the report's ``successes``."""
+    while it ran requests (no reading, left NULL: ``kv_unread``); ``written`` the report's ``successes``."""
     srv, notes = e["server"], []
     done, seen = e["completed"], srv["requests"]
     if done and seen and abs(seen - done) > 0.1 * done:
@@ -301,7 +301,7 @@ def _server_notes(e: dict[str, Any], written: dict[str, Any]) -> list[str]:
             f"the server counted {seen:,} requests where the client completed {done:,}: its figures are not those "
             "requests' alone (the client's query window or series)"
         )
-    if srv["kv_usage_mean"] is None and _num(_obj(written.get("kv_cache_usage_percentage")).get("mean")) == 0:
+    if kv_unread(written):
         notes.append("KV usage reads 0 while the server ran requests: no reading of that metric, not an empty cache")
     return notes
 
