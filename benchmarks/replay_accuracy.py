@@ -1,11 +1,14 @@
-"""Replay accuracy on the real vLLM runs in ``../shared/data/vllm_cpu/``: the replay's own validations and the
-real what-if pair, predicted against measured.
+"""Replay accuracy on real vLLM runs: the replay's own validations and the real what-if pairs, predicted against
+measured.
 
-For every run (A, B, B2, D, E): the held-out validation (step cost fitted before the last 30 % of the requests
-no stall or profiler window touched, every request replayed, those scored). For each pair of runs of the same
-machine (A, B, B2 on one; D, E on another, as ``vllm_cpu/README.md`` says): ``--calibrate-on`` the other run,
-all of this run's requests scored. Then the real what-if: B replayed with ``kv_blocks=80`` against B2, which is B's
-workload really run with 80 blocks; and E with ``prefix_caching=off`` (its prompt tokens all prefilled).
+The runs: the five in ``../shared/data/vllm_cpu/`` (A, B, B2 on one machine; D, E on another, as its README says)
+and lltrace's own in ``sample_traces/vllm_cpu_limits/`` (F, G, H_on, H_off, all on a third: its README). For every
+run: the held-out validation (step cost fitted before the last 30 % of the requests no stall or profiler window
+touched, every request replayed, those scored). For pairs of runs of one machine: ``--calibrate-on`` the other run,
+all of this run's requests scored. Then the real what-ifs: B replayed with ``kv_blocks=80`` against B2, which is
+B's workload really run with 80 blocks; H_on replayed with ``prefix_caching=off`` against H_off, which is H_on's
+workload (same prompts, same arrival times) really run without the prefix cache; and E with ``prefix_caching=off``
+(its prompt tokens all prefilled; no real run to compare with).
 
 Prints Markdown tables (MAPE of the mean, or the absolute error of a figure measured under 1 ms, marked ±):
 the README's replay section is this output. Measured figures come from the runs' own files (client latencies,
@@ -24,9 +27,31 @@ from typing import Any
 
 from lltrace.replay.document import replay
 
-RUNS = Path(__file__).resolve().parents[2] / "shared" / "data" / "vllm_cpu"
-NAMES = {"A": "A_baseline", "B": "B_kvpressure", "B2": "B2_kv2x", "D": "D_chunked", "E": "E_prefix"}
-PAIRS = [("A", "B"), ("B", "A"), ("B", "B2"), ("B2", "B"), ("D", "E"), ("E", "D")]
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "vllm_cpu"
+OWN = Path(__file__).resolve().parents[1] / "sample_traces" / "vllm_cpu_limits"
+RUNS = {
+    "A": SHARED / "A_baseline",
+    "B": SHARED / "B_kvpressure",
+    "B2": SHARED / "B2_kv2x",
+    "D": SHARED / "D_chunked",
+    "E": SHARED / "E_prefix",
+    "F": OWN / "F_slots",
+    "G": OWN / "G_budget",
+    "H_on": OWN / "H_pfx_on",
+    "H_off": OWN / "H_pfx_off",
+}
+PAIRS = [
+    ("A", "B"),
+    ("B", "A"),
+    ("B", "B2"),
+    ("B2", "B"),
+    ("D", "E"),
+    ("E", "D"),
+    ("H_on", "H_off"),
+    ("H_off", "H_on"),
+    ("F", "G"),
+    ("G", "F"),
+]
 METRICS = ("queue_s", "ttft_s", "tpot_s", "e2e_s")
 
 
@@ -51,7 +76,7 @@ def main() -> None:
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         store = Path(tmp) / "store"
-        docs = {k: replay(RUNS / v, store=store) for k, v in NAMES.items()}
+        docs = {k: replay(v, store=store) for k, v in RUNS.items()}
         print("Held-out validation (MAPE of the mean; ± absolute error where the measured mean is under 1 ms)\n")
         print("| run | scored | queue | TTFT | TPOT | e2e | left out |")
         print("|---|---|---|---|---|---|---|")
@@ -66,14 +91,14 @@ def main() -> None:
         )
         print("|---|---|---|---|---|---|---|---|")
         for run, on in PAIRS:
-            x = replay(RUNS / NAMES[run], store=store, calibrate_on=RUNS / NAMES[on])["cross_validation"]
+            x = replay(RUNS[run], store=store, calibrate_on=RUNS[on])["cross_validation"]
             p = x["preemptions"]
             measured = "-" if p["measured"] is None else f"{p['measured']:.0f}"
             print(_row(f"{run} ← {on}", x, f" {_cell(x, 'queue_s', 'p50')} | {p['replayed']} / {measured} |"))
         print("\nThe real what-ifs: predicted against the run that really had the setting\n")
         print("| what-if | figure | predicted | measured | error |")
         print("|---|---|---|---|---|")
-        b = replay(RUNS / NAMES["B"], store=store, what_ifs=["kv_blocks=80"])
+        b = replay(RUNS["B"], store=store, what_ifs=["kv_blocks=80"])
         kv80 = b["whatifs"][0]
         b2 = docs["B2"]["baseline"]
         pairs = [
@@ -85,7 +110,24 @@ def main() -> None:
         for figure, pred, real in pairs:
             err = "-" if not real else f"{abs(pred - real) / real:.0%}"
             print(f"| B kv_blocks=80 → B2 | {figure} | {pred:,.3f} | {real:,.3f} | {err} |")
-        e = replay(RUNS / NAMES["E"], store=store, what_ifs=["prefix_caching=off"])
+        h = replay(RUNS["H_on"], store=store, what_ifs=["prefix_caching=off"])
+        h_off, h_base, h_real = h["whatifs"][0], h["baseline"], docs["H_off"]["baseline"]
+        for figure, pred, real in [
+            ("prompt tokens prefilled", h_off["prefill_tokens"], h_real["prefill_tokens"]),
+            ("mean TTFT, s", h_off["summary"]["ttft_s"]["mean"], h_real["measured"]["ttft_s"]["mean"]),
+            ("median TTFT, s", h_off["summary"]["ttft_s"]["p50"], h_real["measured"]["ttft_s"]["p50"]),
+            ("mean TPOT, s", h_off["summary"]["tpot_s"]["mean"], h_real["measured"]["tpot_s"]["mean"]),
+            ("median e2e, s", h_off["summary"]["e2e_s"]["p50"], h_real["measured"]["e2e_s"]["p50"]),
+            (
+                "mean TTFT rise, s",
+                h_off["summary"]["ttft_s"]["mean"] - h_base["summary"]["ttft_s"]["mean"],
+                h_real["measured"]["ttft_s"]["mean"] - h_base["measured"]["ttft_s"]["mean"],
+            ),
+        ]:
+            err = "-" if not real else f"{abs(pred - real) / abs(real):.0%}"
+            fmt = "{:,.0f}" if figure.startswith("prompt") else "{:,.4f}"
+            print(f"| H_on prefix_caching=off → H_off | {figure} | {fmt.format(pred)} | {fmt.format(real)} | {err} |")
+        e = replay(RUNS["E"], store=store, what_ifs=["prefix_caching=off"])
         off, base = e["whatifs"][0], e["baseline"]
         extra = off["prefill_tokens"] - base["prefill_tokens"]
         prefill_only = extra / e["requests"]["replayed"] * e["calibration"]["c_prefill_s_per_token"]

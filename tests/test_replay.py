@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
-from conftest import raw_llm_spans, shared_file
+from conftest import SAMPLES, raw_llm_spans, shared_file
 from typer.testing import CliRunner
 
 import lltrace
@@ -572,3 +572,26 @@ def test_run_a_from_its_engine_spans_alone_reports_a_validation_with_numbers(tmp
     assert v["requests"] > 100 and all(v[k] is not None for k in ("ttft_mean_mape", "tpot_mean_mape", "e2e_mean_mape"))
     assert doc["engine"]["kv_blocks"]["origin"].startswith("assumed: room for every request at once")
     assert doc["calibration"]["source"].startswith("per-request")
+
+
+def test_h_without_its_prefix_cache_against_the_real_run_without_it(tmp_path: Path) -> None:
+    """A real what-if pair (sample_traces/vllm_cpu_limits: H_pfx_on, and H_pfx_off, the same prompts at the same
+    arrival offsets with the cache off): the replay of H_pfx_on with ``prefix_caching=off`` computes exactly the
+    prompt tokens the real run without the cache computed, and its decode and end-to-end figures hold against it."""
+    on, off = SAMPLES / "vllm_cpu_limits" / "H_pfx_on", SAMPLES / "vllm_cpu_limits" / "H_pfx_off"
+
+    def logged(run: Path) -> int:
+        text = (run / "server.log").read_text()
+        return sum(int(m.group(1)) for m in re.finditer(r"Iteration\(\d+\): \d+ context requests, (\d+) context", text))
+
+    hits = re.search(r"^vllm:prefix_cache_hits_total\{[^}]*\} (\S+)$", (on / "metrics_final.prom").read_text(), re.M)
+    assert (logged(on), logged(off), float(hits.group(1))) == (7_265, 46_177, 38_912)
+    doc = replay(on, store=tmp_path, what_ifs=["prefix_caching=off"])
+    # the per-request cached prefixes derived from the log add up to the engine's own hit counter
+    run = lltrace.ingest([on], store=tmp_path)
+    assert run.sql("SELECT sum(cached_tokens) FROM requests_cached_tokens").item() == 38_912
+    what_if = doc["whatifs"][0]
+    assert doc["baseline"]["prefill_tokens"] == 7_265 and what_if["prefill_tokens"] == 46_177
+    real = replay(off, store=tmp_path)["baseline"]["measured"]
+    for metric, q in (("tpot_s", "mean"), ("e2e_s", "p50"), ("e2e_s", "mean")):
+        assert what_if["summary"][metric][q] == pytest.approx(real[metric][q], rel=0.10), (metric, q)

