@@ -10,6 +10,10 @@ B's workload really run with 80 blocks; H_on replayed with ``prefix_caching=off`
 workload (same prompts, same arrival times) really run without the prefix cache; and E with ``prefix_caching=off``
 (its prompt tokens all prefilled; no real run to compare with).
 
+The held-out table also gives how the engine's own decode-only steps changed speed between the calibration and the
+scored window at the same batch (``validation.speed_change``): the part of the error no cost fitted before the
+split can know.
+
 Prints Markdown tables (MAPE of the mean, or the absolute error of a figure measured under 1 ms, marked ±):
 the README's replay section is this output. Measured figures come from the runs' own files (client latencies,
 engine spans, the engine's preemption counter), never from the replay.
@@ -78,12 +82,14 @@ def main() -> None:
         store = Path(tmp) / "store"
         docs = {k: replay(v, store=store) for k, v in RUNS.items()}
         print("Held-out validation (MAPE of the mean; ± absolute error where the measured mean is under 1 ms)\n")
-        print("| run | scored | queue | TTFT | TPOT | e2e | left out |")
-        print("|---|---|---|---|---|---|---|")
+        print("| run | scored | queue | TTFT | TPOT | e2e | left out | same-batch step time, scored / before |")
+        print("|---|---|---|---|---|---|---|---|")
         for k, d in docs.items():
             v = d["validation"]
             left = (v or {}).get("left_out") or {}
-            print(_row(k, v, f" {left.get('requests', 0)} |"))
+            change = (v or {}).get("speed_change")
+            ratio = "- (no step log)" if not change else f"x{change['ratio']:.2f} ({change['steps_after']:,} steps)"
+            print(_row(k, v, f" {left.get('requests', 0)} | {ratio} |"))
         print("\nCalibrated on one run, replaying another of the same machine (`--calibrate-on`)\n")
         print(
             "| replayed ← calibrated on | scored | queue | TTFT | TPOT | e2e | queue p50 "

@@ -15,7 +15,7 @@ from typing import Any
 from lltrace.reports.charts import build_charts
 from lltrace.reports.labels import QUEUE_PARTS
 from lltrace.reports.page import offline_page
-from lltrace.reports.replay_rows import replay_cases, replay_notes, validation_rows
+from lltrace.reports.replay_rows import replay_cases, replay_notes, speed_change_note, validation_rows
 
 
 def _replay_html(rep: dict[str, Any] | None) -> str:
@@ -52,6 +52,9 @@ def _replay_html(rep: dict[str, Any] | None) -> str:
             "<table><tr><th>metric</th><th>replayed mean</th><th>measured mean</th><th>MAPE mean</th>"
             f"<th>replayed p90</th><th>measured p90</th><th>MAPE p90</th></tr>{body}</table>"
         )
+        note = speed_change_note(rep)
+        if note:
+            parts.append(f"<p data-key='replay.validation.speed_change'>{html.escape(note)}.</p>")
     else:
         parts.append("<p>Validation: none — the run has no measured latencies to score against.</p>")
 

@@ -62,6 +62,20 @@ def validation_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+def speed_change_note(doc: dict[str, Any]) -> str | None:
+    """The sentence under the validation table on how the engine's own steps changed speed in the scored window
+    (``validation.speed_change``), or None where the run has no step log to tell."""
+    change = (doc.get("validation") or {}).get("speed_change")
+    if not change:
+        return None
+    return (
+        f"same-batch step time: in the scored window the engine's own decode-only steps took x{change['ratio']:.2f} "
+        f"their time before it at the same batches ({change['steps_after']:,} steps after, {change['batches']} "
+        "batch sizes); a cost fitted before the split cannot know such a change (a busier or quieter host, a "
+        "frontend busy with arrivals)"
+    )
+
+
 def sweep_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per case of each sweep (``doc["sweeps"]``): ``sweep`` (its ``--what-if`` text), ``value`` (the swept
     setting: a number where one numeric key varies, else the settings' label), the rows' figures as

@@ -10,7 +10,14 @@ from rich.table import Table
 from rich.text import Text
 
 from lltrace.reports.numbers import pct, whole
-from lltrace.reports.replay_rows import replay_cases, replay_notes, sweep_rows, validation_rows, what_if_label
+from lltrace.reports.replay_rows import (
+    replay_cases,
+    replay_notes,
+    speed_change_note,
+    sweep_rows,
+    validation_rows,
+    what_if_label,
+)
 
 
 def _seconds(v: float | None, metric: str = "") -> str:
@@ -83,6 +90,9 @@ def render_replay(doc: dict[str, Any]) -> Group:
         left = doc["validation"].get("left_out")
         if left:
             parts.append(Text(f"left out of the score: {left['requests']} requests, {left['why']}"))
+        note = speed_change_note(doc)
+        if note:
+            parts.append(Text(note))
     x = doc.get("cross_validation")
     if x:
         t = Table(title=f"cross-run validation: {x['method']}")

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 import lltrace
 from lltrace.cli import app
 from lltrace.errors import AnalysisError
-from lltrace.replay.cost import StepCost, fit_step_cost, fit_step_cost_without_stalls
+from lltrace.replay.cost import StepCost, fit_step_cost, fit_step_cost_without_stalls, speed_change
 from lltrace.replay.document import replay
 from lltrace.replay.scheduler import EngineConfig, simulate
 
@@ -595,3 +595,56 @@ def test_h_without_its_prefix_cache_against_the_real_run_without_it(tmp_path: Pa
     real = replay(off, store=tmp_path)["baseline"]["measured"]
     for metric, q in (("tpot_s", "mean"), ("e2e_s", "p50"), ("e2e_s", "mean")):
         assert what_if["summary"][metric][q] == pytest.approx(real[metric][q], rel=0.10), (metric, q)
+
+
+def test_speed_change_compares_the_same_batches_before_and_in_the_scored_window() -> None:
+    """Batch 2 steps take 1 ms before the split and 3 ms after; batch 4 steps 2 ms before and 2 ms after, with three
+    times as many after: (3 x 1 + 2 x 3) / (1 x 1 + 2 x 3) = 9/7. A step with recomputed prompt tokens, a batch seen on
+    one side only, a step past the window and steps inside a disturbed window count for nothing."""
+    rows = [  # start_s, wall_s, prefill_tokens, decode_tokens, decode_reqs
+        (0.0, 0.001, 0, 2, 2),
+        (1.0, 0.002, 0, 4, 4),
+        (1.5, 0.050, 0, 4, 4),  # inside the disturbed window [1.4, 1.6)
+        (2.0, 0.009, 0, 6, 6),  # batch 6 only before
+        (3.0, 0.090, 0, 5, 2),  # recomputed tokens: not decode-only
+        (10.0, 0.003, 0, 2, 2),
+        (11.0, 0.002, 0, 4, 4),
+        (12.0, 0.002, 0, 4, 4),
+        (13.0, 0.002, 0, 4, 4),
+        (14.0, 0.007, 0, 8, 8),  # batch 8 only after
+        (30.0, 0.100, 0, 2, 2),  # past the scored window
+    ]
+    names = ["start_s", "wall_s", "prefill_tokens", "decode_tokens", "decode_reqs"]
+    steps = pl.DataFrame(rows, schema=names, orient="row")
+    got = speed_change(steps, split=5.0, until=20.0, disturbed=[(1.4, 1.6, "profiler")])
+    assert got is not None and got["ratio"] == pytest.approx(9 / 7)
+    assert (got["steps_after"], got["steps_before"], got["batches"]) == (4, 2, 2)
+    assert speed_change(steps, split=0.0, until=20.0, disturbed=[]) is None  # nothing before: nothing to compare
+
+
+def test_the_held_out_window_of_f_ran_slower_steps_which_the_replay_says(tmp_path: Path) -> None:
+    """F_slots (lltrace's own run): its log's decode steps at 4 sequences took about 0.8 ms for its first iterations
+    and about 2 ms for its last ones. The validation says the scored window's steps were that much slower at the
+    same batches; on H_pfx_on, whose steps kept their speed, it says about 1. Both ratios checked against the raw
+    log lines (the median 4-sequence step of the last 30 % of the iterations over that of the first 70 %)."""
+    for name, low, high in (("F_slots", 2.0, 3.0), ("H_pfx_on", 0.85, 1.15)):
+        folder = SAMPLES / "vllm_cpu_limits" / name
+        text = (folder / "server.log").read_text()
+        its = [
+            (int(m.group(1)), int(m.group(2)), float(m.group(3)))
+            for m in re.finditer(
+                r"Iteration\(\d+\): (\d+) context requests, \d+ context tokens, (\d+) generation requests, \d+ "
+                r"generation tokens, iteration elapsed time: ([\d.]+) ms",
+                text,
+            )
+        ]
+        cut = int(len(its) * 0.7)
+        batch = max({g for c, g, _ in its if c == 0}, key=lambda b: sum(1 for c, g, _ in its if c == 0 and g == b))
+        early = [t for c, g, t in its[:cut] if c == 0 and g == batch]
+        late = [t for c, g, t in its[cut:] if c == 0 and g == batch]
+        raw = statistics.median(late) / statistics.median(early)
+        doc = replay(folder, store=tmp_path)
+        change = doc["validation"]["speed_change"]
+        assert low <= raw <= high and low <= change["ratio"] <= high, (name, raw, change)
+    shown = CliRunner().invoke(app, ["replay", str(SAMPLES / "vllm_cpu_limits" / "F_slots"), "--store", str(tmp_path)])
+    assert shown.exit_code == 0 and "same-batch step time" in shown.output

@@ -189,6 +189,44 @@ def fit_step_cost(steps: pl.DataFrame, busy: list[tuple[float, float]] | None = 
     return StepCost(float(coef[0]), float(coef[1]), float(coef[2]), 0.0, gap, rows.height, r2, mape)
 
 
+def speed_change(
+    steps: pl.DataFrame, split: float, until: float, disturbed: list[tuple[float, float, str]], origin: float = 0.0
+) -> dict[str, Any] | None:
+    """How much slower (or faster) the engine's decode-only steps ran in the scored window (``split`` to ``until``)
+    than before it, at the same decode batch: each batch's mean step time after over before, weighted by the steps
+    after (``ratio``); steps inside a ``disturbed`` window (a stall, a profiler trace) are left out on both sides.
+    A cost fitted before the split cannot know such a change (a busier or quieter host, a frontend busy with
+    arrivals): where the ratio is far from 1 the validation's error is the steps' change, not the model's. Steps
+    with recomputed prompt tokens are not decode-only. ``window_s`` is the scored window from ``origin`` (the run's
+    first arrival). None when no batch ran on both sides."""
+    rows = steps.filter(
+        pl.col("prefill_tokens").is_not_null() & pl.col("decode_tokens").is_not_null() & (pl.col("wall_s") > 0)
+    )
+    prefill, decodes = _step_tokens(rows)
+    rows = rows.select(pl.col("start_s"), pl.col("wall_s"), prefill.alias("prefill"), decodes.alias("batch")).filter(
+        (pl.col("prefill") == 0) & (pl.col("batch") > 0) & pl.col("start_s").is_not_null() & (pl.col("start_s") < until)
+    )
+    for lo, hi, _ in disturbed:
+        rows = rows.filter((pl.col("start_s") + pl.col("wall_s") <= lo) | (pl.col("start_s") >= hi))
+    side = pl.when(pl.col("start_s") < split).then(pl.lit("before")).otherwise(pl.lit("after")).alias("side")
+    per = rows.group_by("batch", side).agg(pl.col("wall_s").mean().alias("mean"), pl.len().alias("n"))
+    after_split = per.filter(pl.col("side") == "after")
+    both = after_split.join(per.filter(pl.col("side") == "before"), on="batch", suffix="_before")
+    if both.height == 0:
+        return None
+    after = float((both["mean"] * both["n"]).sum())
+    before = float((both["mean_before"] * both["n"]).sum())
+    return {
+        "ratio": after / before,
+        "window_s": [split - origin, until - origin],
+        "steps_after": int(both["n"].sum()),
+        "steps_before": int(both["n_before"].sum()),
+        "batches": both.height,
+        "method": "decode-only steps of the engine's log, each decode batch's mean step time in the scored window "
+        "over before it, weighted by the steps in the window (steps in a stall or a profiler window left out)",
+    }
+
+
 def engine_stalls(
     steps: pl.DataFrame, cost: StepCost, *, ratio: float | None = None, excess_s: float | None = None
 ) -> pl.DataFrame:

@@ -39,6 +39,7 @@ from lltrace.replay.cost import (
     fit_step_cost_without_stalls,
     open_at,
     reference_step_cost,
+    speed_change,
 )
 from lltrace.replay.scheduler import EngineConfig, ReplayResult, simulate
 from lltrace.replay.whatifs import Baseline, WhatIfCase, apply
@@ -463,6 +464,9 @@ def replay(
         return replayer.run(arrival, replayer.config({}), early, outside_early, stalled=early_stalls).requests
 
     validation = _validation(measured, scored, holdout, held_out, _left_out(measured, touched, arrival >= split))
+    if validation is not None and from_log:
+        until = float((measured["arrival_s"] + measured["e2e_s"].fill_null(0.0)).filter(pl.Series(scored)).max())
+        validation["speed_change"] = speed_change(steps, split, until, disturbed, t0)
     base = replayer.run(arrival, replayer.config({}), cost, outside, stalled=stalls)
     baseline = _outcome(base) | {"measured": summarize(measured), "measured_preemptions": counted_preemptions(run)}
 
