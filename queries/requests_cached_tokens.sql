@@ -18,6 +18,7 @@
 --   input_tokens    prompt tokens
 --   cached_tokens   prompt tokens served from the prefix cache, tokens
 --   basis           measured | derived
+--   step_id         derived: the logged step that computed the request's uncached prompt (NULL where measured)
 CREATE OR REPLACE VIEW requests_cached_tokens AS
 WITH log AS (
     SELECT run_id, step_id, prefill_reqs, prefill_tokens
@@ -37,7 +38,7 @@ WITH log AS (
     SELECT run_id, CAST(max(value) FILTER (WHERE setting = 'block_size') AS BIGINT) AS block_size
     FROM engine_config GROUP BY run_id
 ), single AS (
-    SELECT s.run_id, s.request_id, s.input_tokens, s.input_tokens - o.prefill_tokens AS cached_tokens
+    SELECT s.run_id, s.request_id, s.input_tokens, s.input_tokens - o.prefill_tokens AS cached_tokens, o.step_id
     FROM scheduled s JOIN occurrences o ON s.run_id = o.run_id AND s.k = o.upto AND o.prefill_reqs = 1
 ), pairs AS (
     SELECT o.run_id, o.step_id, a.request_id AS r1, a.input_tokens AS p1, b.request_id AS r2, b.input_tokens AS p2,
@@ -58,7 +59,7 @@ WITH log AS (
 ), paired AS (
     SELECT * FROM single
     UNION ALL
-    SELECT s.run_id, x.request_id, x.input_tokens, x.cached_tokens
+    SELECT s.run_id, x.request_id, x.input_tokens, x.cached_tokens, s.step_id
     FROM splits s JOIN split_count c USING (run_id, step_id),
          LATERAL (SELECT s.r1 AS request_id, s.p1 AS input_tokens, s.c1 AS cached_tokens
                   UNION ALL SELECT s.r2, s.p2, s.c2) x
@@ -77,10 +78,10 @@ WITH log AS (
             AND (p.input_tokens IS NULL OR p.cached_tokens < 0 OR p.cached_tokens > p.input_tokens - 1
                  OR (b.block_size IS NOT NULL AND p.cached_tokens % b.block_size <> 0)))
 )
-SELECT run_id, request_id, input_tokens, cached_tokens, 'measured' AS basis
+SELECT run_id, request_id, input_tokens, cached_tokens, 'measured' AS basis, CAST(NULL AS BIGINT) AS step_id
 FROM requests WHERE cached_tokens IS NOT NULL
 UNION ALL
-SELECT p.run_id, p.request_id, p.input_tokens, p.cached_tokens, 'derived' AS basis
+SELECT p.run_id, p.request_id, p.input_tokens, p.cached_tokens, 'derived' AS basis, p.step_id
 FROM paired p
 WHERE p.run_id IN (SELECT run_id FROM provable)
   AND NOT EXISTS (SELECT 1 FROM requests r WHERE r.run_id = p.run_id AND r.request_id = p.request_id

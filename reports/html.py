@@ -15,7 +15,7 @@ from typing import Any
 from lltrace.reports.charts import build_charts
 from lltrace.reports.labels import QUEUE_PARTS
 from lltrace.reports.page import offline_page
-from lltrace.reports.replay_rows import replay_cases, replay_notes, speed_change_note, validation_rows
+from lltrace.reports.replay_rows import hit_term, replay_cases, replay_notes, speed_change_note, validation_rows
 
 
 def _replay_html(rep: dict[str, Any] | None) -> str:
@@ -28,7 +28,7 @@ def _replay_html(rep: dict[str, Any] | None) -> str:
         "<h2>Replay</h2>",
         f"<p>Scheduler model calibrated from {html.escape(c['source'])}: step = {c['c0_s'] * 1e3:.2f} ms + "
         f"{c['overhead_s'] * 1e3:.2f} ms overhead + {c['c_prefill_s_per_token'] * 1e6:.1f} µs per prefill token + "
-        f"{c['c_decode_s_per_token'] * 1e6:.1f} µs per decode token{fit}.</p>",
+        f"{c['c_decode_s_per_token'] * 1e6:.1f} µs per decode token{html.escape(hit_term(c))}{fit}.</p>",
     ]
     val = validation_rows(rep)
     if val:

@@ -62,6 +62,13 @@ def validation_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+def hit_term(calibration: dict[str, Any]) -> str:
+    """The step cost's prefix-hit term as the terminal and the report write it after the per-token terms ("" where
+    it is 0 or absent)."""
+    c_hit = calibration.get("c_hit_s_per_hit_prefill") or 0.0
+    return f" + {c_hit * 1e3:.2f} ms per prefill started on a prefix-cache hit" if c_hit > 0 else ""
+
+
 def speed_change_note(doc: dict[str, Any]) -> str | None:
     """The sentence under the validation table on how the engine's own steps changed speed in the scored window
     (``validation.speed_change``), or None where the run has no step log to tell."""

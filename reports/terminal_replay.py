@@ -11,6 +11,7 @@ from rich.text import Text
 
 from lltrace.reports.numbers import pct, whole
 from lltrace.reports.replay_rows import (
+    hit_term,
     replay_cases,
     replay_notes,
     speed_change_note,
@@ -45,7 +46,7 @@ def render_replay(doc: dict[str, Any]) -> Group:
         Text(
             f"calibration from {c['source']}: step = {c['c0_s'] * 1e3:.2f} ms + overhead {c['overhead_s'] * 1e3:.2f} ms"
             f" + {c['c_prefill_s_per_token'] * 1e6:.1f} us/prefill token + {c['c_decode_s_per_token'] * 1e6:.1f} us/"
-            f"decode token{fit}; outside the engine: frontend {o['frontend'] * 1e3:.1f} ms "
+            f"decode token{hit_term(c)}{fit}; outside the engine: frontend {o['frontend'] * 1e3:.1f} ms "
             f"+ {o['frontend_per_request_in_engine'] * 1e3:.2f} ms per request the engine holds, client "
             f"+{o['client_first_token'] * 1e3:.1f} ms to the first token, +{o['client_last_token'] * 1e3:.1f} ms "
             "to the last (measured)"

@@ -648,3 +648,47 @@ def test_the_held_out_window_of_f_ran_slower_steps_which_the_replay_says(tmp_pat
         assert low <= raw <= high and low <= change["ratio"] <= high, (name, raw, change)
     shown = CliRunner().invoke(app, ["replay", str(SAMPLES / "vllm_cpu_limits" / "F_slots"), "--store", str(tmp_path)])
     assert shown.exit_code == 0 and "same-batch step time" in shown.output
+
+
+def test_a_prefill_started_on_a_prefix_hit_has_its_own_cost_and_the_prefill_rate_then_agrees_per_machine(
+    tmp_path: Path,
+) -> None:
+    """E and H_pfx_on compute 65-token suffixes over cached 512-token prefixes, D and H_pfx_off whole prompts, on
+    two machines (D, E on one; H_pfx_on, H_pfx_off on another). Fitted with a cost per prefill started on a hit
+    (placed by requests_cached_tokens), the per-token prefill rate of a run with hits agrees with the rate of the
+    hit-free run of its machine within 25 %. Without it, H_pfx_on's hits' cost lands on its tokens (1.7x H_pfx_off's
+    rate; E's rate stays within 25 % of D's either way, so E alone could not tell)."""
+    from lltrace.replay.calibration import log_steps
+
+    runs = {
+        "D": shared_file("vllm_cpu", "D_chunked"),
+        "E": shared_file("vllm_cpu", "E_prefix"),
+        "H_on": SAMPLES / "vllm_cpu_limits" / "H_pfx_on",
+        "H_off": SAMPLES / "vllm_cpu_limits" / "H_pfx_off",
+    }
+    steps = {k: log_steps(lltrace.ingest([v], store=tmp_path)) for k, v in runs.items()}
+    with_hits = {k: fit_step_cost(s) for k, s in steps.items()}
+    without = {k: fit_step_cost(s.drop("hit_prefills")) for k, s in steps.items()}
+    assert int(steps["E"]["hit_prefills"].sum()) == 116 and int(steps["H_on"]["hit_prefills"].sum()) == 76
+    assert with_hits["D"].c_hit == 0 and with_hits["H_off"].c_hit == 0  # nothing to fit: no hits
+    for hits, fresh in (("E", "D"), ("H_on", "H_off")):
+        assert with_hits[hits].c_hit > 0
+        assert with_hits[hits].c_prefill / with_hits[fresh].c_prefill == pytest.approx(1.0, abs=0.25), hits
+    assert without["H_on"].c_prefill / without["H_off"].c_prefill > 1.5
+
+
+def test_the_engines_first_step_is_left_out_of_the_fit() -> None:
+    """vLLM's Iteration(0) runs cold: however slow it is, the fit is the one of the other steps."""
+    rows = [(k, 0.001 + 0.0001 * k % 3 + 0.00001 * (k % 7) * 10, 10 * (k % 7), k % 5) for k in range(1, 60)]
+    names = ["step_id", "wall_s", "prefill_tokens", "decode_tokens"]
+    steps = pl.DataFrame(rows, schema=names, orient="row").with_columns(pl.lit("vllm iteration log").alias("detection"))
+    cold = pl.concat(
+        [
+            pl.DataFrame([(0, 0.5, 100, 0)], schema=names, orient="row").with_columns(
+                pl.lit("vllm iteration log").alias("detection")
+            ),
+            steps,
+        ]
+    )
+    a, b = fit_step_cost(steps), fit_step_cost(cold)
+    assert (a.c0, a.c_prefill, a.c_decode) == (b.c0, b.c_prefill, b.c_decode)

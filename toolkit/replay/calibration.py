@@ -64,6 +64,22 @@ def run_model(run: Run, model: str | None, reference_model: str | None) -> tuple
     return None, None
 
 
+def log_steps(run: Run) -> pl.DataFrame:
+    """The engine's own logged steps (``engine_steps`` from its iteration log), each with ``hit_prefills``: the
+    requests whose prompt the step started computing on a prefix-cache hit, where ``requests_cached_tokens``
+    places them (0 elsewhere; every step 0 where the log cannot place them)."""
+    steps = run.table("engine_steps").filter(pl.col("source") == "log")
+    if steps.height == 0:
+        return steps.with_columns(pl.lit(0, dtype=pl.Int64).alias("hit_prefills"))
+    hits = run.sql(
+        "SELECT step_id, count(*) AS hit_prefills FROM requests_cached_tokens "
+        "WHERE step_id IS NOT NULL AND cached_tokens > 0 GROUP BY step_id"
+    )
+    return steps.join(hits.cast({"step_id": steps.schema["step_id"]}), on="step_id", how="left").with_columns(
+        pl.col("hit_prefills").fill_null(0).cast(pl.Int64)
+    )
+
+
 def prefix_hits(run: Run, measured: pl.DataFrame) -> tuple[np.ndarray | None, str | None]:
     """Prompt tokens served from the prefix cache per request, and how that is known.
 

@@ -27,6 +27,7 @@ from lltrace.replay.calibration import (
     counted_preemptions,
     engine_config_for,
     frontend_load,
+    log_steps,
     outside_engine,
     prefix_hits,
     rates,
@@ -186,7 +187,7 @@ def _busy_intervals(measured: pl.DataFrame) -> list[tuple[float, float]] | None:
 
 def _fit_run(run: Run, measured: pl.DataFrame) -> tuple[StepCost, pl.DataFrame | None, Outside]:
     """The step cost (its stalls left out) and the time outside the engine, fitted on all of a run."""
-    steps = run.table("engine_steps").filter(pl.col("source") == "log")
+    steps = log_steps(run)
     if steps.height >= 3:
         cost, stalls = fit_step_cost_without_stalls(steps, _busy_intervals(measured))
     else:
@@ -377,7 +378,7 @@ def replay(
     """
     cases = checked_what_ifs(what_ifs)  # every case checked before any work
     run = open_run(path_or_run, as_store(store))
-    steps = run.table("engine_steps").filter(pl.col("source") == "log")
+    steps = log_steps(run)
     from_log = steps.height >= 3
     measured = _measured(run)
     settings = engine_config_for(run)
@@ -561,11 +562,12 @@ def _sweeps(cases: list[WhatIfCase]) -> list[dict[str, Any]]:
 def _calibration(source: str, cost: StepCost, outside: Outside, stalls: pl.DataFrame | None, t0: float) -> dict:
     return {
         "source": source,
-        "form": "step_s = c0 + overhead + c_prefill * prefill_tokens + c_decode * decode_tokens",
+        "form": "step_s = c0 + overhead + c_prefill * prefill_tokens + c_decode * decode_tokens + c_hit * hit_prefills",
         "c0_s": cost.c0,
         "overhead_s": cost.overhead,
         "c_prefill_s_per_token": cost.c_prefill,
         "c_decode_s_per_token": cost.c_decode,
+        "c_hit_s_per_hit_prefill": cost.c_hit,
         "steps": cost.steps,
         "outside_engine_s": {
             "frontend": outside.frontend,

@@ -95,6 +95,7 @@ class _Scheduler:
         self.prompt = inp.tolist()
         self.gen_target = out.tolist()
         self.cached = cached
+        self.hit_prefills = 0  # requests the step being built starts prefilling on a prefix-cache hit
         self.computed = [0] * n  # tokens whose KV is in cache
         self.generated = [0] * n  # output tokens produced
         self.blocks = [0] * n
@@ -181,6 +182,7 @@ class _Scheduler:
                 self.done += 1
                 continue
             hit = min(cached[r], target - 1) if cached is not None and math.isnan(self.first_sched[r]) else 0
+            self.hit_prefills += hit > 0
             take = min(target - hit, budget)
             if not cfg.chunked_prefill and take < target - hit:
                 break
@@ -219,7 +221,8 @@ class _Scheduler:
 
     def _run_step(self, p_tokens: int, d_tokens: int, ctx: int) -> float:
         self.prefill_tokens += p_tokens
-        dt = self.cost(p_tokens, d_tokens, ctx)
+        dt = self.cost(p_tokens, d_tokens, ctx, self.hit_prefills)
+        self.hit_prefills = 0
         self.t += dt
         self.busy += dt
         self.steps += 1
