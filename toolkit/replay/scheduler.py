@@ -182,7 +182,6 @@ class _Scheduler:
                 self.done += 1
                 continue
             hit = min(cached[r], target - 1) if cached is not None and math.isnan(self.first_sched[r]) else 0
-            self.hit_prefills += hit > 0
             take = min(target - hit, budget)
             if not cfg.chunked_prefill and take < target - hit:
                 break
@@ -198,6 +197,7 @@ class _Scheduler:
             if math.isnan(self.first_sched[r]):
                 self.first_sched[r] = self.t
             scheduled.append((r, take))
+            self.hit_prefills += hit > 0
             p_tokens += take
             budget -= take
         return budget, p_tokens
