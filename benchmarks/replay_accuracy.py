@@ -2,8 +2,8 @@
 measured.
 
 The runs: the five in ``../shared/data/vllm_cpu/`` (A, B, B2 on one machine; D, E on another, as its README says)
-and lltrace's own in ``sample_traces/vllm_cpu_limits/`` (F, G, H_on, H_off, H2_on, H2_off, I, all on a third: its
-README). For every
+and lltrace's own in ``sample_traces/vllm_cpu_limits/`` (F, G, H_on, H_off, H2_on, H2_off, I, J, all on a third:
+its README). For every
 run: the held-out validation (step cost fitted before the last 30 % of the requests no stall or profiler window
 touched, every request replayed, those scored). For pairs of runs of one machine: ``--calibrate-on`` the other run,
 all of this run's requests scored. Then the real what-ifs: B replayed with ``kv_blocks=80`` against B2, which is
@@ -48,6 +48,7 @@ RUNS = {
     "H2_on": OWN / "H2_pfx_on",
     "H2_off": OWN / "H2_pfx_off",
     "I": OWN / "I_chunk256",
+    "J": OWN / "J_batch",
 }
 PAIRS = [
     ("A", "B"),

