@@ -20,6 +20,9 @@ from lltrace.physics import roofline
 from lltrace.physics.catalog import GPU, Model, check_precision, gpu_or_error, model_or_error
 from lltrace.queries import thresholds
 
+_TIMED = pl.col("prefill_tokens").is_not_null() & pl.col("decode_tokens").is_not_null() & (pl.col("wall_s") > 0)
+"""The steps a cost can be fitted to or checked on: token counts and a wall time."""
+
 
 @dataclass(frozen=True)
 class StepCost:
@@ -188,9 +191,7 @@ def fit_step_cost(steps: pl.DataFrame, busy: list[tuple[float, float]] | None = 
     first step has one like step later, it is not slower). One step of thousands, but where a kind of step is
     rare (the 4 whole prompts of H_pfx_on, E_prefix) it would set that kind's cost.
     """
-    rows = steps.filter(
-        pl.col("prefill_tokens").is_not_null() & pl.col("decode_tokens").is_not_null() & (pl.col("wall_s") > 0)
-    )
+    rows = steps.filter(_TIMED)
     if {"step_id", "detection"} <= set(rows.columns):  # the engine's first step after start-up runs cold
         rows = rows.filter(~((pl.col("step_id") == 0) & (pl.col("detection") == "vllm iteration log")))
     if rows.height < 3:
@@ -217,6 +218,12 @@ def fit_step_cost(steps: pl.DataFrame, busy: list[tuple[float, float]] | None = 
     )
 
 
+def _predicted(rows: pl.DataFrame, cost: StepCost) -> pl.Expr:
+    """A logged step's time as ``cost`` prices it, without the time between steps (its elapsed time leaves it out)."""
+    prefill, decodes = _step_tokens(rows)
+    return cost.c0 + cost.c_prefill * prefill + cost.c_decode * decodes + cost.c_hit * _hits(rows)
+
+
 def _hits(rows: pl.DataFrame) -> pl.Expr:
     """A logged step's prefills started on a prefix-cache hit (``hit_prefills``; 0 where the steps do not say)."""
     return pl.col("hit_prefills").fill_null(0) if "hit_prefills" in rows.columns else pl.lit(0)
@@ -232,9 +239,7 @@ def speed_change(
     arrivals): where the ratio is far from 1 the validation's error is the steps' change, not the model's. Steps
     with recomputed prompt tokens are not decode-only. ``window_s`` is the scored window from ``origin`` (the run's
     first arrival). None when no batch ran on both sides."""
-    rows = steps.filter(
-        pl.col("prefill_tokens").is_not_null() & pl.col("decode_tokens").is_not_null() & (pl.col("wall_s") > 0)
-    )
+    rows = steps.filter(_TIMED)
     prefill, decodes = _step_tokens(rows)
     rows = rows.select(pl.col("start_s"), pl.col("wall_s"), prefill.alias("prefill"), decodes.alias("batch")).filter(
         (pl.col("prefill") == 0) & (pl.col("batch") > 0) & pl.col("start_s").is_not_null() & (pl.col("start_s") < until)
@@ -273,11 +278,8 @@ def engine_stalls(
     t = thresholds()
     ratio = t["stall_ratio"] if ratio is None else ratio
     excess_s = t["stall_excess_s"] if excess_s is None else excess_s
-    rows = steps.with_row_index("row").filter(
-        pl.col("prefill_tokens").is_not_null() & pl.col("decode_tokens").is_not_null() & (pl.col("wall_s") > 0)
-    )
-    prefill, decodes = _step_tokens(rows)
-    predicted = cost.c0 + cost.c_prefill * prefill + cost.c_decode * decodes + cost.c_hit * _hits(rows)
+    rows = steps.with_row_index("row").filter(_TIMED)
+    predicted = _predicted(rows, cost)
     return (
         rows.select("step_id", "start_s", "wall_s", predicted.alias("predicted_s"), "row")
         .with_columns((pl.col("wall_s") - pl.col("predicted_s")).alias("excess_s"))
@@ -290,17 +292,10 @@ def fit_by_kind(steps: pl.DataFrame, cost: StepCost) -> dict[str, dict[str, floa
     """How well ``cost`` explains each kind of logged step (prefill, decode, mixed): the steps, their mean absolute
     percentage error, and the predicted over the measured total (a bias above 1 over-prices that kind). The
     overhead between steps is not in a step's elapsed time, so it is left out of the prediction here."""
-    rows = steps.filter(
-        pl.col("prefill_tokens").is_not_null() & pl.col("decode_tokens").is_not_null() & (pl.col("wall_s") > 0)
-    )
+    rows = steps.filter(_TIMED)
     if "kind" not in rows.columns or rows.height == 0:
         return {}
-    prefill, decodes = _step_tokens(rows)
-    frame = rows.select(
-        "kind",
-        "wall_s",
-        (cost.c0 + cost.c_prefill * prefill + cost.c_decode * decodes + cost.c_hit * _hits(rows)).alias("predicted"),
-    )
+    frame = rows.select("kind", "wall_s", _predicted(rows, cost).alias("predicted"))
     out: dict[str, dict[str, float | int]] = {}
     for kind in ("prefill", "decode", "mixed"):
         k = frame.filter(pl.col("kind") == kind)
