@@ -178,8 +178,11 @@ def _where_the_seconds_go(path: Path, store: Path) -> None:
     meta = st.metadata(st.run_ids()[0])
     phases = meta.get("seconds") or {}
     ingest = meta.get("ingest_seconds") or 0.0
+    from lltrace.cores import usable_cores
+
     print(
-        f"analyze end to end ({path.stat().st_size / 1e6:,.0f} MB): {r['seconds']:.2f} s, peak "
+        f"analyze end to end ({path.stat().st_size / 1e6:,.0f} MB, {usable_cores()} cores used of "
+        f"{os.cpu_count()}): {r['seconds']:.2f} s, peak "
         f"{r['peak_rss'] / 1e6:,.0f} MB ({r['peak_rss'] / path.stat().st_size:.2f}x the file); cat {cat:.2f} s: "
         f"{r['seconds'] / cat:.1f}x cat (target <= 15x)"
     )

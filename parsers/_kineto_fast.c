@@ -184,9 +184,11 @@ static void init_tables(void) {
     for (int c = 0; c < 256; c++) PLAIN[c] = c >= 0x20 && c < 0x80 && c != '"' && c != '\\';
 }
 
-/* The first byte at or after p that is not PLAIN, or end. */
-static inline const unsigned char *skip_plain(const unsigned char *p, const unsigned char *end) {
+/* The first byte at or after p that is not PLAIN, or end: 16 bytes at a time (SSE2, every x86-64), or 32 where
+ * the CPU has AVX2 (checked once, at import: the build itself assumes no more than the compiler's default). */
 #ifdef __SSE2__
+static inline __attribute__((always_inline)) const unsigned char *skip_plain_sse2(const unsigned char *p,
+                                                                                const unsigned char *end) {
     const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'), space = _mm_set1_epi8(0x20);
     while (end - p >= 16) {
         __m128i x = _mm_loadu_si128((const __m128i *)p);
@@ -196,6 +198,47 @@ static inline const unsigned char *skip_plain(const unsigned char *p, const unsi
         int mask = _mm_movemask_epi8(stop);
         if (mask) return p + __builtin_ctz((unsigned)mask);
         p += 16;
+    }
+    return p;
+}
+#endif
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define HAVE_AVX2_PATH 1
+static int use_avx2;
+
+__attribute__((target("avx2"))) static const unsigned char *skip_plain_avx2(const unsigned char *p,
+                                                                          const unsigned char *end) {
+    const __m256i quote = _mm256_set1_epi8('"'), backslash = _mm256_set1_epi8('\\'), space = _mm256_set1_epi8(0x20);
+    while (end - p >= 32) {
+        __m256i x = _mm256_loadu_si256((const __m256i *)p);
+        __m256i stop = _mm256_or_si256(_mm256_or_si256(_mm256_cmpeq_epi8(x, quote), _mm256_cmpeq_epi8(x, backslash)),
+                                       _mm256_cmpgt_epi8(space, x));
+        unsigned mask = (unsigned)_mm256_movemask_epi8(stop);
+        if (mask) return p + __builtin_ctz(mask);
+        p += 32;
+    }
+    return skip_plain_sse2(p, end);
+}
+#endif
+
+static inline const unsigned char *skip_plain(const unsigned char *p, const unsigned char *end) {
+#ifdef __SSE2__
+    if (end - p >= 16) { /* most strings are short keys: their end is in the first 16 bytes, read inline */
+        const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'), space = _mm_set1_epi8(0x20);
+        __m128i x = _mm_loadu_si128((const __m128i *)p);
+        __m128i stop = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, backslash)),
+                                    _mm_cmplt_epi8(x, space));
+        int mask = _mm_movemask_epi8(stop);
+        if (mask) return p + __builtin_ctz((unsigned)mask);
+        p += 16;
+#ifdef HAVE_AVX2_PATH
+        if (use_avx2)
+            p = skip_plain_avx2(p, end);
+        else
+#endif
+            p = skip_plain_sse2(p, end);
     }
 #endif
     while (p < end && PLAIN[*p]) p++;
@@ -1023,11 +1066,49 @@ dup:
 
 static PyObject *Unsupported;
 
+/* A buffer malloc'd here, handed to Python as it is (the buffer protocol; Arrow wraps it without a copy) and
+ * freed with the object: a block's columns are not copied into bytes objects. */
+typedef struct {
+    PyObject_HEAD
+    char *p;
+    Py_ssize_t len;
+} Owned;
+
+static int owned_getbuffer(PyObject *o, Py_buffer *view, int flags) {
+    Owned *b = (Owned *)o;
+    static char empty[1];
+    return PyBuffer_FillInfo(view, o, b->p ? b->p : empty, b->len, 1, flags);
+}
+
+static void owned_dealloc(PyObject *o) {
+    free(((Owned *)o)->p);
+    Py_TYPE(o)->tp_free(o);
+}
+
+static PyBufferProcs owned_buffer = {owned_getbuffer, NULL};
+
+static PyTypeObject OwnedType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "_kineto_fast.Owned",
+    .tp_basicsize = sizeof(Owned),
+    .tp_dealloc = owned_dealloc,
+    .tp_as_buffer = &owned_buffer,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A read-only buffer of a read block's column (freed with the object).",
+};
+
+/* The buffer's bytes as an Owned object; the buffer is emptied (its memory now belongs to the object). */
+static PyObject *owned_from(Buf *b) {
+    Owned *o = PyObject_New(Owned, &OwnedType);
+    if (!o) return NULL;
+    o->p = b->p, o->len = (Py_ssize_t)b->len;
+    b->p = NULL, b->len = b->cap = 0;
+    return (PyObject *)o;
+}
+
 static PyObject *col_to_py(Col *c) {
-    PyObject *valid = c->nulls ? PyBytes_FromStringAndSize(c->valid.p, (Py_ssize_t)c->valid.len) : (Py_INCREF(Py_None), Py_None);
-    PyObject *values = PyBytes_FromStringAndSize(c->values.p ? c->values.p : "", (Py_ssize_t)c->values.len);
-    PyObject *data = c->type == 's' ? PyBytes_FromStringAndSize(c->data.p ? c->data.p : "", (Py_ssize_t)c->data.len)
-                                    : (Py_INCREF(Py_None), Py_None);
+    PyObject *valid = c->nulls ? owned_from(&c->valid) : (Py_INCREF(Py_None), Py_None);
+    PyObject *values = owned_from(&c->values);
+    PyObject *data = c->type == 's' ? owned_from(&c->data) : (Py_INCREF(Py_None), Py_None);
     if (!valid || !values || !data) {
         Py_XDECREF(valid);
         Py_XDECREF(values);
@@ -1043,8 +1124,9 @@ PyDoc_STRVAR(read_events_doc,
              "event, later ones at the separator after the last event read. Returns the bytes consumed (up to the\n"
              "end of the last whole event); per sink (kernels, ops, annotations, flows, meta: the kept events\n"
              "each table is made from) its row count and, per staged column, (validity bit map or None, values,\n"
-             "string data or None, null count); the counts named by COUNT_NAMES (None for a min or max of no\n"
-             "rows); and the uint64 hashes of the rows that duplicate detection compares. Raises\n"
+             "string data or None, null count), each a read-only buffer handed over without a copy; the counts\n"
+             "named by COUNT_NAMES (None for a min or max of no rows); and the uint64 hashes of the rows that\n"
+             "duplicate detection compares (a buffer). Raises\n"
              "Unsupported(offset, reason) where the DuckDB reader must decide.");
 
 static PyObject *read_events(PyObject *self, PyObject *a) {
@@ -1187,7 +1269,7 @@ static PyObject *read_events(PyObject *self, PyObject *a) {
             }
             PyTuple_SET_ITEM(cnt, i, v);
         }
-        PyObject *hb = PyBytes_FromStringAndSize(hashes.p ? hashes.p : "", (Py_ssize_t)hashes.len);
+        PyObject *hb = owned_from(&hashes);
         if (sinks && cnt && hb) {
             result = Py_BuildValue("(nNNN)", (Py_ssize_t)(done - base), sinks, cnt, hb);
         } else {
@@ -1216,6 +1298,11 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__kineto_fast(void) {
     init_tables();
+#ifdef HAVE_AVX2_PATH
+    __builtin_cpu_init();
+    use_avx2 = __builtin_cpu_supports("avx2") && !getenv("LLTRACE_NO_AVX2");
+#endif
+    if (PyType_Ready(&OwnedType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     Unsupported = PyErr_NewException("_kineto_fast.Unsupported", PyExc_ValueError, NULL);
@@ -1243,8 +1330,15 @@ PyMODINIT_FUNC PyInit__kineto_fast(void) {
         }
         PyTuple_SET_ITEM(sink_cols, s, cs);
     }
+#if defined(HAVE_AVX2_PATH)
+    const char *simd = use_avx2 ? "avx2" : "sse2";
+#elif defined(__SSE2__)
+    const char *simd = "sse2";
+#else
+    const char *simd = "none";
+#endif
     if (!sink_cols || PyModule_AddObject(m, "SINK_COLUMNS", sink_cols) ||
-        PyModule_AddStringConstant(m, "COUNT_NAMES", COUNT_NAMES)) {
+        PyModule_AddStringConstant(m, "COUNT_NAMES", COUNT_NAMES) || PyModule_AddStringConstant(m, "SIMD", simd)) {
         Py_DECREF(m);
         return NULL;
     }

@@ -25,6 +25,7 @@ from typing import Any
 
 import duckdb
 
+from lltrace.cores import usable_cores
 from lltrace.errors import TraceFormatError, TruncatedInput
 from lltrace.parsers import kineto_fast
 from lltrace.parsers._jsonscan import (
@@ -194,7 +195,7 @@ def ingest(
     scratch.mkdir(parents=True, exist_ok=True)
     con = duckdb.connect()
     con.execute(
-        f"SET threads = 2; SET preserve_insertion_order = false; SET memory_limit = '{DUCK_MEMORY}'; "
+        f"SET threads = {usable_cores()}; SET preserve_insertion_order = false; SET memory_limit = '{DUCK_MEMORY}'; "
         f"SET temp_directory = '{scratch}'; SET enable_progress_bar = true; SET enable_progress_bar_print = false"
     )
     try:
@@ -212,8 +213,7 @@ def ingest(
 
 DUCK_MEMORY = "128MB"  # bounds the reader whatever the file size; joins and sorts spill to disk
 _MAX_EVENT_BYTES = kineto_fast.MAX_EVENT_BYTES
-_READERS = 2  # array files decoded in parallel (one per core)
-_PIECES = 8  # pieces of the array for the compiled reader's threads
+_PIECES_PER_READER = 4  # pieces of the array per compiled reader thread: a free thread takes the next
 
 
 def _copy_select(source_format: str, keep_python: bool, max_object: int, old_external_id: bool) -> str:
@@ -297,11 +297,13 @@ def _ingest_whole(
         # the next (balanced load), and checks each cut itself (a piece must end in a whole event exactly
         # where the next begins), so its cuts need only a short look.
         compiled = kineto_fast.available()
+        readers = usable_cores()
         if compiled:
-            parts = min(_PIECES, max(_READERS, doc_size // (16 << 20)))
+            # (at least two: one event it declines sends only its piece to DuckDB, even on one core)
+            parts = max(2, min(_PIECES_PER_READER * readers, max(readers, doc_size // (16 << 20))))
             cuts = split_event_array(str(doc), loc, parts, window=64 << 10)
         else:
-            cuts = split_event_array(str(doc), loc, _READERS)
+            cuts = split_event_array(str(doc), loc, readers)
         bounds = [loc.open, *(x for cut in cuts for x in cut), loc.close + 1]
         old_ext = _old_external_id(path)
         done: kineto_fast.FastResult | bool = False
@@ -315,7 +317,7 @@ def _ingest_whole(
             scaled = None
             if progress is not None:
                 scaled = (lambda n: progress(size // 2 + n * size // (2 * doc_size))) if gz else progress
-            res = kineto_fast.stage(doc, pieces, scratch, stage, part, base, keep_python, old_ext, scaled, _READERS)
+            res = kineto_fast.stage(doc, pieces, scratch, stage, part, base, keep_python, old_ext, scaled, readers)
             why = res if isinstance(res, str) else _needs_cleaning(res)
             if why is None and res.declined:  # type: ignore[union-attr]
                 why = _read_declined(con, doc, res, scratch, keep_python, old_ext)  # type: ignore[arg-type]
@@ -329,7 +331,7 @@ def _ingest_whole(
                 info.details["reader_note"] = f"compiled reader declined ({why}); read with DuckDB"
         if not done:
             if compiled:
-                cuts = split_event_array(str(doc), loc, _READERS)
+                cuts = split_event_array(str(doc), loc, readers)
                 bounds = [loc.open, *(x for cut in cuts for x in cut), loc.close + 1]
             halves = len(bounds) // 2
             whole = [

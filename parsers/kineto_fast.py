@@ -1,14 +1,16 @@
-"""The compiled reader's driver: a whole trace's event array → the profiler tables, on two cores.
+"""The compiled reader's driver: a whole trace's event array → the profiler tables, on every usable core.
 
 ``_kineto_fast`` (C, built at install where a compiler is available) reads blocks of whole events into
 the rows ``kineto``'s DuckDB reader stages (same values), already split by the table each feeds, with the
 counts ``kineto._finalize`` needs and a hash per row for duplicate detection; it releases the GIL, so
-each core reads one piece of the array (``split_event_array``). ``ops`` and ``flows`` are written in their
+each core (``lltrace.cores.usable_cores``) reads one piece of the array at a time (``split_event_array``), and
+hands each block's columns over without a copy. ``ops`` and ``flows`` are written in their
 final form as they are read; kernels, annotations and metadata events go to small staging files that
 ``kineto._finalize`` joins and sorts. It handles the common case only and says so (``Unsupported``) where
 the DuckDB reader must decide: nothing is kept of that piece, which the caller reads the other way, and the
 other pieces stay read (every piece declined: the whole array is read the other way).
-Set ``LLTRACE_PURE=1`` to always use the DuckDB reader.
+Set ``LLTRACE_PURE=1`` to always use the DuckDB reader. Strings are scanned 32 bytes at a time where the CPU
+has AVX2 (``_kineto_fast.SIMD`` says which path runs; ``LLTRACE_NO_AVX2=1`` takes the 16-byte one).
 """
 
 from __future__ import annotations
@@ -208,8 +210,9 @@ def _read_piece(
                     batch = _final(batch, FLOWS_COLUMNS, flows_schema, piece.part)
                 piece.write(name, batch)
             piece.counts.append(list(counts))
-            if hashes:
-                piece.hashes.append(np.frombuffer(hashes, dtype=np.uint64))
+            row_hashes = np.frombuffer(hashes, dtype=np.uint64)
+            if row_hashes.size:
+                piece.hashes.append(row_hashes)
             advance(consumed)
             if final:
                 return

@@ -21,6 +21,7 @@ from typing import Any
 import duckdb
 import pyarrow.parquet as pq
 
+from lltrace.cores import usable_cores
 from lltrace.errors import TraceFormatError
 from lltrace.parsers._io import check_wall_clock
 from lltrace.parsers._lines import partial_last_line, truncation_note, without_last_line
@@ -77,8 +78,8 @@ def sniff_own(head: bytes) -> bool:
 def _connect(stage: Path) -> duckdb.DuckDBPyConnection:
     con = duckdb.connect()
     con.execute(
-        f"SET threads = 2; SET memory_limit = '512MB'; SET temp_directory = '{stage}/_tmp'; SET TimeZone = 'UTC'; "
-        "SET enable_progress_bar = false"
+        f"SET threads = {usable_cores()}; SET memory_limit = '512MB'; SET temp_directory = '{stage}/_tmp'; "
+        "SET TimeZone = 'UTC'; SET enable_progress_bar = false"
     )
     return con
 

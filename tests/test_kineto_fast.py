@@ -9,6 +9,7 @@ inputs of tests/data/bad.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import warnings
 from pathlib import Path
@@ -367,3 +368,66 @@ def test_launch_links_graph_and_shared(tmp_path: Path, monkeypatch):
     assert [by_ts[t]["launch_name"] for t in (1_002_000, 1_003_000)] == ["cudaGraphLaunch"] * 2
     assert all(by_ts[t]["cuda_graph"] and not by_ts[t]["orphan"] for t in (1_002_000, 1_003_000))
     assert all(by_ts[t]["orphan"] and by_ts[t]["launch_name"] is None for t in (1_004_000, 1_005_000))
+
+
+@pytest.mark.parametrize("threads", [1, 3, 5])
+def test_any_number_of_cores_reads_the_same(threads: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The readers and DuckDB take the usable cores (``lltrace.cores``), not two: with one, three or five, a real
+    trace's tables are the DuckDB reader's (itself on as many threads), and an event the compiled reader declines
+    still sends only its own piece to DuckDB."""
+    monkeypatch.setenv("LLTRACE_THREADS", str(threads))
+    real = SAMPLES / "hf_transformers_qwen1.5-0.5b_h100_prefill_forward_bs16x559.json.gz"
+    assert _check(real, tmp_path / "real", monkeypatch).details["reader"] == "compiled"
+    odd = tmp_path / "trace.json"
+    odd.write_text(_long_trace(_ODD, 0.5))
+    ranges = _check(odd, tmp_path / "odd", monkeypatch).details["readers"]
+    declined = [r for r in ranges if r["reader"] == "duckdb"]
+    size = odd.stat().st_size
+    assert len(declined) == 1 and declined[0]["bytes"][1] - declined[0]["bytes"][0] <= size / max(2, threads) * 1.2
+
+
+def test_the_16_byte_string_scan_reads_what_the_32_byte_one_reads(tmp_path: Path):
+    """Strings are scanned 32 bytes at a time where the CPU has AVX2, else 16 (SSE2): both paths give the same
+    columns, counts and declines for strings whose quotes, escapes, control characters and non-ASCII bytes fall
+    at every offset around both widths (the path is chosen at import: the other runs in a child process)."""
+    if kineto_fast._kineto_fast is None:
+        pytest.skip("no C compiler here: lltrace installs without the compiled reader")
+    import subprocess
+    import sys
+
+    specials = ['\\"', "\\\\", "\\n", "\\u00e9", "é", "€", "😀", "\x01", "\x7f"]
+    events = []
+    for n in range(0, 70):
+        for s in specials:
+            name = "k" * n + s + "m" * (n % 7)
+            events.append(f'{{"ph":"X","cat":"kernel","name":"{name}","pid":0,"tid":7,"ts":{n},"dur":1}}')
+    path = tmp_path / "strings.json"
+    path.write_text("[" + ",".join(events) + "]", encoding="utf-8")
+    script = (
+        "import sys, hashlib\n"
+        "from lltrace.parsers import _kineto_fast as k\n"
+        "data = open(sys.argv[1], 'rb').read()[1:-1]\n"
+        "out = [k.SIMD]\n"
+        "for i, ev in enumerate(data.split(b',{')):\n"
+        "    ev = ev if i == 0 else b'{' + ev\n"
+        "    try:\n"
+        "        consumed, sinks, counts, hashes = k.read_events(ev, True, True, False, 'External id', 0, 1 << 20)\n"
+        "        cols = [bytes(memoryview(b)) for rows, c in sinks for col in c if col for b in col[:3] if b]\n"
+        "        out.append(hashlib.sha256(repr((consumed, counts, cols, bytes(memoryview(hashes)))).encode())"
+        ".hexdigest())\n"
+        "    except k.Unsupported as exc:\n"
+        "        out.append(repr(exc.args))\n"
+        "print('\\n'.join(out))\n"
+    )
+    runs = {}
+    for flag in ("0", "1"):
+        env = {k: v for k, v in os.environ.items() if k != "LLTRACE_NO_AVX2"}
+        if flag == "1":
+            env["LLTRACE_NO_AVX2"] = "1"
+        done = subprocess.run([sys.executable, "-c", script, str(path)], env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        runs[flag] = done.stdout.splitlines()
+    assert runs["1"][0] == "sse2"
+    assert runs["0"][1:] == runs["1"][1:]
+    declined = [r for r in runs["0"][1:] if r.startswith("(")]
+    assert 0 < len(declined) < len(events)  # raw control characters are declined, the rest read

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
+from lltrace.cores import usable_cores
 from lltrace.errors import StoreError
 from lltrace.tables import TABLES as CANONICAL
 
@@ -173,7 +174,7 @@ class Store:
         from lltrace.queries import install_views
 
         con = duckdb.connect()
-        con.execute("SET threads = 2; SET enable_progress_bar = false")
+        con.execute(f"SET threads = {usable_cores()}; SET enable_progress_bar = false")
         for name, table in CANONICAL.items():
             files = self.table_files(name, run_ids)
             if files:
