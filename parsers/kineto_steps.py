@@ -41,7 +41,7 @@ import pyarrow.parquet as pq
 from lltrace.arrow_rows import table_from_rows
 from lltrace.cores import usable_cores
 from lltrace.parsers.kernel_classes import launched_every_step
-from lltrace.parsers.kineto import DUCK_MEMORY
+from lltrace.parsers.kineto import STEPS_MEMORY
 from lltrace.tables import ENGINE_STEPS, KERNEL_TIME_CLASSES
 
 _VLLM = re.compile(r"^execute_context_(\d+)\((\d+)(?:_\d+)?\)_generation_(\d+)\((\d+)(?:_\d+)?\)$")
@@ -438,7 +438,7 @@ def detect_steps(stage: Path, part: int) -> tuple[pa.Table, dict]:
     """Compute the ``engine_steps`` rows of one staged trace; returns the table and a detection summary."""
     con = duckdb.connect()
     con.execute(
-        f"SET threads = {usable_cores()}; SET memory_limit = '{DUCK_MEMORY}'; SET temp_directory = '{stage}/_tmp'; "
+        f"SET threads = {usable_cores()}; SET memory_limit = '{STEPS_MEMORY}'; SET temp_directory = '{stage}/_tmp'; "
         "SET enable_progress_bar = false"
     )
     for t in ("kernels", "ops", "annotations"):
