@@ -213,7 +213,7 @@ def ingest(
 
 DUCK_MEMORY = "128MB"  # bounds the reader whatever the file size; joins and sorts spill to disk
 # Bounds step detection the same way: at 128 MB a 2 GB trace's kernels placed in their steps spilled (0.85 s against
-# 0.63 s at 256 MB); the run's peak memory stays in the reading (<= 0.24x the file with 2 to 6 readers).
+# 0.63 s at 256 MB); the run's peak memory stays within 0.23x of the file with 2 to 4 threads (lltrace.cores).
 STEPS_MEMORY = "256MB"
 _MAX_EVENT_BYTES = kineto_fast.MAX_EVENT_BYTES
 _PIECES_PER_READER = 4  # pieces of the array per compiled reader thread: a free thread takes the next

@@ -2,9 +2,10 @@
 
 ``os.sched_getaffinity`` counts the cores a process may run on (a ``taskset`` or a container's cpuset
 narrows it; ``os.cpu_count`` counts the machine's). ``LLTRACE_THREADS`` sets the number outright. Each
-reader holds a block of events, its columns and its Parquet writers' row groups at a time (about 19 MB
-more peak memory per reader, measured on a 2 GB trace: 398 MB with 2, 433 MB with 4, 510 MB with 8), so the
-count is capped where the readers' memory stays within a 2 GB trace's 0.25x budget.
+reader holds a block of events, its columns and its Parquet writers' row groups, and each DuckDB thread its
+own buffers, so peak memory grows with the count (a 2 GB trace, sampled by phase: 421 MB with 2, 454 MB with
+4, 483 MB with 6, the peak in the DuckDB phases after the reading): the count is capped at 4, which keeps a
+2 GB trace within 0.23x of its size, under the 0.25x budget with room for a machine's variance.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import os
 import warnings
 
-MAX_CORES = 6  # at most (each reader ~19 MB: see the module docstring)
+MAX_CORES = 4  # at most (memory grows with the count: see the module docstring)
 
 
 def usable_cores() -> int:
