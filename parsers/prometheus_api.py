@@ -30,16 +30,18 @@ import warnings
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
-import polars as pl
 
 from lltrace.errors import TraceFormatError
 from lltrace.parsers._io import check_wall_clock, strip_bom, write_columns
 from lltrace.parsers._lines import DuplicateKey, duplicate_at, read_text, unique_keys
 from lltrace.parsers.prometheus import CUMULATIVE_METRICS, PROM_COLUMNS, bucket_key, cache_config, engine_of
 from lltrace.tables import SourceInfo
+
+if TYPE_CHECKING:  # imported where a frame is built: importing the parsers (every ingest) stays without polars
+    import polars as pl
 
 PROMETHEUS_API = "prometheus-api"
 
@@ -356,6 +358,8 @@ def _engine_name(instance: str, engine: str) -> str:
 def _long(items: list[tuple], fields: list[str]) -> pl.DataFrame:
     """The samples of many series as one long frame, one row per series and sample time: each series' labels
     are joined on by its index (a handful of rows) rather than repeated as Python strings."""
+    import polars as pl
+
     sizes = np.array([len(it[-1]) for it in items], dtype=np.int64)
     labels = pl.DataFrame(
         {
@@ -374,6 +378,8 @@ def _long(items: list[tuple], fields: list[str]) -> pl.DataFrame:
 def _stats_frame(part: int, stats: list[tuple]) -> pl.DataFrame:
     """One ``engine_stats`` row per replica and time; series of one metric differing in other labels
     (``model_name``) add up, and each column takes the first metric name of its list that is present."""
+    import polars as pl
+
     if not stats:
         return pl.DataFrame()
     long = _long(stats, ["metric"]).group_by(["instance", "engine", "ts_s", "metric"]).agg(pl.col("value").sum())
@@ -398,6 +404,8 @@ def _stats_frame(part: int, stats: list[tuple]) -> pl.DataFrame:
 def _bucket_frame(part: int, buckets: list[tuple]) -> pl.DataFrame:
     """``engine_histograms`` rows: each bucket's count per replica and time, in (engine, metric, le, time)
     order; bucket series differing only in other labels (``model_name``) add up."""
+    import polars as pl
+
     if not buckets:
         return pl.DataFrame()
     buckets = sorted(buckets, key=lambda b: (_engine_name(*b[0]), b[1], float("inf") if b[2] is None else b[2]))

@@ -130,6 +130,17 @@ def test_importing_a_parser_loads_no_analysis(module):
     assert loaded <= allowed, loaded - allowed  # of the top-level modules, only the leaves (LEAVES)
 
 
+def test_an_ingest_imports_no_dataframe_library():
+    """Every ``lltrace analyze FILE`` imports the parsers and the ingest: polars (0.12 s, 25 MB) and pandas are
+    imported where a frame is built, never by importing them (benchmarks/ingest.py times the imports)."""
+    code = (
+        "import sys, lltrace.parsers, lltrace.ingest.pipeline, lltrace.parsers.kineto_steps; "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'polars', 'pandas'}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
 def test_the_facade_exports_the_api_and_keeps_functions_over_sub_packages():
     import lltrace
     import lltrace.ingest.pipeline  # noqa: F401  binds the sub-package on the facade in plain Python
