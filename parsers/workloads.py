@@ -135,13 +135,18 @@ def _copy(
             f"COPY (SELECT {cols} FROM ({select})) TO '{out}' (FORMAT parquet, COMPRESSION zstd)", params
         ).fetchone()
     except duckdb.Error as exc:
-        text = str(exc)
-        line = re.search(r"[Ll]ine:? (\d+)", text)
-        detail = re.search(r"Could not convert string (\"[^\n]*?\") to '(\w+)'", text)
-        msg = f"{detail.group(1)} is not a {detail.group(2)}" if detail else text.splitlines()[0]
-        msg = re.sub(r'file "[^"]*"', f'file "{path}"', msg)  # the input, not a staged copy of it
-        raise TraceFormatError(path, f"line {line.group(1)}" if line else "file", msg) from None
+        raise _read_error(path, exc) from None
     return int(n)
+
+
+def _read_error(path: str, exc: duckdb.Error) -> TraceFormatError:
+    """DuckDB's error reading a source, as one line naming the input and the line where DuckDB gives it."""
+    text = str(exc)
+    line = re.search(r"[Ll]ine:? (\d+)", text)
+    detail = re.search(r"Could not convert string (\"[^\n]*?\") to '(\w+)'", text)
+    msg = f"{detail.group(1)} is not a {detail.group(2)}" if detail else text.splitlines()[0]
+    msg = re.sub(r'file "[^"]*"', f'file "{path}"', msg)  # the input, not a staged copy of it
+    return TraceFormatError(path, f"line {line.group(1)}" if line else "file", msg)
 
 
 def _ts_ns(x: str) -> str:
@@ -225,19 +230,27 @@ def _read_azure(path: str, whole: str, stage: Path, part: int, info: SourceInfo)
         """
         integer = "regexp_full_match(trim({0}), '-?[0-9]+') AND TRY_CAST(trim({0}) AS BIGINT) IS NULL"
         beyond = f"{integer.format('context_text')} OR {integer.format('generated_text')}"
-        found = con.execute(
-            f"SELECT n, context_text, generated_text FROM (SELECT row_number() OVER () + 1 AS n, * FROM {source}) "
-            f"WHERE {beyond} ORDER BY n LIMIT 1",
-            [whole],
-        ).fetchone()
+        # The complete rows copied in one pass; the rows left out are counted against the file's (a pass without
+        # the token checks) and only where some are is the file searched for a count beyond int64.
+        info.records = _copy(con, path, stage, part, select, [Path(path).name, whole])
+        try:
+            (total,) = con.execute(f"SELECT count(*) FROM {raw}", [whole]).fetchone()
+        except duckdb.Error as exc:
+            raise _read_error(path, exc) from None
+        short = total - info.records
+        found = (
+            short
+            and con.execute(
+                f"SELECT n, context_text, generated_text FROM (SELECT row_number() OVER () + 1 AS n, * FROM {source}) "
+                f"WHERE {beyond} ORDER BY n LIMIT 1",
+                [whole],
+            ).fetchone()
+        )
         if found:  # a token count beyond int64: no such request
             number = max(found[1:], key=lambda t: len(str(t)))
             raise TraceFormatError(path, f"line {found[0]}", f"{number} does not fit a 64-bit integer")
-        info.records = _copy(con, path, stage, part, select, [Path(path).name, whole])
-        (short,) = con.execute(f"SELECT count(*) FROM {source} WHERE NOT ({complete})", [whole]).fetchone()
-        lo, hi = con.execute(
-            f"SELECT min(epoch_ns(TIMESTAMP)), max(epoch_ns(TIMESTAMP)) FROM {source} WHERE {complete}", [whole]
-        ).fetchone()
+        copied = stage / "requests" / f"part-{part:05d}.parquet"
+        lo, hi = con.execute(f"SELECT min(arrival_ns), max(arrival_ns) FROM read_parquet('{copied}')").fetchone()
         # dates are a wall clock: the first row dated outside 2015..now is the error
         for ns in (x for x in (lo, hi) if x is not None):
             try:

@@ -263,13 +263,19 @@ def _request_parts(stage: Path) -> tuple[list[tuple[Path, list[dict]]], list[tup
     router log …). The join pairs the one with the other like the vLLM bench's records with its spans."""
     client_parts, engine_parts = [], []
     for f in sorted((stage / "requests").glob("part-*.parquet")):
-        rows = pq.read_table(f).to_pylist()
-        client = any(r.get("ttft_s") is not None or r.get("e2e_s") is not None for r in rows)
-        engine = any(r.get("server_e2e_s") is not None or r.get("queue_s") is not None for r in rows)
-        if client and not engine:
-            client_parts.append((f, rows))
-        elif engine and not client:
-            engine_parts.append((f, rows))
+        # decided on the columns' null counts: a part that is neither (an arrival trace's millions of rows) is
+        # never read as Python rows
+        meta = pq.ParquetFile(f)
+        present = set(meta.schema_arrow.names)
+
+        def gives(cols: tuple[str, ...], meta: pq.ParquetFile = meta, present: set[str] = present) -> bool:
+            have = [c for c in cols if c in present]
+            return bool(have) and any(c.null_count < c.length() for c in meta.read(columns=have).columns)
+
+        client = gives(("ttft_s", "e2e_s"))
+        engine = gives(("server_e2e_s", "queue_s"))
+        if client != engine:
+            (client_parts if client else engine_parts).append((f, pq.read_table(f).to_pylist()))
     return client_parts, engine_parts
 
 
