@@ -187,17 +187,19 @@ static void init_tables(void) {
 /* The first byte at or after p that is not PLAIN, or end: 16 bytes at a time (SSE2, every x86-64), or 32 where
  * the CPU has AVX2 (checked once, at import: the build itself assumes no more than the compiler's default). */
 #ifdef __SSE2__
-static inline __attribute__((always_inline)) const unsigned char *skip_plain_sse2(const unsigned char *p,
-                                                                                const unsigned char *end) {
+/* A bit per byte of the 16 at p that is a quote, a backslash, or (signed) below 0x20: a control character or
+ * a byte >= 0x80. */
+static inline int stop_mask16(const unsigned char *p) {
     const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'), space = _mm_set1_epi8(0x20);
-    while (end - p >= 16) {
-        __m128i x = _mm_loadu_si128((const __m128i *)p);
-        /* quote, backslash, or (signed) below 0x20: a control character or a byte >= 0x80 */
-        __m128i stop = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, backslash)),
-                                    _mm_cmplt_epi8(x, space));
-        int mask = _mm_movemask_epi8(stop);
+    __m128i x = _mm_loadu_si128((const __m128i *)p);
+    return _mm_movemask_epi8(
+        _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, backslash)), _mm_cmplt_epi8(x, space)));
+}
+
+static inline const unsigned char *skip_plain_sse2(const unsigned char *p, const unsigned char *end) {
+    for (; end - p >= 16; p += 16) {
+        int mask = stop_mask16(p);
         if (mask) return p + __builtin_ctz((unsigned)mask);
-        p += 16;
     }
     return p;
 }
@@ -226,11 +228,7 @@ __attribute__((target("avx2"))) static const unsigned char *skip_plain_avx2(cons
 static inline const unsigned char *skip_plain(const unsigned char *p, const unsigned char *end) {
 #ifdef __SSE2__
     if (end - p >= 16) { /* most strings are short keys: their end is in the first 16 bytes, read inline */
-        const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'), space = _mm_set1_epi8(0x20);
-        __m128i x = _mm_loadu_si128((const __m128i *)p);
-        __m128i stop = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, backslash)),
-                                    _mm_cmplt_epi8(x, space));
-        int mask = _mm_movemask_epi8(stop);
+        int mask = stop_mask16(p);
         if (mask) return p + __builtin_ctz((unsigned)mask);
         p += 16;
 #ifdef HAVE_AVX2_PATH
