@@ -1,4 +1,5 @@
-"""Run one measured piece of code in a fresh Python process: seconds (imports not timed) and peak RSS."""
+"""Run one measured piece of code in a fresh Python process: seconds (imports not timed), the CPU-seconds it used
+(all its threads) and peak RSS."""
 
 from __future__ import annotations
 
@@ -21,17 +22,17 @@ def peak():
 
 
 def run_child(imports: str, work: str, variables: dict[str, object]) -> dict:
-    """Execute ``imports``, bind ``variables``, time ``work``; returns {seconds, peak_rss} or {error}."""
+    """Execute ``imports``, bind ``variables``, time ``work``; returns {seconds, cpu_seconds, peak_rss} or {error}."""
     bindings = "".join(f"{k} = {v!r}\n" for k, v in variables.items())
     code = (
         "import json, resource, time\n"
         + _PEAK
         + imports
         + bindings
-        + "t = time.perf_counter()\n"
+        + "t = time.perf_counter()\nc = time.process_time()\n"
         + work
-        + "dt = time.perf_counter() - t\n"
-        "print(json.dumps({'seconds': dt, 'peak_rss': peak()}))\n"
+        + "dt = time.perf_counter() - t\ndc = time.process_time() - c\n"
+        "print(json.dumps({'seconds': dt, 'cpu_seconds': dc, 'peak_rss': peak()}))\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     if proc.returncode != 0:

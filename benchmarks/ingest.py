@@ -186,6 +186,10 @@ def _where_the_seconds_go(path: Path, store: Path) -> None:
         f"{r['peak_rss'] / 1e6:,.0f} MB ({r['peak_rss'] / path.stat().st_size:.2f}x the file); cat {cat:.2f} s: "
         f"{r['seconds'] / cat:.1f}x cat (target <= 15x)"
     )
+    print(
+        f"  CPU: {r['cpu_seconds']:.1f} CPU-seconds in {r['seconds']:.1f} s, {r['cpu_seconds'] / r['seconds']:.2f} of "
+        f"{usable_cores()} cores busy on average (the file's SHA-256 included: its own thread)"
+    )
     named = {
         "read": "read, parse, write",
         "steps": "step detection",
