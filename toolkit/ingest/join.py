@@ -263,20 +263,18 @@ def _request_parts(stage: Path) -> tuple[list[tuple[Path, list[dict]]], list[tup
     router log …). The join pairs the one with the other like the vLLM bench's records with its spans."""
     client_parts, engine_parts = [], []
     for f in sorted((stage / "requests").glob("part-*.parquet")):
-        # decided on the columns' null counts: a part that is neither (an arrival trace's millions of rows) is
-        # never read as Python rows
-        meta = pq.ParquetFile(f)
-        present = set(meta.schema_arrow.names)
-
-        def gives(cols: tuple[str, ...], meta: pq.ParquetFile = meta, present: set[str] = present) -> bool:
-            have = [c for c in cols if c in present]
-            return bool(have) and any(c.null_count < c.length() for c in meta.read(columns=have).columns)
-
-        client = gives(("ttft_s", "e2e_s"))
-        engine = gives(("server_e2e_s", "queue_s"))
+        # decided on the columns alone: a part that is neither (an arrival trace's millions of rows) is never
+        # read as Python rows
+        client, engine = _gives(f, ("ttft_s", "e2e_s")), _gives(f, ("server_e2e_s", "queue_s"))
         if client != engine:
             (client_parts if client else engine_parts).append((f, pq.read_table(f).to_pylist()))
     return client_parts, engine_parts
+
+
+def _gives(part: Path, columns: tuple[str, ...]) -> bool:
+    """Whether a staged ``requests`` part has a value in any of ``columns`` (the file's columns only are read)."""
+    have = [c for c in columns if c in pq.read_schema(part).names]
+    return bool(have) and any(c.null_count < len(c) for c in pq.read_table(part, columns=have).columns)
 
 
 def _engine_row(row: dict[str, Any], b: dict[str, Any] | None, how: str | None) -> dict[str, Any]:
