@@ -9,6 +9,7 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
+from lltrace.parsers.inference_perf import SERVER
 from lltrace.reports.numbers import ms, pct, per_s, whole
 
 
@@ -22,6 +23,14 @@ def client_tables(summaries: list[dict[str, Any]], per_request: bool) -> list[An
         key = str(Path(c["source"]).parent) + "/" if c["tool"].startswith("inference-perf") else c["source"]
         by_source.setdefault(key, []).append(c)
     for source, items in by_source.items():
+        if any(c.get("server") for c in items):
+            server = [_server_table(Path(source).name, items), *_server_notes(items)]
+        else:
+            server = []
+        items = [c for c in items if c["tool"] != SERVER]  # a server report given without its client's
+        if not items:
+            out += server
+            continue
         tool = items[0]["tool"]
         t = Table(title=f"{Path(source).name}: the benchmark client's own summary ({tool}, as reported; ms)")
         staged = any(c["stage"] is not None for c in items)
@@ -66,9 +75,7 @@ def client_tables(summaries: list[dict[str, Any]], per_request: bool) -> list[An
                 whole(c["output_tokens_per_s"]),
             )
         out.append(t)
-        if any(c.get("server") for c in items):
-            out.append(_server_table(Path(source).name, items))
-            out += _server_notes(items)
+        out += server
     if summaries and not per_request:
         out.append(
             Text(

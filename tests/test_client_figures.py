@@ -557,3 +557,19 @@ def test_llmperf_first_release_files_give_its_own_means(tmp_path: Path) -> None:
     assert client["completed"] == 3 and client["failed"] == 1 and client["max_concurrency"] == 2
     assert client["ttft_s"]["mean"] == results["mean_ttft"] / 1e3 and client["e2e_s"]["mean"] == results["total_time"]
     assert client["mean_output_tokens"] == results["mean_tokens_out"] and client["output_tokens_per_s"] is None
+
+
+def test_an_inference_perf_server_report_alone_is_an_entry_of_its_own(tmp_path: Path) -> None:
+    """A ``summarize_prometheus_metrics`` report with no client report of its stage: one client_summary entry,
+    the client's figures NULL (not given), its ``server`` the report's figures (read from the raw file)."""
+    path = DATA / "serving" / "inference_perf" / "kubecon-na-2025_vllm_batch_size" / "stage_6_prometheus_metrics.json"
+    (e,) = _doc([path], tmp_path)["client_summary"]
+    raw = json.loads(path.read_text())["successes"]
+    assert e["tool"] == "inference-perf-prometheus" and e["source"] == str(path) and e["stage"] == 6
+    assert e["completed"] is None and e["ttft_s"] is None and e["requested_rate_per_s"] is None
+    srv = e["server"]
+    assert srv["requests"] == raw["count"] and srv["rate_per_s"] == raw["rate"]
+    assert srv["queue_len_mean"] == raw["queue_len"]["mean"]
+    assert srv["ttft_s"] == {s: raw["time_to_first_token"][s] for s in ("mean", "median", "p90", "p99")}
+    assert srv["e2e_s"]["p99"] == raw["request_latency"]["p99"]
+    assert srv["kv_usage_mean"] is None  # written as 0 while it counted requests: no reading

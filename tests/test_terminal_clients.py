@@ -62,3 +62,29 @@ def test_the_server_figures_that_are_not_the_stages_own_are_said(tmp_path: Path)
     assert mismatched == list(range(7))
     (kv,) = [n for n in notes if "KV usage reads 0" in n]
     assert kv.startswith("server, stage 0, 1, 2, 3, 4, 5, 6")
+
+
+def test_a_server_report_given_alone_is_shown(tmp_path: Path) -> None:
+    """``stage_N_prometheus_metrics.json`` without the client's report of its stage (and the run's server summary
+    beside a stage the client reported): the server's figures as the report wrote them, no client row invented."""
+    other = DATA / "serving" / "inference_perf" / "kubecon-na-2025_vllm_batch_size"
+    alone = other / "stage_6_prometheus_metrics.json"
+    r = CliRunner().invoke(app, ["analyze", str(alone), "--store", str(tmp_path), "-q"], terminal_width=200)
+    assert r.exit_code == 0, r.output
+    assert "the benchmark client's own summary" not in r.stdout
+    raw = json.loads(alone.read_text())["successes"]
+    got = _rows(r.stdout, "the model server over each stage")["6"]
+    assert got[1] == f"{raw['count']:,}" and got[3] == f"{raw['queue_len']['mean']:,.1f}"
+    assert got[7] == f"{raw['time_to_first_token']['median'] * 1e3:,.2f}"
+    assert got[8] == f"{raw['time_per_output_token']['median'] * 1e3:,.2f}"
+    assert "KV usage reads 0" in r.stdout and "the client completed" not in r.stdout  # no client count to compare
+
+    files = [SWEEP / "stage_2_lifecycle_metrics.json", SWEEP / "stage_2_prometheus_metrics.json"]
+    files.append(SWEEP / "summary_prometheus_metrics.json")
+    r = CliRunner().invoke(app, ["analyze", *map(str, files), "--store", str(tmp_path / "b"), "-q"], terminal_width=200)
+    assert r.exit_code == 0, r.output
+    assert list(_rows(r.stdout, "the benchmark client's own summary")) == ["stage", "2"]
+    servers = _rows(r.stdout, "the model server over each stage")
+    assert list(servers) == ["stage", "2", "summary"]
+    raw = json.loads(files[2].read_text())["successes"]
+    assert servers["summary"][1] == f"{raw['count']:,}"

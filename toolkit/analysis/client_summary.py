@@ -272,30 +272,45 @@ def _inference_perf(client: dict[str, Any], server: dict[str, Any] | None) -> di
     ):
         e[f"{key}_s"] = _dist_s(lat.get(name))
     if server is not None:
-        srv = _obj(server["inference_perf"]["summary"].get("successes"))
-        e["server"] = {
-            "source": server["path"],
-            "requests": _whole(srv.get("count")),
-            "rate_per_s": _num(srv.get("rate")),
-            "queue_len_mean": _num(_obj(srv.get("queue_len")).get("mean")),
-            "running_mean": _num(_obj(srv.get("num_requests_running")).get("mean")),
-            "ttft_s": _dist_s(srv.get("time_to_first_token")),
-            "tpot_s": _dist_s(srv.get("time_per_output_token")),
-            "e2e_s": _dist_s(srv.get("request_latency")),
-            "kv_usage_mean": server_kv_usage(srv),
-            "preemptions": _num(_obj(srv.get("num_preemptions_total")).get("mean")),
-            "prefix_cache_hit_share": _num(_obj(srv.get("prefix_cache_hit_percent")).get("mean")),
-        }
-        e["server"]["notes"] = _server_notes(e, srv)
+        e["server"] = _server_side(server, e)
     return e
 
 
-def _server_notes(e: dict[str, Any], written: dict[str, Any]) -> list[str]:
-    """What makes a stage's server figures other than the stage's own requests: the server's count of requests is
-    not the client's (beyond the few percent a rate over a window rounds to), or its KV usage was written as 0
-    while it ran requests (no reading, left NULL: ``kv_unread``); ``written`` the report's ``successes``."""
-    srv, notes = e["server"], []
-    done, seen = e["completed"], srv["requests"]
+def _server_only(server: dict[str, Any]) -> dict[str, Any]:
+    """A stage's ``summarize_prometheus_metrics`` report with no client report of the same stage beside it: an
+    entry whose client figures are NULL (the client's report was not given) and whose ``server`` is the report."""
+    e = _entry(server["path"], server["format"], server["inference_perf"]["stage"])
+    e["server"] = _server_side(server, e)
+    return e
+
+
+def _server_side(server: dict[str, Any], e: dict[str, Any]) -> dict[str, Any]:
+    """The server's figures of a stage (its ``summarize_prometheus_metrics`` report), with the notes on what makes
+    them other than the stage's own requests (``e``: the stage's client entry)."""
+    srv = _obj(server["inference_perf"]["summary"].get("successes"))
+    side = {
+        "source": server["path"],
+        "requests": _whole(srv.get("count")),
+        "rate_per_s": _num(srv.get("rate")),
+        "queue_len_mean": _num(_obj(srv.get("queue_len")).get("mean")),
+        "running_mean": _num(_obj(srv.get("num_requests_running")).get("mean")),
+        "ttft_s": _dist_s(srv.get("time_to_first_token")),
+        "tpot_s": _dist_s(srv.get("time_per_output_token")),
+        "e2e_s": _dist_s(srv.get("request_latency")),
+        "kv_usage_mean": server_kv_usage(srv),
+        "preemptions": _num(_obj(srv.get("num_preemptions_total")).get("mean")),
+        "prefix_cache_hit_share": _num(_obj(srv.get("prefix_cache_hit_percent")).get("mean")),
+    }
+    side["notes"] = _server_notes(e["completed"], side["requests"], srv)
+    return side
+
+
+def _server_notes(done: int | float | None, seen: int | float | None, written: dict[str, Any]) -> list[str]:
+    """What makes a stage's server figures other than the stage's own requests: the server's count of requests
+    (``seen``) is not the client's (``done``, beyond the few percent a rate over a window rounds to), or its KV
+    usage was written as 0 while it ran requests (no reading, left NULL: ``kv_unread``); ``written`` the report's
+    ``successes``."""
+    notes: list[str] = []
     if done and seen and abs(seen - done) > 0.1 * done:
         notes.append(
             f"the server counted {seen:,} requests where the client completed {done:,}: its figures are not those "
@@ -313,7 +328,8 @@ def _stage_order(entry: dict[str, Any]) -> tuple[int, int]:
 
 def client_summary(sources: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Every client-written summary among a run's sources (metadata ``sources``), in source order; an
-    inference-perf sweep's stages in stage order, the run's summary last, each with its server side."""
+    inference-perf sweep's stages in stage order, the run's summary last, each with its server side (a server
+    report given without the client's report of its stage: an entry of its own, the client's figures NULL)."""
     out: list[dict[str, Any]] = []
     servers = {
         (str(Path(s["path"]).parent), s["inference_perf"]["stage"]): s
@@ -334,5 +350,6 @@ def client_summary(sources: list[dict[str, Any]]) -> list[dict[str, Any]]:
             out += _trtllm(s)
         elif (s.get("inference_perf") or {}).get("side") == "client":
             key = (str(Path(s["path"]).parent), s["inference_perf"]["stage"])
-            sweep.append(_inference_perf(s, servers.get(key)))
+            sweep.append(_inference_perf(s, servers.pop(key, None)))
+    sweep += [_server_only(s) for s in servers.values()]  # a server report given without its client's
     return out + sorted(sweep, key=lambda e: (str(Path(e["source"]).parent), *_stage_order(e)))
