@@ -15,7 +15,14 @@ from typing import Any
 from lltrace.reports.charts import build_charts
 from lltrace.reports.labels import QUEUE_PARTS
 from lltrace.reports.page import offline_page
-from lltrace.reports.replay_rows import hit_term, replay_cases, replay_notes, speed_change_note, validation_rows
+from lltrace.reports.replay_rows import (
+    hit_term,
+    match_note,
+    replay_cases,
+    replay_notes,
+    speed_change_note,
+    validation_rows,
+)
 
 
 def _replay_html(rep: dict[str, Any] | None) -> str:
@@ -30,6 +37,9 @@ def _replay_html(rep: dict[str, Any] | None) -> str:
         f"{c['overhead_s'] * 1e3:.2f} ms overhead + {c['c_prefill_s_per_token'] * 1e6:.1f} µs per prefill token + "
         f"{c['c_decode_s_per_token'] * 1e6:.1f} µs per decode token{html.escape(hit_term(c))}{fit}.</p>",
     ]
+    matched = match_note(c.get("decode_match"), "The step cost (the terms above)")
+    if matched:
+        parts.append(f"<p>{html.escape(matched)}.</p>")
     val = validation_rows(rep)
     if val:
 
@@ -55,6 +65,11 @@ def _replay_html(rep: dict[str, Any] | None) -> str:
         note = speed_change_note(rep)
         if note:
             parts.append(f"<p data-key='replay.validation.speed_change'>{html.escape(note)}.</p>")
+        matched = match_note(
+            rep["validation"].get("decode_match"), "The validation's step cost, fitted before the split,"
+        )
+        if matched:
+            parts.append(f"<p>{html.escape(matched)}.</p>")
     else:
         parts.append("<p>Validation: none — the run has no measured latencies to score against.</p>")
 

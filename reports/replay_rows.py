@@ -69,6 +69,14 @@ def hit_term(calibration: dict[str, Any]) -> str:
     return f" + {c_hit * 1e3:.2f} ms per prefill started on a prefix-cache hit" if c_hit > 0 else ""
 
 
+def match_note(match: dict[str, Any] | None, whose: str) -> str | None:
+    """The sentence on how a step cost's level was set against the run's measured decode time (a ``decode_match``
+    of the calibration or the validation; ``whose``: which cost), or None where no match was tried."""
+    if not match:
+        return None
+    return f"{whose} matched to the measured decode time: {match['basis']}"
+
+
 def speed_change_note(doc: dict[str, Any]) -> str | None:
     """The sentence under the validation table on how the engine's own steps changed speed in the scored window
     (``validation.speed_change``), or None where the run has no step log to tell."""

@@ -12,6 +12,7 @@ from rich.text import Text
 from lltrace.reports.numbers import pct, whole
 from lltrace.reports.replay_rows import (
     hit_term,
+    match_note,
     replay_cases,
     replay_notes,
     speed_change_note,
@@ -52,6 +53,9 @@ def render_replay(doc: dict[str, Any]) -> Group:
             "to the last (measured)"
         ),
     ]
+    matched = match_note(c.get("decode_match"), "the step cost (the terms above)")
+    if matched:
+        parts.append(Text(matched))
     kinds = c.get("fit_by_kind") or {}
     if kinds:
         parts.append(
@@ -94,6 +98,11 @@ def render_replay(doc: dict[str, Any]) -> Group:
         note = speed_change_note(doc)
         if note:
             parts.append(Text(note))
+        matched = match_note(
+            doc["validation"].get("decode_match"), "the validation's step cost, fitted before the split,"
+        )
+        if matched:
+            parts.append(Text(matched))
     x = doc.get("cross_validation")
     if x:
         t = Table(title=f"cross-run validation: {x['method']}")

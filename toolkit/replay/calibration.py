@@ -4,6 +4,7 @@ the time a request spends outside the engine (frontend, network)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -219,3 +220,108 @@ def frontend_load(requests: pl.DataFrame, replayed: pl.DataFrame, out: Outside) 
         load_basis=f"frontend time beyond the idle engine's and the step wait, per request the engine held, over "
         f"{int(busy.sum())} arrivals at a busy engine (weighted median)",
     )
+
+
+MATCH_BOUNDS = (0.5, 2.0)
+"""The scales :func:`match_decode` may apply: a step cost off by more than 2x is reported, not rescaled."""
+_MATCH_TOLERANCE = 0.003  # the replayed decode time within 0.3 % of the measured
+_MATCH_EVALUATIONS = 12
+
+
+def match_decode(
+    cost: StepCost, replayed_decode: Callable[[StepCost], float], measured_decode: float, requests: int
+) -> tuple[StepCost, dict[str, Any]]:
+    """``cost`` scaled so that the replay reproduces the decode time its calibration requests measured, and what
+    was done (``decode_match`` of the document's calibration).
+
+    The step cost is fitted to single steps (the engine's log) or to each request's decode time against the
+    batch it measured beside it; the replay then runs its own scheduler, whose batches follow from the steps it
+    prices. Near the engine's capacity a few percent off in the price moves the replayed batch, which moves the
+    steps again: on A_baseline at 40 req/s a 5 % higher step cost replays a 25 % longer decode. So the fit's shape
+    is kept and its level set where the replay meets the run: every time term x k, with k such that the summed
+    engine decode time (first to last token) the replay gives ``requests`` calibration requests equals their
+    measured sum (``replayed_decode(cost)`` and ``measured_decode``). Only calibration requests are used. k is
+    searched on a log scale within ``MATCH_BOUNDS`` (the replayed time grows with k); where the replay cannot
+    meet the measured time there, the cost is kept as fitted and the reason given.
+    """
+    if requests < 10 or not measured_decode > 0:
+        return cost, {"scale": 1.0, "basis": f"not matched: {requests} calibration requests with a decode time"}
+
+    def gap(x: float) -> float:  # log of replayed over measured at scale e^x
+        return float(np.log(replayed_decode(cost.scaled(float(np.exp(x)))) / measured_decode))
+
+    bounds = np.log(MATCH_BOUNDS[0]), np.log(MATCH_BOUNDS[1])
+    a, fa = 0.0, gap(0.0)
+    unscaled, evaluations = float(np.exp(fa)), 1
+    x, f = a, fa
+    if abs(fa) > _MATCH_TOLERANCE:
+        # a bracket: a step of the error against it (the replayed time grows at least in proportion to the cost
+        # near capacity, so this lands near or past the root), widened to the bound while it falls short
+        b = float(np.clip(-fa, *bounds))
+        fb, evaluations = gap(b), evaluations + 1
+        while fb * fa > 0 and b not in bounds and evaluations < _MATCH_EVALUATIONS:
+            a, fa = b, fb
+            b = float(np.clip(2 * b, *bounds))
+            fb, evaluations = gap(b), evaluations + 1
+        if fb * fa > 0 and abs(fb) > _MATCH_TOLERANCE:
+            why = (
+                f"not matched: the replay gives x{unscaled:.2f} the measured decode time, and no scale between "
+                f"x{MATCH_BOUNDS[0]:g} and x{MATCH_BOUNDS[1]:g} meets it"
+            )
+            return cost, {"scale": 1.0, "replayed_over_measured": unscaled, "requests": requests, "basis": why}
+        x, f = b, fb
+        side = 0  # false position with the Illinois rule on the bracket (a, b)
+        while abs(f) > _MATCH_TOLERANCE and evaluations < _MATCH_EVALUATIONS:
+            x = (a * fb - b * fa) / (fb - fa)
+            f, evaluations = gap(x), evaluations + 1
+            if f * fb > 0:
+                b, fb = x, f
+                fa, side = (fa / 2 if side == -1 else fa), -1
+            else:
+                a, fa = x, f
+                fb, side = (fb / 2 if side == 1 else fb), 1
+    k = float(np.exp(x))
+    return cost.scaled(k), {
+        "scale": k,
+        "replayed_over_measured": unscaled,
+        "requests": requests,
+        "basis": f"the fitted step cost x{k:.3f}, with which the replay gives the {requests} calibration requests' "
+        f"measured decode time within {abs(np.expm1(f)):.1%} (x{unscaled:.2f} as fitted)",
+    }
+
+
+def calibration_doc(source: str, cost: StepCost, outside: Outside, stalls: pl.DataFrame | None, t0: float) -> dict:
+    """The replay document's ``calibration``: where the step cost came from, its terms as the replay uses them (after
+    ``match_decode``), the time outside the engine, the fit's quality and the stalls left out of it."""
+    return {
+        "source": source,
+        "form": "step_s = c0 + overhead + c_prefill * prefill_tokens + c_decode * decode_tokens + c_hit * hit_prefills",
+        "c0_s": cost.c0,
+        "overhead_s": cost.overhead,
+        "c_prefill_s_per_token": cost.c_prefill,
+        "c_decode_s_per_token": cost.c_decode,
+        "c_hit_s_per_hit_prefill": cost.c_hit,
+        "steps": cost.steps,
+        "outside_engine_s": {
+            "frontend": outside.frontend,
+            "client_first_token": outside.client_first,
+            "client_last_token": outside.client_last,
+            "frontend_per_request_in_engine": outside.per_request_in_engine,
+            "basis": outside.basis,
+            "load_basis": outside.load_basis,
+        },
+        "r2": cost.r2,
+        "step_mape": cost.mape,
+        "rates": rates(cost),
+        "stalls": None
+        if stalls is None
+        else [
+            {
+                "start_s": r["start_s"] - t0,
+                "duration_s": r["excess_s"],
+                "evidence": f"step {r['step_id']} took {r['wall_s']:.3f} s, {r['predicted_s'] * 1e3:.1f} ms "
+                "predicted from its tokens; left out of the fit, replayed as a pause at its time",
+            }
+            for r in stalls.iter_rows(named=True)
+        ],
+    }

@@ -31,7 +31,8 @@ class StepCost:
     ``overhead`` is time between steps that the steps' own elapsed times do not include (scheduling,
     detokenisation, output processing), measured from the run's step spacing while the engine was busy.
     ``c_hit`` is the extra time of a step for each request whose prompt it starts computing on a prefix-cache hit
-    (fitted only where the run's log places its hits: :func:`fit_step_cost`).
+    (fitted only where the run's log places its hits: :func:`fit_step_cost`). ``scale``: the factor every time
+    term was multiplied by after the fit (``lltrace.replay.calibration.match_decode``), 1 as fitted.
     """
 
     c0: float
@@ -43,6 +44,20 @@ class StepCost:
     r2: float | None = None
     mape: float | None = None
     c_hit: float = 0.0
+    scale: float = 1.0
+
+    def scaled(self, k: float) -> StepCost:
+        """Every time term x ``k`` (``scale`` records the product); the fit's own ``r2`` and ``mape`` kept."""
+        return replace(
+            self,
+            c0=self.c0 * k,
+            c_prefill=self.c_prefill * k,
+            c_decode=self.c_decode * k,
+            c_ctx=self.c_ctx * k,
+            overhead=self.overhead * k,
+            c_hit=self.c_hit * k,
+            scale=self.scale * k,
+        )
 
     def __call__(self, prefill_tokens: int, decode_tokens: int, context_tokens: int, hit_prefills: int = 0) -> float:
         """Predicted wall time of one step (``hit_prefills``: requests it starts prefilling on a prefix-cache hit)."""

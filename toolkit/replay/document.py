@@ -24,13 +24,14 @@ from lltrace.physics.catalog import gpu_of_run
 from lltrace.queries import install_views, thresholds
 from lltrace.replay.calibration import (
     Outside,
+    calibration_doc,
     counted_preemptions,
     engine_config_for,
     frontend_load,
     log_steps,
+    match_decode,
     outside_engine,
     prefix_hits,
-    rates,
     run_model,
 )
 from lltrace.replay.cost import (
@@ -185,6 +186,28 @@ def _busy_intervals(measured: pl.DataFrame) -> list[tuple[float, float]] | None:
     return list(zip(rows["queued_s"].to_list(), rows["finished_s"].to_list(), strict=True))
 
 
+def _matched(
+    replayer: _Replayer,
+    arrival: np.ndarray,
+    cost: StepCost,
+    out: Outside,
+    stalled: pl.DataFrame | None,
+    measured: pl.DataFrame,
+    rows: np.ndarray,
+) -> tuple[StepCost, dict[str, Any]]:
+    """``cost`` matched to the decode time the requests in ``rows`` measured, replayed with every request
+    (``match_decode``)."""
+    decode = measured["decode_s"].to_numpy() if "decode_s" in measured.columns else np.full(measured.height, np.nan)
+    ok = rows & ~np.isnan(decode) & (measured["output_tokens"].to_numpy() > 1)
+
+    def replayed(c: StepCost) -> float:
+        f = replayer.run(arrival, replayer.config({}), c, out, stalled=stalled).requests
+        engine = (f["e2e_s"] - f["ttft_s"]).to_numpy()[ok] - (out.client_last - out.client_first)
+        return float(np.nansum(engine))
+
+    return match_decode(cost, replayed, float(decode[ok].sum()), int(ok.sum()))
+
+
 def _fit_run(run: Run, measured: pl.DataFrame) -> tuple[StepCost, pl.DataFrame | None, Outside]:
     """The step cost (its stalls left out) and the time outside the engine, fitted on all of a run."""
     steps = log_steps(run)
@@ -217,6 +240,9 @@ def _cross_validation(
     )
     if other_replayer.settings["kv_blocks"]["value"] is not None:
         arrival_other = other_measured["arrival_s"].to_numpy()
+        windows = _disturbances(other, stalls, float(arrival_other.min()))
+        clean = ~_touched(other_measured, windows)
+        cost = _matched(other_replayer, arrival_other, cost, out, stalls, other_measured, clean)[0]
         first = other_replayer.run(arrival_other, other_replayer.config({}), cost, out, stalled=stalls).requests
         out = frontend_load(other_measured, first, out)
     arrival = measured["arrival_s"].to_numpy()
@@ -236,6 +262,7 @@ def _cross_validation(
         "overhead_s": cost.overhead,
         "c_prefill_s_per_token": cost.c_prefill,
         "c_decode_s_per_token": cost.c_decode,
+        "scale": cost.scale,
         "preemptions": {"replayed": res.preemptions, "measured": preemptions},
         "preemptions_mape": _mape_count(res.preemptions, preemptions),
     } | doc
@@ -452,6 +479,12 @@ def replay(
     outside_early = outside_engine(measured.filter(pl.Series(early_rows)))
     hits, hits_basis = prefix_hits(run, measured)
     replayer = _Replayer(lengths, hits, settings)
+    fitted, match, early_match = cost, None, None
+    if ref is None:  # each fit's level set where the replay meets its calibration requests' decode time
+        early, early_match = _matched(
+            replayer, arrival, early, outside_early, early_stalls, measured, early_rows & ~touched
+        )
+        cost, match = _matched(replayer, arrival, cost, outside, stalls, measured, ~touched)
     # the frontend's load term, measured against the replay's own step waits (calibration requests only)
     first = replayer.run(arrival, replayer.config({}), early, outside_early, stalled=early_stalls).requests
     outside_early = frontend_load(
@@ -465,6 +498,8 @@ def replay(
         return replayer.run(arrival, replayer.config({}), early, outside_early, stalled=early_stalls).requests
 
     validation = _validation(measured, scored, holdout, held_out, _left_out(measured, touched, arrival >= split))
+    if validation is not None:
+        validation["decode_match"] = early_match
     if validation is not None and from_log:
         until = float((measured["arrival_s"] + measured["e2e_s"].fill_null(0.0)).filter(pl.Series(scored)).max())
         validation["speed_change"] = speed_change(steps, split, until, disturbed, t0)
@@ -498,8 +533,9 @@ def replay(
         },
         "engine": settings,
         "model": None if the_model is None else {"name": the_model.name, "origin": model_origin},
-        "calibration": _calibration(source, cost, outside, stalls, t0)
-        | {"fit_by_kind": fit_by_kind(clean_steps, cost) if from_log and ref is None else None},
+        "calibration": calibration_doc(source, cost, outside, stalls, t0)
+        | {"fit_by_kind": fit_by_kind(clean_steps, fitted) if from_log and ref is None else None}
+        | {"decode_match": match},
         "validation": validation,
         "cross_validation": cross,
         "prefix_cache": None
@@ -557,38 +593,3 @@ def _sweeps(cases: list[WhatIfCase]) -> list[dict[str, Any]]:
         keys = [k for k in cases[idx[0]].settings() if len({str(cases[i].settings()[k]) for i in idx}) > 1]
         out.append({"what_if": asked, "keys": keys, "cases": idx})
     return out
-
-
-def _calibration(source: str, cost: StepCost, outside: Outside, stalls: pl.DataFrame | None, t0: float) -> dict:
-    return {
-        "source": source,
-        "form": "step_s = c0 + overhead + c_prefill * prefill_tokens + c_decode * decode_tokens + c_hit * hit_prefills",
-        "c0_s": cost.c0,
-        "overhead_s": cost.overhead,
-        "c_prefill_s_per_token": cost.c_prefill,
-        "c_decode_s_per_token": cost.c_decode,
-        "c_hit_s_per_hit_prefill": cost.c_hit,
-        "steps": cost.steps,
-        "outside_engine_s": {
-            "frontend": outside.frontend,
-            "client_first_token": outside.client_first,
-            "client_last_token": outside.client_last,
-            "frontend_per_request_in_engine": outside.per_request_in_engine,
-            "basis": outside.basis,
-            "load_basis": outside.load_basis,
-        },
-        "r2": cost.r2,
-        "step_mape": cost.mape,
-        "rates": rates(cost),
-        "stalls": None
-        if stalls is None
-        else [
-            {
-                "start_s": r["start_s"] - t0,
-                "duration_s": r["excess_s"],
-                "evidence": f"step {r['step_id']} took {r['wall_s']:.3f} s, {r['predicted_s'] * 1e3:.1f} ms "
-                "predicted from its tokens; left out of the fit, replayed as a pause at its time",
-            }
-            for r in stalls.iter_rows(named=True)
-        ],
-    }
