@@ -454,6 +454,14 @@ def render(doc: dict[str, Any]) -> Group:
             )
     elif prof is not None:
         parts.append(Text("No GPU activity in this trace (CPU-only profile).", style="dim"))
+    if len(parts) == 1:  # the header alone: nothing these sources measured
+        parts.append(
+            Text(
+                "Nothing measured in these sources: no requests, engine steps or statistics, profiler events or "
+                "client summaries (a configuration, or an empty file). Give them beside the run's measurements.",
+                style="yellow",
+            )
+        )
     return Group(*parts)
 
 

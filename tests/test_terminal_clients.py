@@ -88,3 +88,18 @@ def test_a_server_report_given_alone_is_shown(tmp_path: Path) -> None:
     assert list(servers) == ["stage", "2", "summary"]
     raw = json.loads(files[2].read_text())["successes"]
     assert servers["summary"][1] == f"{raw['count']:,}"
+
+
+def test_sources_with_nothing_measured_are_said_to_be_so(tmp_path: Path) -> None:
+    """A BurstGPT replay tool's configuration file alone (13 appended configurations, no measurements) is read and
+    said to hold nothing measured; beside the engine statistics it configured, the statistics are shown instead."""
+    folder = DATA / "serving" / "vllm_engine_stats_scrape"
+    config, stats = folder / "liao4s_server_log.json", folder / "liao4s_vllm_log_scale100_prompt500.csv"
+    r = CliRunner().invoke(app, ["analyze", str(config), "--store", str(tmp_path), "-q"], terminal_width=200)
+    assert r.exit_code == 0, r.output
+    assert "burstgpt-replay-config" in r.stdout and "Nothing measured in these sources" in r.stdout
+    r = CliRunner().invoke(
+        app, ["analyze", str(config), str(stats), "--store", str(tmp_path / "b"), "-q"], terminal_width=200
+    )
+    assert r.exit_code == 0, r.output
+    assert "Nothing measured" not in r.stdout
