@@ -388,6 +388,9 @@ def render(doc: dict[str, Any]) -> Group:
         if not steps["count"]:
             t.caption = "no engine step markers, ProfilerStep, execute_model or CUDA graph launches found"
         parts.append(t)
+        outlasted = [r for r in steps["by_kind"] if r.get("gpu_longer_steps")]
+        if outlasted:
+            parts.append(Text(_gpu_outlasted(outlasted)))
         by_kernels = (steps.get("count_by_kind_from") or {}).get("kernels")
         if by_kernels:
             parts.append(
@@ -482,3 +485,18 @@ def _p90(w: dict[str, Any], metric: str) -> Text:
         return Text("-")
     hi = "inf" if b is None or b[1] is None else f"{b[1]:g}"
     return Text(f"{v:,.2f} [{'' if b is None else f'{b[0]:g}'}-{hi}]")
+
+
+def _gpu_outlasted(rows: list[dict[str, Any]]) -> str:
+    """The line for steps whose GPU busy time exceeds their CPU span (the table's ms columns are CPU spans)."""
+    kinds = ", ".join(f"{whole(r['gpu_longer_steps'])} of {whole(r['steps'])} {r['kind'] or 'unknown'}" for r in rows)
+    means = "; ".join(
+        f"{r['kind'] or 'unknown'} {_ms(r['gpu_longer_busy_s_mean'])} ms, its first kernel "
+        f"{_ms(r['gpu_longer_start_s_mean'])} ms after the step began"
+        for r in rows
+    )
+    return (
+        f"The GPU was busy longer than the CPU span of {kinds} steps: launched without waiting for their kernels "
+        f"(CUDA graphs, asynchronous scheduling), so the ms columns (CPU spans) are not their time. GPU busy per "
+        f"step, mean: {means}"
+    )

@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 from conftest import DATA, raw_trace, shared_file
+from rich.console import Console
 
 import lltrace
+from lltrace.reports.terminal import print_summary
 
 STEP = re.compile(r"^execute_context_(\d+)\((\d+)(?:_\d+)?\)_generation_(\d+)\((\d+)\)$")
 
@@ -26,8 +28,17 @@ def test_vllm_b200_single_prefill_step_of_888_tokens(store):
     assert (s["kind"], s["prefill_reqs"], s["prefill_tokens"], s["decode_tokens"]) == ("prefill", 1, 888, 0)
     assert s["shape_tokens"] == 888  # vllm::unified_attention_with_output query [888, 8, 64]
     # GPU busy time is the union of the GPU ops launched inside the step (recomputed from raw JSON).
-    d = raw_trace(str(shared_file("torch", "vllm_b200_tp8_gptoss_mxfp4_prefill_eager.rank0.json.gz")))
-    ev = d["traceEvents"]
+    ann, ivs = _raw_step_gpu(shared_file("torch", "vllm_b200_tp8_gptoss_mxfp4_prefill_eager.rank0.json.gz"))
+    busy = _union(ivs)
+    assert s["gpu_busy_s"] == pytest.approx(float(busy) / 1e6, abs=1e-9)
+    assert s["kernels"] == len(ivs)
+    assert s["cuda_graph"] is False
+
+
+def _raw_step_gpu(path: Path) -> tuple[dict, list[tuple[Decimal, Decimal]]]:
+    """The raw trace's one ``execute_…`` step annotation and the GPU ops (kernels, copies, sets) of the runtime
+    calls it launched (same process, launched inside its span), as (start, end) µs."""
+    ev = raw_trace(str(path))["traceEvents"]
     ann = next(e for e in ev if e.get("cat") == "user_annotation" and e["name"].startswith("execute_"))
     t0, t1 = ann["ts"], ann["ts"] + ann["dur"]
     corr = {
@@ -45,6 +56,11 @@ def test_vllm_b200_single_prefill_step_of_888_tokens(store):
         and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
         and e["args"].get("correlation") in corr
     )
+    return ann, ivs
+
+
+def _union(ivs: list[tuple[Decimal, Decimal]]) -> Decimal:
+    """Total length of the union of sorted intervals."""
     busy, cur_s, cur_e = Decimal(0), None, None
     for a, b in ivs:
         if cur_e is None or a > cur_e:
@@ -53,10 +69,44 @@ def test_vllm_b200_single_prefill_step_of_888_tokens(store):
             cur_s, cur_e = a, b
         else:
             cur_e = max(cur_e, b)
-    busy += cur_e - cur_s
-    assert s["gpu_busy_s"] == pytest.approx(float(busy) / 1e6, abs=1e-9)
-    assert s["kernels"] == len(ivs)
-    assert s["cuda_graph"] is False
+    return busy + (cur_e - cur_s)
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("vllm_v1_mi300x_decode_fullgraph_bs32.AMD.json.gz", "decode"),
+        ("vllm_v1_mi300x_mixed_piecewise_8155p37d.AMD.json.gz", "mixed"),
+        ("vllm_b200_tp8_gptoss_mxfp4_prefill_eager.rank0.json.gz", "prefill"),
+    ],
+)
+def test_a_step_whose_gpu_work_outlasts_its_cpu_span_is_told(name, kind, tmp_path):
+    """vLLM's CUDA-graph steps on MI300X return on the CPU long before their kernels run (full graph: a 2.4 ms
+    annotation, 10.7 ms of GPU work after it): the table's ms columns are CPU spans, so the steps whose GPU busy
+    time exceeds their span are counted and their GPU time shown. The eager B200 step waits for its kernels:
+    nothing to tell. Expected values from the raw JSON."""
+    path = shared_file("torch", name)
+    ann, ivs = _raw_step_gpu(path)
+    busy_s = float(_union(ivs)) / 1e6
+    longer = busy_s > float(ann["dur"]) / 1e6
+    assert longer == (kind != "prefill")  # the premise, from the raw file
+    result = lltrace.analyze([path], store=tmp_path / "s")
+    (row,) = [r for r in result.to_dict()["steps"]["by_kind"] if r["kind"] == kind]
+    assert row["wall_s_mean"] == pytest.approx(float(ann["dur"]) / 1e6, abs=1e-9)
+    console = Console(width=300, record=True)
+    print_summary(result.to_dict(), console)
+    text = console.export_text()
+    if not longer:
+        assert row["gpu_longer_steps"] == 0 and row["gpu_longer_busy_s_mean"] is None
+        assert "busy longer than the CPU span" not in text
+        return
+    assert row["gpu_longer_steps"] == 1
+    assert row["gpu_longer_busy_s_mean"] == pytest.approx(busy_s, abs=1e-9)
+    assert row["gpu_longer_start_s_mean"] == pytest.approx(float(ivs[0][0] - ann["ts"]) / 1e6, abs=1e-9)
+    assert (
+        f"The GPU was busy longer than the CPU span of 1 of 1 {kind} steps" in text
+        and f"GPU busy per step, mean: {kind} {busy_s * 1e3:.2f} ms" in text
+    )
 
 
 def test_sglang_mi300x_decode_step_of_batch_32(store):
