@@ -128,6 +128,9 @@ def _headline(doc: dict[str, Any]) -> str:
         ]
         if unknown and att["queue"]["total_s"]:
             parts.append(f"<p>Queue split, not known: {html.escape('; '.join(unknown))}.</p>")
+        preemptions = (doc.get("kv") or {}).get("preemptions")
+        if preemptions and not att["preempted"]["total_s"] and att["preempted"].get("note"):
+            parts.append(f"<p>Preempted: {preemptions:,.0f} preemptions, {html.escape(att['preempted']['note'])}.</p>")
     kv = doc.get("kv")
     if kv and kv.get("preemptions") is not None:
         parts.append(

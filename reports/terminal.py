@@ -22,11 +22,15 @@ def render(doc: dict[str, Any]) -> Group:
     run = doc["run"]
     head = Text()
     head.append(f"run {run['id']}\n", style="bold")
-    for s in run["sources"]:
+    for group in _source_groups(run["sources"]):
+        s = group[0]
         dropped = ", ".join(f"{k} {v:,}" for k, v in (s.get("dropped") or {}).items()) or "none"
+        last = str(group[-1]["path"]).rpartition("/")[2]
+        where = s["path"] if len(group) == 1 else f"{s['path']} … {last} ({len(group):,} files)"
+        records = sum(g.get("records") or 0 for g in group) if any(g.get("records") for g in group) else None
         head.append(
-            f"  {s['path']}\n    {s['format']} · {s.get('version') or 'version unknown'} · "
-            f"{whole(s.get('records'))} events · dropped: {dropped}\n"
+            f"  {where}\n    {s['format']} · {s.get('version') or 'version unknown'} · "
+            f"{whole(records)} events · dropped: {dropped}\n"
         )
         for w in s.get("warnings") or []:
             head.append(f"    warning: {w}\n", style="yellow")
@@ -139,6 +143,9 @@ def render(doc: dict[str, Any]) -> Group:
         parts.append(t)
         if unknown and att["queue"]["total_s"]:
             parts.append(Text("queue split, not known: " + "; ".join(unknown)))
+        preemptions = (doc.get("kv") or {}).get("preemptions")
+        if preemptions and not att["preempted"]["total_s"] and att["preempted"].get("note"):
+            parts.append(Text(f"preempted: {whole(preemptions)} preemptions, {att['preempted']['note']}"))
         rates = []
         if att.get("prefill_tokens_per_s"):
             rates.append(f"measured prefill rate {att['prefill_tokens_per_s']:,.0f} tok/s")
@@ -500,3 +507,21 @@ def _gpu_outlasted(rows: list[dict[str, Any]]) -> str:
         f"(CUDA graphs, asynchronous scheduling), so the ms columns (CPU spans) are not their time. GPU busy per "
         f"step, mean: {means}"
     )
+
+
+def _source_groups(sources: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """The run's sources in order, consecutive ones of one folder, format and version that dropped nothing and
+    warned of nothing (a Prometheus scrape every 15 s, for an hour) together: three or more are one entry."""
+
+    def key(s: dict[str, Any]) -> tuple | None:
+        if s.get("dropped") or s.get("warnings"):
+            return None
+        return (str(s["path"]).rpartition("/")[0], s["format"], s.get("version"))
+
+    groups: list[list[dict[str, Any]]] = []
+    for s in sources:
+        if groups and key(s) is not None and key(s) == key(groups[-1][-1]):
+            groups[-1].append(s)
+        else:
+            groups.append([s])
+    return [g for group in groups for g in ([group] if len(group) >= 3 else [[s] for s in group])]

@@ -34,6 +34,7 @@ def test_run_b_report_offline_with_the_documents_numbers(tmp_path):
     assert shown["attribution.queue.total_s"] == f"{doc['attribution']['queue']['total_s']:,.3f}"
     assert shown["attribution.decode.share"] == f"{doc['attribution']['decode']['share']:.1%}"
     assert doc["classification"]["label"] in page
+    assert "<p>Preempted: 55 preemptions, no source timed preemptions: preempted time stays inside" in page
     # the stored run can be named instead of its files
     r = runner.invoke(app, ["report", "--store", str(store), doc["run"]["id"], "-o", str(tmp_path / "again.html")])
     assert r.exit_code == 0 and (tmp_path / "again.html").stat().st_size > 100_000
