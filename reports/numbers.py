@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from typing import Any
 
 
@@ -23,3 +24,10 @@ def per_s(v: float) -> str:
 def whole(v: Any) -> str:
     """A count with thousands separators ("-" when unknown)."""
     return "-" if v is None else f"{int(v):,}"
+
+
+def window_label(t: float) -> str:
+    """A window's start: a UTC date, or hours from the trace start for traces on a relative clock."""
+    if t < 1e9:  # before 2001: a relative clock (Mooncake ms from 0, BurstGPT seconds from day 1)
+        return f"trace start +{t / 3600:,.1f} h"
+    return datetime.fromtimestamp(t, tz=timezone.utc).strftime("%Y-%m-%d %H:%M")

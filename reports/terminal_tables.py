@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from lltrace.reports.labels import QUEUE_PARTS
+from lltrace.reports.numbers import pct, whole, window_label
 
 _PART_LABEL = dict(QUEUE_PARTS)
 
@@ -85,3 +86,43 @@ def formats_text(formats: Sequence[Any]) -> Group:
         ]
         parts += [Text(f"  version: {v}") for v in f.versions]
     return Group(*parts)
+
+
+def weekly_table(doc: dict[str, Any]) -> Group:
+    """The weekly document on the terminal, one row per window: its traffic (the verdict, request count and median
+    lengths), tail latency and KV pressure, then what changed between windows. The HTML report draws these and the
+    rest (prefill share, p50s) as charts."""
+    by_requests = doc.get("figures", "requests") == "requests"
+    t = Table(
+        title=f"{len(doc['windows'])} windows of one {doc['window']} (UTC; latencies in s; traffic classified by "
+        f"{doc['classification_basis']}{'' if by_requests else '; engine histograms: estimates within a bucket'})"
+    )
+    heads = ["window", "requests", "traffic", "in/out p50", "TTFT p90", "e2e p90", "queue", "KV peak", "preempted"]
+    labels = max((len(w.get("label") or "-") for w in doc["windows"]), default=7)
+    for col in heads:
+        t.add_column(
+            col,
+            justify="left" if col in ("window", "traffic") else "right",
+            no_wrap=col == "window",
+            min_width=labels if col == "traffic" else None,
+        )
+
+    def num(v: float | None, fmt: str) -> str:
+        return "-" if v is None else f"{v:{fmt}}"
+
+    for w in doc["windows"]:
+        t.add_row(
+            window_label(w["window_start_s"]),
+            whole(w.get("requests")),
+            w.get("label") or "-",
+            f"{num(w.get('input_p50'), ',.0f')}/{num(w.get('output_p50'), ',.0f')}",
+            num(w.get("ttft_p90"), ",.3f"),
+            num(w.get("e2e_p90"), ",.3f"),
+            pct(w.get("queue_share")),
+            pct(w.get("peak_kv_usage")),
+            whole(w.get("preemptions")),
+        )
+    changes = [(window_label(w["window_start_s"]), "; ".join(w["changes"])) for w in doc["windows"] if w["changes"]]
+    lines = [Text("What changed: " + ("" if changes else "nothing beyond the thresholds"))]
+    lines += [Text(f"  {when}: {what}") for when, what in changes]
+    return Group(t, *lines)

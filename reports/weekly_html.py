@@ -3,25 +3,18 @@
 from __future__ import annotations
 
 import html
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import altair as alt
 
+from lltrace.reports.numbers import window_label
 from lltrace.reports.page import data, melt, offline_page
-
-
-def _label(t: float) -> str:
-    """A window's start: a UTC date, or hours from the trace start for traces on a relative clock."""
-    if t < 1e9:  # before 2001: a relative clock (Mooncake ms from 0, BurstGPT seconds from day 1)
-        return f"trace start +{t / 3600:,.1f} h"
-    return datetime.fromtimestamp(t, tz=timezone.utc).strftime("%Y-%m-%d %H:%M")
 
 
 def write_weekly_html(doc: dict[str, Any], output: Path) -> None:
     """Write the HTML (offline: Vega inlined)."""
-    rows = [{**w, "window": _label(w["window_start_s"])} for w in doc["windows"]]
+    rows = [{**w, "window": window_label(w["window_start_s"])} for w in doc["windows"]]
     order = [r["window"] for r in rows]
     x = alt.X("window:N", sort=order, title=f"window ({doc['window']})")
     by_requests = doc.get("figures", "requests") == "requests"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import datetime, timezone
 
 from conftest import DATA
 from typer.testing import CliRunner
@@ -48,6 +49,30 @@ def test_weekly_over_azure_traces_and_a_vllm_run(tmp_path):
     assert vllm["ttft_p50"] is not None and vllm["peak_kv_usage"] == 1.0 and vllm["preemptions"] >= 1
     page = out.read_text()
     assert not re.search(r"<script[^>]+src=", page) and "lltrace weekly" in page
+    # without --json: one row per window on the terminal, the document's figures, and what changed
+    args = ["weekly", "--store", str(store), "-o", str(out), "--window", "hour", "--model", "llama-2-70b"]
+    r = CliRunner().invoke(app, [*args, "--gpu", "H100-SXM"], terminal_width=200)
+    assert r.exit_code == 0, r.output
+    rows = {
+        cells[0]: cells[1:]
+        for ln in r.stdout.splitlines()
+        if (cells := [c.strip() for c in ln.split("│")[1:-1]]) and re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d$", cells[0])
+    }
+    assert len(rows) == len(windows)
+    when = datetime.fromtimestamp(vllm["window_start_s"], tz=timezone.utc).strftime("%Y-%m-%d %H:%M")
+    assert rows[when] == [
+        f"{vllm['requests']:,}",
+        vllm["label"],
+        f"{vllm['input_p50']:,.0f}/{vllm['output_p50']:,.0f}",
+        f"{vllm['ttft_p90']:,.3f}",
+        f"{vllm['e2e_p90']:,.3f}",
+        f"{vllm['queue_share'] * 100:.1f}%",
+        "100.0%",
+        f"{vllm['preemptions']:,.0f}",
+    ]
+    said = " ".join(r.stdout.split())
+    assert all(" ".join(change.split()) in said for w in windows for change in w["changes"])
+    assert any(w["changes"] for w in windows)
 
 
 def test_weekly_needs_runs(tmp_path):

@@ -330,6 +330,9 @@ def weekly_cli(
     if as_json:
         _json(doc)
     else:
+        from lltrace.reports.terminal_tables import weekly_table
+
+        out.print(weekly_table(doc))
         out.print(f"{output}: {len(doc['windows'])} windows of one {doc['window']}", markup=False, highlight=False)
 
 
