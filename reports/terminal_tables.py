@@ -34,7 +34,18 @@ def diff_table(doc: dict[str, Any]) -> Group:
             "-" if v["delta_s"] is None else f"{v['delta_s']:+.3f}",
             share,
         )
-    return Group(t, Text(doc["verdict"]))
+    lines = [Text(doc["verdict"])]
+    counts = [doc[side].get("preemptions") for side in ("baseline", "incident")]
+    preempted = doc["components"].get("preempted") or {}
+    if any(counts) and not preempted.get("baseline_s") and not preempted.get("incident_s"):
+        # a timed preemption lasts: zero on both sides beside preemptions means no source timed them
+        lines.append(
+            Text(
+                f"preempted: {whole(counts[0])} → {whole(counts[1])} preemptions, timed by no source: their time stays "
+                "inside prefill/decode"
+            )
+        )
+    return Group(t, *lines)
 
 
 def _side(side: dict[str, Any]) -> str:

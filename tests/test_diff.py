@@ -29,6 +29,21 @@ def test_b_to_b2_is_queueing_under_kv_pressure_not_decode_speed(tmp_path):
     assert c["kv_wait"]["delta_s"] / c["queue"]["delta_s"] > 0.5  # most of the queueing saved was KV wait
     assert doc["incident"]["preemptions"] < doc["baseline"]["preemptions"] == 55
     assert "queue" in doc["verdict"] and "KV-cache room" in doc["verdict"]
+    # the terminal: no source timed B's or B2's preemptions (the engine's counter: 55 and 37), and it says so
+    r = CliRunner().invoke(
+        app, ["diff", "--store", str(tmp_path / "s"), doc["baseline"]["run"], doc["incident"]["run"]]
+    )
+    assert r.exit_code == 0, r.output
+    counts = [
+        next(
+            float(ln.split()[-1])
+            for ln in (DATA / "vllm_cpu" / run / "metrics_final.prom").read_text().splitlines()
+            if ln.startswith("vllm:num_preemptions_total{")
+        )
+        for run in ("B_kvpressure", "B2_kv2x")
+    ]
+    assert c["preempted"]["baseline_s"] == c["preempted"]["incident_s"] == 0
+    assert f"preempted: {counts[0]:,.0f} → {counts[1]:,.0f} preemptions, timed by no source" in r.stdout
 
 
 def test_runs_with_disjoint_mixes_are_not_normalised(tmp_path):
