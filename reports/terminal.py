@@ -148,7 +148,13 @@ def render(doc: dict[str, Any]) -> Group:
             parts.append(Text(f"preempted: {whole(preemptions)} preemptions, {att['preempted']['note']}"))
         rates = []
         if att.get("prefill_tokens_per_s"):
-            rates.append(f"measured prefill rate {att['prefill_tokens_per_s']:,.0f} tok/s")
+            rate = f"measured prefill rate {att['prefill_tokens_per_s']:,.0f} tok/s"
+            if att.get("prefill_cached_tokens") and att.get("prefill_computed_tokens_per_s"):
+                rate += (
+                    f" of prompt tokens ({att['prefill_computed_tokens_per_s']:,.0f} tok/s of those computed: "
+                    f"{att['prefill_cached_tokens']:,.0f} came from the prefix cache)"
+                )
+            rates.append(rate)
         if att.get("decode_s_per_token"):
             rates.append(f"decode {att['decode_s_per_token'] * 1e3:,.2f} ms/token")
         if att.get("clock_errors"):

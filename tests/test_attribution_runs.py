@@ -80,3 +80,44 @@ def test_run_b_interference_is_measured_from_its_iteration_log(docs):
     inter = docs["B_kvpressure"]["attribution"]["interference"]
     assert inter["basis"] == "estimated" and inter["mixed_steps"] == 76  # mixed Iteration lines of the log
     assert inter["total_s"] > 0 and 0 < inter["share_of_parent"] < 1
+
+
+def _spans(run: str) -> list[dict[str, float]]:
+    """The run's ``llm_request`` spans' numeric attributes, read from the raw OTLP/JSON lines."""
+    import json
+
+    out = []
+    for line in (DATA / "vllm_cpu" / run / "otlp" / "traces.otlp.jsonl").read_text().splitlines():
+        for rs in json.loads(line).get("resourceSpans", []):
+            for ss in rs.get("scopeSpans", []):
+                for sp in ss.get("spans", []):
+                    if sp["name"] == "llm_request":
+                        out.append(
+                            {
+                                a["key"]: float(next(iter(a["value"].values())))
+                                for a in sp["attributes"]
+                                if a["key"].startswith("gen_ai.")
+                                and "Value" in next(iter(a["value"]))
+                                and next(iter(a["value"])) in ("intValue", "doubleValue")
+                            }
+                        )
+    return out
+
+
+def test_the_prefill_rate_of_a_run_with_prefix_caching_says_what_was_computed(tmp_path):
+    """E took 59,392 of its 69,319 prompt tokens from the prefix cache (the engine's counters). Its measured
+    prefill rate counts every prompt token; beside it, the rate of the tokens the engine computed: the same prefill
+    time over 9,927 tokens. Expected values from the raw spans and the final scrape."""
+    doc = lltrace.analyze([DATA / "vllm_cpu" / "E_prefix"], store=tmp_path / "s").to_dict()
+    att = doc["attribution"]
+    spans = _spans("E_prefix")
+    prompt = sum(s["gen_ai.usage.prompt_tokens"] for s in spans)
+    prefill_s = sum(s["gen_ai.latency.time_in_model_prefill"] for s in spans)
+    final = (DATA / "vllm_cpu" / "E_prefix" / "metrics_final.prom").read_text().splitlines()
+    hits = next(float(ln.split()[-1]) for ln in final if ln.startswith("vllm:prefix_cache_hits_total{"))
+    assert (len(spans), prompt, hits) == (120, 69_319, 59_392)
+    assert att["prefill_tokens_per_s"] == pytest.approx(prompt / prefill_s, rel=1e-6)
+    assert att["prefill_cached_tokens"] == hits
+    assert att["prefill_computed_tokens_per_s"] == pytest.approx((prompt - hits) / prefill_s, rel=1e-6)
+    b = lltrace.analyze([DATA / "vllm_cpu" / "B_kvpressure"], store=tmp_path / "s").to_dict()["attribution"]
+    assert b["prefill_cached_tokens"] is None and b["prefill_computed_tokens_per_s"] is None  # no figure per request

@@ -295,6 +295,8 @@ def _attribution(a: dict[str, Any]) -> dict[str, Any]:
     out["clock_errors"] = a["clock_errors"]
     out["e2e_s_total"] = a["e2e_s"]
     out["prefill_tokens_per_s"] = a["prefill_tokens_per_s"]
+    out["prefill_cached_tokens"] = a["prefill_cached_tokens"]
+    out["prefill_computed_tokens_per_s"] = a["prefill_computed_tokens_per_s"]
     out["decode_s_per_token"] = a["decode_s_per_token"]
     return out
 
