@@ -35,16 +35,10 @@ def diff_table(doc: dict[str, Any]) -> Group:
             share,
         )
     lines = [Text(doc["verdict"])]
-    counts = [doc[side].get("preemptions") for side in ("baseline", "incident")]
-    preempted = doc["components"].get("preempted") or {}
-    if any(counts) and not preempted.get("baseline_s") and not preempted.get("incident_s"):
-        # a timed preemption lasts: zero on both sides beside preemptions means no source timed them
-        lines.append(
-            Text(
-                f"preempted: {whole(counts[0])} → {whole(counts[1])} preemptions, timed by no source: their time stays "
-                "inside prefill/decode"
-            )
-        )
+    note = (doc["components"].get("preempted") or {}).get("note")
+    if note:
+        counts = " → ".join(whole(doc[side].get("preemptions")) for side in ("baseline", "incident"))
+        lines.append(Text(f"preempted: {counts} preemptions, {note}"))
     return Group(t, *lines)
 
 

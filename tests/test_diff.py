@@ -43,7 +43,7 @@ def test_b_to_b2_is_queueing_under_kv_pressure_not_decode_speed(tmp_path):
         for run in ("B_kvpressure", "B2_kv2x")
     ]
     assert c["preempted"]["baseline_s"] == c["preempted"]["incident_s"] == 0
-    assert f"preempted: {counts[0]:,.0f} → {counts[1]:,.0f} preemptions, timed by no source" in r.stdout
+    assert f"preempted: {counts[0]:,.0f} → {counts[1]:,.0f} preemptions, no source timed preemptions" in r.stdout
 
 
 def test_runs_with_disjoint_mixes_are_not_normalised(tmp_path):

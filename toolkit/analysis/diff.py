@@ -119,6 +119,9 @@ def diff(
             bv = sum(r["n"] * r[c] for r in b.values()) / nb if nb else float("nan")
             iv = sum(r["n"] * r[c] for r in i.values()) / ni if ni else float("nan")
         comps[c] = {"baseline_s": bv, "incident_s": iv, "delta_s": iv - bv}
+    if any(preemptions.values()) and not comps["preempted"]["baseline_s"] and not comps["preempted"]["incident_s"]:
+        # a timed preemption lasts: none on either side beside preemptions means no source timed them
+        comps["preempted"]["note"] = "no source timed preemptions: preempted time stays inside prefill/decode"
     total = sum(comps[c]["delta_s"] for c in ADDITIVE)
     for c in COMPONENTS:
         comps[c]["share_of_change"] = comps[c]["delta_s"] / total if total else None
