@@ -103,8 +103,10 @@ def render(doc: dict[str, Any]) -> Group:
         )
     gpu = run.get("gpu")
     model = run.get("model")
+    seen = run.get("gpu_not_in_catalog")
+    named = f" ({seen['origin'] or 'named'}: {seen['name']}, not in lltrace's GPU catalog)" if seen else ""
     head.append(
-        f"  GPU: {gpu['name'] + ' (' + gpu['origin'] + ')' if gpu else 'unknown'}"
+        f"  GPU: {gpu['name'] + ' (' + gpu['origin'] + ')' if gpu else 'unknown'}{named}"
         f" · model: {model['name'] if model else 'unknown'}"
     )
     parts.append(Panel(head, title="lltrace analyze", expand=False))

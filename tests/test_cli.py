@@ -227,3 +227,25 @@ def test_a_run_folders_scrapes_are_one_header_entry_and_untimed_preemptions_are_
         f"preempted: {preemptions:,.0f} preemptions, no source timed preemptions: preempted time stays inside "
         "prefill/decode" in out
     )
+
+
+def test_a_gpu_the_trace_names_but_the_catalog_lacks_is_said_by_name(store, tmp_path):
+    # a real A100 trace whose deviceProperties name a GPU lltrace has no figures for (AWS's A10G)
+    doc = json.loads(gzip.decompress(shared_file("torch", "hta_a100_triton_kernel_tiny.json.gz").read_bytes()))
+    for dev in doc["deviceProperties"]:
+        dev["name"] = "NVIDIA A10G"
+    path = tmp_path / "a10g.json"
+    path.write_text(json.dumps(doc))
+    r = run("analyze", "--store", str(store), str(path))
+    assert r.exit_code == 0, r.output
+    said = "".join(c for c in r.stdout if c not in "│ \n")  # the header panel may wrap the line anywhere
+    assert "GPU:unknown(" in said and "a10g.jsondeviceProperties:NVIDIAA10G,notinlltrace'sGPUcatalog)" in said
+    found = json.loads(run("analyze", "--store", str(store), "--json", str(path)).stdout)["run"]
+    assert found["gpu"] is None and found["gpu_not_in_catalog"]["name"] == "NVIDIA A10G"
+    # the unedited trace: its A100 is in the catalog, and nothing is said of a missing one
+    found = json.loads(
+        run(
+            "analyze", "--store", str(store), "--json", str(shared_file("torch", "hta_a100_triton_kernel_tiny.json.gz"))
+        ).stdout
+    )["run"]
+    assert found["gpu"]["name"] == "A100-40GB" and found["gpu_not_in_catalog"] is None

@@ -118,6 +118,27 @@ def test_kernel_rules_are_valid_and_cover_known_kernels():
         "BatchPrefillWithPagedKVCacheKernel<>": ("attention", "prefill"),
         "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevComm*, unsigned long, ncclWork*)": ("communication", None),
         "void vllm::cross_device_reduce_1stage<__nv_bfloat16, 8>": ("communication", None),
+        # the expert-parallel all-to-all: DeepSeek's H800 profile (deepseek-ai/profile-data train.json, 46 % of its
+        # GPU time) and DeepEP's and MoRI's kernels as their sources name them
+        "void dpsk::ep::internode::combine<false, 8, __nv_bfloat16, 8, 2, 16, 24>(int4*, float*)": (
+            "communication",
+            None,
+        ),
+        "void dpsk::ep::internode::cached_notify<false>(int, int, int, int, int*, int)": ("communication", None),
+        "void deep_ep::internode_ll::dispatch<true, 3, 7168>(void*, float*)": ("communication", None),
+        "void deep_ep::intranode::notify_dispatch<8>(int const*, int*)": ("communication", None),
+        "void mori::moe::EpCombineIntraNodeKernel<__hip_bfloat16>(mori::moe::EpDispatchCombineArgs)": (
+            "communication",
+            None,
+        ),
+        "void cuda::per_token_cast_to_fp8_with_channels<__nv_bfloat16, 128, false, 128, false>(__nv_bfloat16*)": (
+            "elementwise",
+            None,
+        ),
+        "void cuda::batched_transpose<512, 128, 1, 1>(unsigned char const*, unsigned char*, int)": (
+            "elementwise",
+            None,
+        ),
         "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64": ("gemm", None),
         "Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT64x32x256": ("gemm", None),
         "void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16>": ("memory", "kv_write"),

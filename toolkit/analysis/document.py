@@ -66,6 +66,13 @@ def _prefix_caching(con: duckdb.DuckDBPyConnection) -> bool | None:
     return None if found is None or found[0] is None else bool(found[0])
 
 
+def _gpu_not_in_catalog(meta: dict[str, Any]) -> dict[str, Any] | None:
+    """The GPU a source names (a trace's ``deviceProperties``) when lltrace's catalog does not know it: said by name,
+    so that "unknown" is kept for runs that name none."""
+    det = (meta.get("detected") or {}).get("gpu") or {}
+    return {"name": det["name"], "origin": det.get("origin")} if det.get("name") else None
+
+
 @dataclass
 class Analysis:
     """The result of ``analyze``: the run and its analysis document."""
@@ -123,6 +130,7 @@ def analyze(
                 ],
                 "join": _join(meta.get("join")),
                 "gpu": {"name": gpu_obj.name, "origin": gpu_origin} if gpu_obj else None,
+                "gpu_not_in_catalog": _gpu_not_in_catalog(meta) if gpu_obj is None else None,
                 "model": {"name": model_obj.name, "origin": "option --model"} if model_obj else None,
             },
             "requests": _requests(con) if "requests" in present else None,

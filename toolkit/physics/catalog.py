@@ -129,9 +129,10 @@ def find_gpu(name: str, memory_bytes: int | None = None) -> GPU | None:
     aliases = _aliases("gpus.csv")
     hit = aliases.get(key)
     if hit is None:
-        # deviceProperties spellings such as "NVIDIA H100 80GB HBM3" or "NVIDIA A100-SXM4-80GB".
+        # deviceProperties spellings such as "NVIDIA H100 80GB HBM3" or "NVIDIA A100-SXM4-80GB": an alias as a
+        # whole part of the name ("l4" is not in "l40", "a10" not in "a10g", which are other GPUs).
         for alias in sorted(aliases, key=len, reverse=True):
-            if alias and alias in key:
+            if alias and re.search(rf"(?<![a-z0-9]){re.escape(alias)}(?![a-z0-9])", key):
                 hit = aliases[alias]
                 break
     if hit is None:
