@@ -371,10 +371,10 @@ def _guidellm_summary(bench: dict[str, Any]) -> dict[str, Any]:
     settings = bench.get("config") or bench.get("args")
     settings = settings if isinstance(settings, dict) else {}
     strategy = settings.get("strategy") if isinstance(settings.get("strategy"), dict) else {}
+    raw = bench.get("metrics") if isinstance(bench.get("metrics"), dict) else {}
     metrics: dict[str, Any] = {}
     for name in _GUIDELLM_METRICS:
-        metrics = bench.get("metrics") if isinstance(bench.get("metrics"), dict) else {}
-        d = metrics.get(name)
+        d = raw.get(name)
         ok = d.get("successful") if isinstance(d, dict) else None
         if isinstance(ok, dict):
             pct = ok.get("percentiles") if isinstance(ok.get("percentiles"), dict) else {}
@@ -389,8 +389,7 @@ def _guidellm_summary(bench: dict[str, Any]) -> dict[str, Any]:
         "strategy": strategy.get("type_"),
         "rate": strategy.get("rate"),
         "duration": bench.get("duration"),
-        "request_totals": bench.get("request_totals")
-        or (bench.get("metrics") if isinstance(bench.get("metrics"), dict) else {}).get("request_totals"),
+        "request_totals": bench.get("request_totals") or raw.get("request_totals"),
         "metrics": metrics,
     }
 
