@@ -22,8 +22,11 @@ def per_s(v: float) -> str:
 
 
 def whole(v: Any) -> str:
-    """A count with thousands separators ("-" when unknown)."""
-    return "-" if v is None else f"{int(v):,}"
+    """A count with thousands separators ("-" when unknown); a rate or mean to the nearest whole (209.97 is 210, as
+    the tool that wrote it prints it), never cut."""
+    if v is None:
+        return "-"
+    return f"{v:,}" if isinstance(v, int) else f"{float(v):,.0f}"
 
 
 def window_label(t: float) -> str:
