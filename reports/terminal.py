@@ -326,7 +326,10 @@ def render(doc: dict[str, Any]) -> Group:
 
     quantiles = [q for q in doc.get("engine_quantiles") or [] if q["observations"]]
     if quantiles:
-        t = Table(title="Engine's own histograms: quantile estimates (the bucket holding each is its precision)")
+        t = Table(
+            title="Engine's own histograms: quantile estimates (the bucket holding each is its precision; "
+            "≤: at most this: the bucket's upper edge, or the bound its mean sets)"
+        )
         for col in ("metric", "observations", "p50", "p90", "p99", "unit"):
             t.add_column(col, justify="left" if col in ("metric", "unit") else "right")
 
@@ -335,6 +338,8 @@ def render(doc: dict[str, Any]) -> Group:
 
         def est(q: dict[str, Any], p: str, scale: float) -> str:
             hi = q[f"{p}_hi"]
+            if hi is not None and q[p] == hi:  # the estimate is its bucket's upper edge, or the mean's bound on it
+                return f"≤ {fig(hi * scale)}"
             return f"{fig(q[p] * scale)} [{fig(q[f'{p}_lo'] * scale)}-{'inf' if hi is None else fig(hi * scale)}]"
 
         for q in quantiles:
@@ -498,6 +503,8 @@ def _p90(w: dict[str, Any], metric: str) -> Text:
     v, b = w.get(f"{metric}_p90"), w.get(f"{metric}_p90_bucket")
     if v is None:
         return Text("-")
+    if b is not None and b[1] is not None and v == b[1]:  # the bucket's upper edge, or the mean's bound on it
+        return Text(f"≤ {v:.3g}")
     hi = "inf" if b is None or b[1] is None else f"{b[1]:g}"
     return Text(f"{v:,.2f} [{'' if b is None else f'{b[0]:g}'}-{hi}]")
 

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import DATA
+from conftest import DATA, SAMPLES
 
 import lltrace
 
@@ -172,6 +172,55 @@ def test_histogram_quantiles_lie_within_a_bucket_of_the_spans(run: str, tmp_path
         for e, s in zip(est[1:], spans[1], strict=True):
             assert abs(_bucket_index(bounds, e) - _bucket_index(bounds, s)) <= 1, (metric, e, s)
     con.close()
+
+
+_SUMMED = {  # the histograms whose sum engine_stats holds: the span attribute of the same latency
+    "queue_time": "queue_s",
+    "ttft": "server_ttft_s",
+    "e2e": "server_e2e_s",
+    "prefill_time": "prefill_s",
+    "decode_time": "decode_s",
+}
+
+
+@pytest.mark.parametrize(
+    "folder",
+    [DATA / "vllm_cpu" / r for r in ("A_baseline", "B_kvpressure", "B2_kv2x", "D_chunked", "E_prefix")]
+    + [SAMPLES / "vllm_cpu_limits" / r for r in ("F_slots", "H2_pfx_off", "K_guidellm")],
+    ids=lambda p: p.name,
+)
+def test_the_histograms_mean_bounds_each_quantile_and_the_spans_agree(folder: Path, tmp_path: Path) -> None:
+    """Where the engine exports a histogram's sum, its mean m caps each q-quantile at m / (1 - q) (Markov). vLLM's
+    queue and prefill buckets start at 0.3 s, so before the cap a run whose requests never waited read a median
+    queue of 150 ms. Checked on real runs against the spans' own order statistics (quantile_disc: the value at
+    rank q * n), in every run whose histograms counted exactly the requests its spans hold: each lies within the
+    bucket the estimate gives, cap included, and the cap is m / (1 - q) of the spans' own mean."""
+    r = lltrace.ingest([folder], store=tmp_path)
+    con = r.store.connect([r.id])
+    n_spans = con.execute("SELECT count(*) FROM requests WHERE server_e2e_s IS NOT NULL").fetchall()[0][0]
+    capped = checked = 0
+    for metric, column in _SUMMED.items():
+        got = con.execute(
+            "SELECT observations, mean, p50, p50_lo, p50_hi, p90, p90_lo, p90_hi, p99, p99_lo, p99_hi "
+            "FROM engine_histogram_quantiles WHERE metric = ?",
+            [metric],
+        ).fetchall()
+        if not got or got[0][0] != n_spans:
+            continue  # the scrapes began after a request ended or the run has no such histogram
+        n, mean, *est = got[0]
+        checked += 1
+        spans = con.execute(
+            f"SELECT avg({column}), quantile_disc({column}, [0.5, 0.9, 0.99]) FROM requests "
+            f"WHERE server_e2e_s IS NOT NULL"
+        ).fetchall()[0]
+        assert mean == pytest.approx(spans[0], rel=1e-6, abs=1e-9), metric  # the histogram's sum is the spans'
+        for (v, lo, hi), q, truth in zip((est[0:3], est[3:6], est[6:9]), (0.5, 0.9, 0.99), spans[1], strict=True):
+            assert lo - 1e-9 <= truth <= (hi if hi is not None else float("inf")) + 1e-9, (metric, q, truth, lo, hi)
+            assert v <= mean / (1 - q) + 1e-12
+            capped += hi is not None and hi == pytest.approx(mean / (1 - q))
+    assert checked == len(_SUMMED)  # every one of these runs was scraped from its server's start
+    assert capped >= (4 if folder.name == "K_guidellm" else 1)  # the prefill-time median in each (vLLM's prefill
+    # buckets start at 0.3 s); in K, whose requests never waited, the queue time's three quantiles too
 
 
 def test_the_api_export_gives_the_scrapes_quantiles(tmp_path: Path) -> None:
