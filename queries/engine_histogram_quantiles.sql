@@ -7,9 +7,10 @@
 --   metric        queue_time | ttft | e2e | tpot | itl | prefill_time | decode_time | prompt_tokens | generation_tokens
 --   basis         between samples | since server start, one sample
 --   observations  requests (or tokens) the histogram counted over that span
+--   mean          the mean from the histogram's sum, where exported (NULL: no sum)
 --   p50           median, interpolated (seconds; tokens for the size histograms)
 --   p50_lo        lower bound of the bucket holding the median
---   p50_hi        upper bound of that bucket (NULL: the +Inf bucket)
+--   p50_hi        upper bound of that bucket (NULL: the +Inf bucket), or the mean's bound where lower
 --   p90           90th percentile, interpolated
 --   p90_lo        lower bound of its bucket
 --   p90_hi        upper bound of its bucket
