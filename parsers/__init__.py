@@ -423,7 +423,7 @@ FORMATS: tuple[Format, ...] = (
         family="benchmark clients",
         description="guidellm benchmarks.json (current and <= 0.3 schemas)",
         tables=("requests",),
-        attributes="per request: send time, sizes, cached tokens, client TTFT and e2e, errors",
+        attributes="per request: send time, sizes, cached tokens, client TTFT and e2e, errors, the engine's id",
         sniff=bench_clients.sniff_guidellm,
         ingest=bench_clients.ingest_guidellm,
         markers=(b'"benchmarks"', b'"requests"', b'"successful"'),
@@ -432,6 +432,7 @@ FORMATS: tuple[Format, ...] = (
             "0.2-0.3 (start_time, end_time): real file",
             ">= 0.4 (request_start_time, the scheduler_metrics measurement window, metadata.guidellm_version): "
             "fixture from source",
+            "0.8 (response_id: the engine's id, the join's key): real file (lltrace's own run against vLLM 0.32)",
         ),
     ),
     Format(

@@ -469,6 +469,9 @@ def ingest_guidellm(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
                 rows.append(
                     {
                         "request_id": r.get("request_id"),
+                        # >= 0.8: the response's id, which vLLM gives its request (cmpl-<x>; the engine's own id
+                        # for the first prompt is cmpl-<x>-0): the join by id, guidellm's own id never sent
+                        "engine_request_id": r.get("response_id"),
                         "client_id": f"benchmark-{b_i}",
                         "arrival_s": start,
                         "input_tokens": r.get("prompt_tokens"),

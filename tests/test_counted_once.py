@@ -57,6 +57,14 @@ def _vllm_runs() -> list[Path]:
     )
 
 
+def _client_records(doc: dict) -> int:
+    """The requests a client's result file lists: a vLLM bench file's input_lens, a guidellm report's requests."""
+    if "input_lens" in doc:
+        return len(doc["input_lens"])
+    groups = [b["requests"] for b in doc.get("benchmarks", [])]
+    return sum(len(g.get(k) or []) for g in groups for k in ("successful", "incomplete", "errored"))
+
+
 def _raw_spans(folder: Path) -> int:
     ids = set()
     for line in (folder / "otlp" / "traces.otlp.jsonl").read_text().splitlines():
@@ -74,7 +82,7 @@ def _raw_spans(folder: Path) -> int:
 def test_each_vllm_run_holds_each_request_once(folder, tmp_path):
     """Every request of these runs reached the engine: its bench record and its span are one request (the
     ground truth says so where the run has one: no span missing, none unjoined)."""
-    bench = sum(len(json.loads(f.read_text()).get("input_lens") or []) for f in (folder / "bench").glob("*.json"))
+    bench = sum(_client_records(json.loads(f.read_text())) for f in (folder / "bench").glob("*.json"))
     spans = _raw_spans(folder)
     truth = folder / "GROUND_TRUTH.json"
     if truth.exists():

@@ -7,11 +7,12 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import DATA
+from conftest import DATA, SAMPLES
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -307,3 +308,31 @@ def test_both_clock_offset_searches_find_the_same_offset_on_real_runs(name):
             found.append(guess + float(np.median(_nearest(sends + guess, arrivals)[1])))
         residual = np.abs(_nearest(sends + found[0], arrivals)[1])
         assert abs(found[0] - found[1]) <= np.quantile(residual, 0.9), f.name
+
+
+def test_guidellm_requests_join_the_vllm_spans_by_the_ids_the_engine_answered_with(tmp_path):
+    """lltrace's own real run K_guidellm (sample_traces/vllm_cpu_limits): guidellm 0.8.1 against vLLM 0.32. guidellm's
+    own request ids never reach the engine; each record's response_id is vLLM's id, which runs the prompt as
+    <id>-0. Every record joins its span by that id, and with the response ids taken out the join on what both
+    saw finds the same 80 pairs."""
+    folder = SAMPLES / "vllm_cpu_limits" / "K_guidellm"
+    doc = json.loads((folder / "bench" / "benchmarks.json").read_text())
+    records = doc["benchmarks"][0]["requests"]["successful"]
+    expect = {k: r["response_id"] + "-0" for k, r in enumerate(records)}
+    run = lltrace.ingest([folder], store=tmp_path / "ids")
+    rows = run.sql("SELECT client_index, request_id, engine_request_id, matched_by FROM requests").to_dicts()
+    assert len(rows) == 80 and {r["matched_by"] for r in rows} == {"request_id"}
+    assert {r["client_index"]: r["request_id"] for r in rows} == expect
+    assert all(r["engine_request_id"] + "-0" == r["request_id"] for r in rows)
+    (entry,) = run.metadata["join"]["clients"]
+    assert entry["matched"] == 80 and "answered with" in entry["prefix_from"]
+
+    blind = tmp_path / "blind"
+    shutil.copytree(folder, blind)
+    for r in doc["benchmarks"][0]["requests"]["successful"]:
+        r["response_id"] = None
+    (blind / "bench" / "benchmarks.json").write_text(json.dumps(doc))
+    run = lltrace.ingest([blind], store=tmp_path / "features")
+    rows = run.sql("SELECT client_index, request_id, matched_by FROM requests").to_dicts()
+    assert {r["matched_by"] for r in rows} == {"features"}
+    assert {r["client_index"]: r["request_id"] for r in rows} == expect

@@ -161,6 +161,13 @@ REQUESTS = Table(
         _time("client_start_s", "the client's send time on its own clock (perf_counter: arbitrary origin)"),
         _c("arrival_ns", I64, "ns", "arrival in integer nanoseconds, where the source's clock has them"),
         _c(
+            "engine_request_id",
+            S,
+            None,
+            "the id the engine gave the request, as the client saw it in the response (guidellm's response_id): "
+            "the join's key where the id the client kept never reached the engine",
+        ),
+        _c(
             "matched_by",
             S,
             None,

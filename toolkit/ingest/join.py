@@ -339,11 +339,14 @@ def _as_client_record(row: dict[str, Any], part: Path, k: int) -> dict[str, Any]
     }
 
 
-def _span_for_id(rid: str | None, spans_by_id: dict[str, dict]) -> dict | None:
-    """The span of the id a client sent: the same id, or the engine's ``cmpl-<id>-0`` / ``chatcmpl-<id>``."""
-    if not rid:
-        return None
-    for candidate in (rid, f"cmpl-{rid}-0", f"chatcmpl-{rid}", f"cmpl-{rid}"):
+def _span_for_id(rid: str | None, spans_by_id: dict[str, dict], engine_rid: str | None = None) -> dict | None:
+    """The span of the id a client sent: the same id, or the engine's ``cmpl-<id>-0`` / ``chatcmpl-<id>``; else of
+    the id the engine answered with (a response's ``id``: vLLM's ``cmpl-<x>``, whose first prompt the engine runs
+    as ``cmpl-<x>-0``, or ``chatcmpl-<x>`` itself)."""
+    candidates = (rid, f"cmpl-{rid}-0", f"chatcmpl-{rid}", f"cmpl-{rid}") if rid else ()
+    if engine_rid:
+        candidates += (engine_rid, f"{engine_rid}-0")
+    for candidate in candidates:
         if candidate in spans_by_id:
             return spans_by_id[candidate]
     return None
@@ -386,6 +389,10 @@ def assemble_requests(stage: Path, sources: list[dict[str, Any]]) -> dict[str, A
         if rows[0].get("_row") is not None:
             # another client's records: joined by the ids it sent where the engine kept them, else on features
             found = [(b, _span_for_id(b["_row"].get("request_id"), spans_by_id)) for b in rows]
+            ids_from = "the ids the client sent"
+            if not any(s for _, s in found):  # the ids it kept never reached the engine: the ids it was answered with
+                found = [(b, _span_for_id(None, spans_by_id, b["_row"].get("engine_request_id"))) for b in rows]
+                ids_from = "the ids the engine answered with: each response's id"
             found = [(b, s) for b, s in found if s is not None and s["request_id"] not in matched]
             if 2 * len(found) < len(rows):
                 unjoined[client_id] = rows
@@ -401,7 +408,7 @@ def assemble_requests(stage: Path, sources: list[dict[str, Any]]) -> dict[str, A
                 "requests": len(rows),
                 "matched": len(found),
                 "method": "request_id",
-                "prefix_from": "the ids the client sent",
+                "prefix_from": ids_from,
                 "unmatched": len(rows) - len(found),
             }
             if lags:
@@ -543,7 +550,7 @@ def assemble_requests(stage: Path, sources: list[dict[str, Any]]) -> dict[str, A
             row = b["_row"]  # what the client format gives and the span does not
             joined = out[-1]
             joined["client_start_s"] = row.get("client_start_s")
-            for key in ("cached_tokens", "prefix_block_ids"):
+            for key in ("cached_tokens", "prefix_block_ids", "engine_request_id"):
                 if joined.get(key) is None:
                     joined[key] = row.get(key)
             if row.get("status") not in (None, "ok", "finished", "success"):
