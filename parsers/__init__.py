@@ -294,6 +294,8 @@ FORMATS: tuple[Format, ...] = (
         versions=(
             "records schema before aiperf #343 (2025-10): real file",
             "GenAI-Perf-shaped schema (aiperf #343 on; GenAI-Perf): fixture from source",
+            "AIPerf 0.13 (input_config.phases, no loadgen; error_request_count only when one failed): real file "
+            "(lltrace's own run against vLLM 0.32)",
         ),
     ),
     Format(
@@ -416,6 +418,7 @@ FORMATS: tuple[Format, ...] = (
             "record schema 2025-10 pre-release (metadata.timestamp_ns, credit_phase, metric ttft): real file",
             "record schema 2025-10 from #325 (request_start_ns, benchmark_phase, was_cancelled): real file",
             "metric ttft renamed time_to_first_token (#343): fixture from source",
+            "AIPerf 0.13 (usage_* counts beside its own): real file (lltrace's own run against vLLM 0.32)",
         ),
     ),
     Format(
@@ -498,6 +501,26 @@ _NOTHING_MORE = (
         "vllm bench sweep's summary.csv: its runs' results again (their run=N.json files are read)",
     ),
     ("json", (b'"session_id"', b'"payloads"'), "AIPerf's inputs.json: the request payloads it sent, no timings"),
+    # AIPerf 0.13's other files beside its exports (a real run: sample_traces/vllm_cpu_limits/L_aiperf)
+    (
+        "text",
+        (b"AIPerf Server Metrics Export",),
+        "AIPerf's server-metrics export (CSV): its statistics of the server's /metrics over the run, not read (lltrace "
+        "reads the /metrics scrapes themselves)",
+    ),
+    (
+        "json",
+        (b'"aiperf_version"', b'"endpoints_configured"'),
+        "AIPerf's server-metrics export (JSON): its statistics of the server's /metrics over the run, not read "
+        "(lltrace reads the /metrics scrapes themselves)",
+    ),
+    ("text", (b"NVIDIA AIPerf |",), "AIPerf's console tables: the figures of profile_export_aiperf.json again"),
+    ("text", (b" - aiperf.",), "AIPerf's own log"),
+    (
+        "json",
+        (b'"ready"', b'"was_cancelled"', b'"partial"'),
+        "AIPerf's .aiperf_results_ready.json: its exports are written",
+    ),
 )
 
 

@@ -304,10 +304,22 @@ def ingest_aiperf_summary(path: str, stage: Path, part: int, **_: Any) -> Source
         }
     cfg = data.get("input_config") if isinstance(data.get("input_config"), dict) else {}
     load = cfg.get("loadgen") if isinstance(cfg.get("loadgen"), dict) else {}
+    # AIPerf 0.13 on: no loadgen; the load is the profiling phase's (phases[]: type, requests, rate, concurrency)
+    phases = [p for p in cfg.get("phases") or [] if isinstance(p, dict) and p.get("kind", "profiling") == "profiling"]
+    phase = phases[0] if len(phases) == 1 else {}
+    # error_request_count is an error-only metric (aiperf metrics/types/error_request_count.py: ERROR_ONLY), absent
+    # when nothing failed; error_summary lists each kind of error with its count ([] when none)
+    errors = data.get("error_summary")
+    listed = (
+        sum(int(e["count"]) for e in errors if isinstance(e, dict) and isinstance(e.get("count"), (int, float)))
+        if isinstance(errors, list)
+        else None
+    )
     info.details["aiperf_summary"] = {
         "metrics": kept,
-        "concurrency": load.get("concurrency"),
-        "request_rate": load.get("request_rate"),
+        "concurrency": load.get("concurrency", phase.get("concurrency")),
+        "request_rate": load.get("request_rate", phase.get("rate")),
+        "errors_listed": listed,
     }
     info.records = 1
     return info

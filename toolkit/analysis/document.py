@@ -50,7 +50,17 @@ def _join(join: dict[str, Any] | None) -> dict[str, Any] | None:
     join's residuals and ties, and the engine records no client record took."""
     if not join or not join.get("clients"):
         return None
-    keep = ("client_id", "method", "requests", "matched", "unmatched", "unmatched_why", "ties", "prefix_from")
+    keep = (
+        "client_id",
+        "method",
+        "requests",
+        "matched",
+        "unmatched",
+        "unmatched_why",
+        "ties",
+        "prefix_from",
+        "output_token_mismatches",
+    )
     features = join.get("features") or {}
     return {
         "clients": [{k: c.get(k) for k in keep if k in c} for c in join["clients"]],

@@ -208,16 +208,11 @@ def _request_events(spans_by_id: dict[str, dict], requests: list[dict[str, Any]]
             continue
         journey = json.loads(s["journey"]) if s.get("journey") else []
         if journey:
-            for name, t_ns in journey:
-                events.append(
-                    {
-                        "request_id": r["request_id"],
-                        "ts_s": t_ns / 1e9,
-                        "event": name,
-                        "tokens": None,
-                        "basis": "measured",
-                    }
-                )
+            rid = r["request_id"]
+            events.extend(
+                {"request_id": rid, "ts_s": t_ns / 1e9, "event": name, "tokens": None, "basis": "measured"}
+                for name, t_ns in journey
+            )
             continue
         for name, col in (
             ("queued", "queued_s"),
@@ -410,6 +405,14 @@ def assemble_requests(stage: Path, sources: list[dict[str, Any]]) -> dict[str, A
                 "method": "request_id",
                 "prefix_from": ids_from,
                 "unmatched": len(rows) - len(found),
+                # a client that counts output tokens by tokenising the text it got back (AIPerf's OSL) can count
+                # other than the engine did; the joined row keeps the engine's
+                "output_token_mismatches": sum(
+                    b["output_tokens"] is not None
+                    and s["completion_tokens"] is not None
+                    and b["output_tokens"] != s["completion_tokens"]
+                    for b, s in found
+                ),
             }
             if lags:
                 entry["clock"] = _clock(
