@@ -18,6 +18,7 @@ from lltrace.reports.page import offline_page
 from lltrace.reports.replay_rows import (
     hit_term,
     match_note,
+    outside_change_note,
     replay_cases,
     replay_notes,
     speed_change_note,
@@ -65,6 +66,9 @@ def _replay_html(rep: dict[str, Any] | None) -> str:
         note = speed_change_note(rep)
         if note:
             parts.append(f"<p data-key='replay.validation.speed_change'>{html.escape(note)}.</p>")
+        note = outside_change_note(rep)
+        if note:
+            parts.append(f"<p data-key='replay.validation.outside_change'>{html.escape(note)}.</p>")
         matched = match_note(
             rep["validation"].get("decode_match"), "The validation's step cost, fitted before the split,"
         )

@@ -91,6 +91,27 @@ def speed_change_note(doc: dict[str, Any]) -> str | None:
     )
 
 
+def outside_change_note(doc: dict[str, Any]) -> str | None:
+    """The sentence under the validation table on how the time outside the engine changed in the scored window
+    (``validation.outside_change``: medians, the frontend's and the client's share of TTFT), or None."""
+    change = (doc.get("validation") or {}).get("outside_change") or {}
+    said = [
+        f"the {name} {c['before_s'] * 1e3:,.2f} -> {c['after_s'] * 1e3:,.2f} ms (x{c['ratio']:.2f})"
+        for key, name in (
+            ("frontend", "frontend (arrival to queued)"),
+            ("client_first_token", "client's share of TTFT"),
+        )
+        if (c := change.get(key)) and c.get("ratio") is not None
+    ]
+    if not said:
+        return None
+    return (
+        "outside the engine, median per request before the split -> in the scored window: " + ", ".join(said) + "; "
+        "the replay takes them as measured before it, its frontend term growing with the requests the engine holds "
+        "(queued while it runs steps): a change the load does not explain is the host's"
+    )
+
+
 def sweep_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per case of each sweep (``doc["sweeps"]``): ``sweep`` (its ``--what-if`` text), ``value`` (the swept
     setting: a number where one numeric key varies, else the settings' label), the rows' figures as

@@ -13,6 +13,7 @@ from lltrace.reports.numbers import pct, whole
 from lltrace.reports.replay_rows import (
     hit_term,
     match_note,
+    outside_change_note,
     replay_cases,
     replay_notes,
     speed_change_note,
@@ -95,9 +96,9 @@ def render_replay(doc: dict[str, Any]) -> Group:
         left = doc["validation"].get("left_out")
         if left:
             parts.append(Text(f"left out of the score: {left['requests']} requests, {left['why']}"))
-        note = speed_change_note(doc)
-        if note:
-            parts.append(Text(note))
+        for note in (speed_change_note(doc), outside_change_note(doc)):
+            if note:
+                parts.append(Text(note))
         matched = match_note(
             doc["validation"].get("decode_match"), "the validation's step cost, fitted before the split,"
         )

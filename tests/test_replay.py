@@ -655,6 +655,40 @@ def test_the_held_out_window_of_f_ran_slower_steps_which_the_replay_says(tmp_pat
     assert shown.exit_code == 0 and "same-batch step time" in shown.output
 
 
+def test_the_validation_says_how_the_time_outside_the_engine_changed_in_the_scored_window(tmp_path: Path) -> None:
+    """L_aiperf (lltrace's own run: AIPerf's workers and its /metrics scraper on the engine's two cores): the
+    frontend (arrival to queued) and the client's share of TTFT grew in the scored window while the engine's own
+    steps kept their speed. The validation's outside_change gives each side's median, checked against the raw
+    files: the spans' TTFT less their queue and prefill times, AIPerf's TTFT less the span's (requests joined by
+    the X-Request-Id AIPerf sent), split where the last 30 % by arrival begin (no stall in this run)."""
+    folder = SAMPLES / "vllm_cpu_limits" / "L_aiperf"
+    spans = {}
+    for line in (folder / "otlp" / "traces.otlp.jsonl").read_text().splitlines():
+        for rs in json.loads(line)["resourceSpans"]:
+            for sp in (sp for ss in rs["scopeSpans"] for sp in ss["spans"] if sp["name"] == "llm_request"):
+                a = {x["key"]: next(iter(x["value"].values())) for x in sp["attributes"]}
+                spans[a["gen_ai.request.id"]] = (int(sp["startTimeUnixNano"]), a)
+    rows = []
+    for line in (folder / "bench" / "profile_export.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        start, a = spans[f"cmpl-{r['metadata']['x_request_id']}-0"]
+        ttft = a["gen_ai.latency.time_to_first_token"]
+        frontend = ttft - a["gen_ai.latency.time_in_model_prefill"] - a["gen_ai.latency.time_in_queue"]
+        rows.append((start, frontend, r["metrics"]["time_to_first_token"]["value"] / 1e3 - ttft))
+    rows.sort()
+    cut = int(round(0.7 * len(rows)))
+    doc = replay(folder, store=tmp_path)
+    change = doc["validation"]["outside_change"]
+    for k, key in ((1, "frontend"), (2, "client_first_token")):
+        before, after = (statistics.median(r[k] for r in part) for part in (rows[:cut], rows[cut:]))
+        assert change[key]["before_s"] == pytest.approx(before, abs=1e-6)
+        assert change[key]["after_s"] == pytest.approx(after, abs=1e-6)
+        assert change[key]["ratio"] > 1.3  # the host was busier in the scored window
+    assert 0.85 <= doc["validation"]["speed_change"]["ratio"] <= 1.15  # while the engine's steps kept their speed
+    shown = CliRunner().invoke(app, ["replay", str(folder), "--store", str(tmp_path)])
+    assert shown.exit_code == 0 and "outside the engine, median per request" in shown.output
+
+
 def test_a_prefill_started_on_a_prefix_hit_has_its_own_cost_and_the_prefill_rate_then_agrees_per_machine(
     tmp_path: Path,
 ) -> None:

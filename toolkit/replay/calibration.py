@@ -325,3 +325,24 @@ def calibration_doc(source: str, cost: StepCost, outside: Outside, stalls: pl.Da
             for r in stalls.iter_rows(named=True)
         ],
     }
+
+
+def outside_change(measured: pl.DataFrame, before: np.ndarray, after: np.ndarray) -> dict[str, Any] | None:
+    """How the time outside the engine changed in the scored window (``after``) against the calibration requests
+    (``before``): the median frontend time (queued minus arrival, the engine's spans) and the median client share
+    of TTFT (client minus engine TTFT), each side's median and their ratio. The replay takes both as measured
+    before the split; a load generator or a frontend competing for the host's cores in the scored window (AIPerf's
+    workers and its /metrics scraper on the engine's two cores: run L_aiperf, frontend x1.44, client x1.80) shows
+    here, beside the steps' own change (``speed_change``). A diagnosis of the validation, never an input to the
+    replay. None where neither is timed on both sides."""
+    out: dict[str, Any] = {}
+    for key, late, early in (("frontend", "queued_s", "arrival_s"), ("client_first_token", "ttft_s", "server_ttft_s")):
+        if not {late, early} <= set(measured.columns):
+            continue
+        gap = (measured[late] - measured[early]).to_numpy().astype(float)
+        sides = [gap[mask & np.isfinite(gap)] for mask in (before, after)]
+        if min(s.size for s in sides) < 5:
+            continue
+        b, a = (float(np.median(s)) for s in sides)
+        out[key] = {"before_s": b, "after_s": a, "ratio": a / b if b > 0 else None}
+    return out or None

@@ -30,6 +30,7 @@ from lltrace.replay.calibration import (
     frontend_load,
     log_steps,
     match_decode,
+    outside_change,
     outside_engine,
     prefix_hits,
     run_model,
@@ -500,6 +501,7 @@ def replay(
     validation = _validation(measured, scored, holdout, held_out, _left_out(measured, touched, arrival >= split))
     if validation is not None:
         validation["decode_match"] = early_match
+        validation["outside_change"] = outside_change(measured, arrival < split, scored)
     if validation is not None and from_log:
         until = float((measured["arrival_s"] + measured["e2e_s"].fill_null(0.0)).filter(pl.Series(scored)).max())
         validation["speed_change"] = speed_change(steps, split, until, disturbed, t0)
