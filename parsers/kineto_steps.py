@@ -6,7 +6,9 @@ Markers are tried in this order and the first family present defines the steps:
 2. SGLang ``step[EXTEND|DECODE|MIXED|IDLE bs=… toks=…]``;
 3. TraceLens' detailed ``execute_K_context_N(sq…sk…)_generation_M(sq…sk…)``;
 4. ``record_function`` ranges named for a phase (``prefill``, ``decode``, ``decode_step``, ``extend``);
-5. ``ProfilerStep#N``;
+5. ``ProfilerStep#N``: the user's loop iteration, one engine iteration only where it holds one forward. One that
+   holds a decode pass and a pass that is not (an HF ``generate()`` profiled per call: a prefill and its decodes)
+   gives way to its forward passes, found as in 8 (``attention_shapes_in_profiler_step``);
 6. vLLM worker ``execute_model`` frames (python_function, kept for this);
 7. CUDA graph launches (one replay = one step; its kind comes from the shapes);
 8. with no marker at all, forward passes as runs of attention ops with identical input shapes.
@@ -25,7 +27,6 @@ span contains it, and flagged as ``orphan`` in ``kernels``.
 from __future__ import annotations
 
 import csv
-import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -42,6 +43,13 @@ from lltrace.arrow_rows import table_from_rows
 from lltrace.cores import usable_cores
 from lltrace.parsers.kernel_classes import launched_every_step
 from lltrace.parsers.kineto import STEPS_MEMORY
+from lltrace.parsers.kineto_passes import (
+    ATTN_OPS_SQL,
+    forward_passes_from_shapes,
+    holds_prefill_and_decode,
+    merged_shape_reading,
+    public_step,
+)
 from lltrace.tables import ENGINE_STEPS, KERNEL_TIME_CLASSES
 
 _VLLM = re.compile(r"^execute_context_(\d+)\((\d+)(?:_\d+)?\)_generation_(\d+)\((\d+)(?:_\d+)?\)$")
@@ -118,58 +126,6 @@ def parse_marker(name: str) -> Marker | None:
     return None
 
 
-def _dims(text: str | None) -> list | None:
-    if not text:
-        return None
-    try:
-        v = json.loads(text)
-    except ValueError:
-        return None
-    return v if isinstance(v, list) else None
-
-
-def shape_reading(op_name: str, input_dims: str | None) -> dict[str, int | None] | None:
-    """Token and request counts implied by one attention op's input shapes (None if not readable)."""
-    dims = _dims(input_dims)
-    if not dims or not isinstance(dims[0], list):
-        return None
-    q = dims[0]
-    if "unified_attention" in op_name and len(q) == 3:
-        return {"tokens": q[0], "reqs": None, "query_len": None, "context": None}
-    if "cpu_attention_with_kv_cache" in op_name and len(q) == 3:
-        reqs = dims[4][0] - 1 if len(dims) > 4 and isinstance(dims[4], list) and len(dims[4]) == 1 else None
-        return {"tokens": q[0], "reqs": reqs, "query_len": None, "context": None}
-    if ("scaled_dot_product" in op_name) and len(q) == 4:
-        k = dims[1] if len(dims) > 1 and isinstance(dims[1], list) and len(dims[1]) == 4 else None
-        return {"tokens": q[0] * q[2], "reqs": q[0], "query_len": q[2], "context": k[0] * k[2] if k else None}
-    if op_name.endswith("_flash_attention_forward") and len(q) == 4:
-        return {"tokens": q[0] * q[1], "reqs": q[0], "query_len": q[1], "context": None}
-    return None
-
-
-def merged_shape_reading(ops: list[tuple[str, str]]) -> tuple[str | None, dict | None]:
-    """Combine the readings of a step's attention ops (the first op that gives each count wins)."""
-    merged: dict[str, int | None] = {"tokens": None, "reqs": None, "query_len": None, "context": None}
-    names = []
-    for name, dims in ops:
-        reading = shape_reading(name, dims)
-        if reading is None:
-            continue
-        names.append(name)
-        for k, v in reading.items():
-            if merged[k] is None and v is not None:
-                merged[k] = v
-    if not names:
-        return None, None
-    return "+".join(dict.fromkeys(names)), merged
-
-
-_ATTN_OPS_SQL = (
-    "(name LIKE '%unified_attention%' OR name LIKE '%cpu_attention_with_kv_cache%' "
-    "OR name LIKE '%scaled_dot_product%' OR name LIKE '%_flash_attention_forward')"
-)
-
-
 def _candidate_markers(con: duckdb.DuckDBPyConnection) -> list[tuple]:
     rows = con.execute(
         """
@@ -210,6 +166,17 @@ def _find_steps(con: duckdb.DuckDBPyConnection) -> tuple[str | None, list[dict]]
             found.setdefault(marker.family, []).append(_step(name, pid, tid, ts, dur, marker, ext))
     if found:
         family = min(found, key=FAMILIES.__getitem__)
+        if family == "profiler_step":  # the user's loop iteration: a whole generate() may run inside one
+            passes = forward_passes_from_shapes(con)
+            if holds_prefill_and_decode(found[family], passes):
+                for s in passes:  # a pass ends within the loop iteration it started in
+                    outer = [
+                        m["end_ns"]
+                        for m in found[family]
+                        if m["pid"] == s["pid"] and m["start_ns"] <= s["start_ns"] <= m["end_ns"]
+                    ]
+                    s["end_ns"] = min(s["end_ns"], *outer) if outer else s["end_ns"]
+                return "attention_shapes_in_profiler_step", [public_step(s) for s in passes]
         return family, found[family]
     # vLLM worker frames: the outermost execute_model of each thread.
     rows = con.execute(
@@ -234,51 +201,8 @@ def _find_steps(con: duckdb.DuckDBPyConnection) -> tuple[str | None, list[dict]]
     ).fetchall()
     if rows:
         return "cuda_graph", [_step(*r) for r in rows]
-    steps = _forward_passes_from_shapes(con)
+    steps = [public_step(s) for s in forward_passes_from_shapes(con)]
     return ("attention_shapes" if steps else None), steps
-
-
-def _forward_passes_from_shapes(con: duckdb.DuckDBPyConnection) -> list[dict]:
-    """Forward passes of a trace with no markers at all: runs of attention ops with the same input shapes.
-
-    Every layer of one forward calls attention with the same shapes; the next forward changes them (a
-    decode step's key grows by one token, a new prompt has another length). A run spans its first
-    attention op's start to its last one's end: the attention part of the pass, a lower bound of it.
-    """
-    rows = con.execute(
-        f"""
-        SELECT name, pid, tid, ts_ns, dur_ns, input_dims FROM ops
-        WHERE cat = 'cpu_op' AND input_dims IS NOT NULL AND {_ATTN_OPS_SQL}
-          AND (name LIKE '%unified_attention%' OR name = 'aten::scaled_dot_product_attention'
-               OR name LIKE '%cpu_attention_with_kv_cache%')
-        ORDER BY pid, tid, ts_ns
-        """
-    ).fetchall()
-    steps: list[dict] = []
-    for name, pid, tid, ts, dur, dims in rows:
-        last = steps[-1] if steps else None
-        if last and last["_key"] == (pid, tid, name, dims):
-            last["end_ns"] = max(last["end_ns"], ts + (dur or 0))
-            continue
-        steps.append(
-            dict(
-                _key=(pid, tid, name, dims),
-                marker=f"{name} {dims}",
-                pid=pid,
-                tid=tid,
-                start_ns=ts,
-                end_ns=ts + (dur or 0),
-                external_id=None,
-                kind=None,
-                prefill_reqs=None,
-                prefill_tokens=None,
-                decode_reqs=None,
-                decode_tokens=None,
-            )
-        )
-    for s in steps:
-        s.pop("_key")
-    return sorted(steps, key=lambda s: s["start_ns"])
 
 
 # a backward pass: the kernels autograd launches (PyTorch's *_backward / *Backward*, cuDNN/CUTLASS wgrad and
@@ -514,7 +438,7 @@ def detect_steps(stage: Path, part: int) -> tuple[pa.Table, dict]:
         f"""
         SELECT s.step_id, o.name, arg_min(o.input_dims, o.ts_ns)
         FROM st s JOIN ops o ON o.pid = s.pid AND o.ts_ns >= s.start_ns AND o.ts_ns <= s.end_ns
-        WHERE o.cat = 'cpu_op' AND o.input_dims IS NOT NULL AND {_ATTN_OPS_SQL.replace("name", "o.name")}
+        WHERE o.cat = 'cpu_op' AND o.input_dims IS NOT NULL AND {ATTN_OPS_SQL.replace("name", "o.name")}
         GROUP BY s.step_id, o.name ORDER BY s.step_id, min(o.ts_ns)
         """
     ).fetchall():

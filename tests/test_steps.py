@@ -7,7 +7,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from conftest import DATA, raw_trace, shared_file
+from conftest import DATA, SAMPLES, raw_trace, shared_file
 from rich.console import Console
 
 import lltrace
@@ -249,3 +249,53 @@ def test_busy_intervals_are_the_union_of_each_steps_kernels(spread):
         busy += cur_e - cur_s
         expected[step] = (busy, iv[0][0], max(e for _, e in iv))
     assert _busy_intervals(con) == expected
+
+
+def test_a_profiler_step_holding_a_whole_generate_gives_way_to_its_forward_passes(store):
+    """A real HF generate() trace profiled per call (sample_traces/hf_generate_cpu): each ProfilerStep holds a
+    prefill and its decodes; the steps are the forward passes, counted from the raw file's attention calls."""
+    path = SAMPLES / "hf_generate_cpu" / "hf_generate_cpu_profilerstep.json.gz"
+    events = raw_trace(str(path))["traceEvents"]
+    marked = [e for e in events if e.get("name", "").startswith("ProfilerStep#")]
+    layers = 2  # the tiny Llama's (its config.json)
+    # each forward calls attention once per layer: query [B, H, S, D], S = 1 in a decode
+    queries = [e["args"]["Input Dims"][0] for e in events if e.get("name") == "aten::scaled_dot_product_attention"]
+    decode_q = [q for q in queries if q[2] == 1]
+    prefill_q = [q for q in queries if q[2] > 1]
+    run, steps = _steps(path, store)
+    assert len(marked) == 2 and len(steps) > len(marked)
+    assert {s["detection"] for s in steps} == {"attention_shapes_in_profiler_step"}
+    decode = [s for s in steps if s["kind"] == "decode"]
+    prefill = [s for s in steps if s["kind"] == "prefill"]
+    assert len(decode) == len(decode_q) // layers and len(prefill) == len(prefill_q) // layers
+    assert sum(s["decode_tokens"] for s in decode) == sum(q[0] for q in decode_q) // layers
+    assert sum(s["prefill_tokens"] for s in prefill) == sum(q[0] * q[2] for q in prefill_q) // layers
+    # every pass lies within the ProfilerStep it began in, and passes do not overlap
+    spans = [(round(e["ts"] * 1000), round((e["ts"] + e["dur"]) * 1000)) for e in marked]
+    base = raw_trace(str(path)).get("baseTimeNanoseconds", 0)
+    for s in steps:
+        assert any(a + base <= s["start_ns"] <= s["end_ns"] <= b + base for a, b in spans)
+    ordered = sorted(steps, key=lambda s: s["start_ns"])
+    assert all(x["end_ns"] <= y["start_ns"] for x, y in zip(ordered, ordered[1:], strict=False))
+
+
+def test_a_profiler_step_of_one_forward_keeps_its_marker(store, tmp_path):
+    """The tiny-LM trace with its phase annotations renamed ProfilerStep#N: each holds one forward, so the
+    ProfilerSteps stay the steps (with the kinds their shapes give)."""
+    import gzip
+    import json
+
+    src = shared_file("torch", "torch-cpu-tinylm-infer-10mb.trace.json.gz")
+    doc = json.loads(gzip.decompress(src.read_bytes()))
+    names = [e["name"] for e in doc["traceEvents"] if e.get("cat") == "user_annotation"]
+    k = 0
+    for e in doc["traceEvents"]:
+        if e.get("cat") == "user_annotation" and e["name"] in ("prefill", "decode_step"):
+            e["name"] = f"ProfilerStep#{k}"
+            k += 1
+    path = tmp_path / "profilerstep_per_forward.json"
+    path.write_text(json.dumps(doc))
+    run, steps = _steps(path, store)
+    assert {s["detection"] for s in steps} == {"profiler_step"}
+    assert sum(s["kind"] == "prefill" for s in steps) == names.count("prefill")
+    assert sum(s["kind"] == "decode" for s in steps) == names.count("decode_step")

@@ -1,0 +1,141 @@
+"""Forward passes read from attention ops' input shapes (``record_shapes``): how many tokens and requests one
+forward ran, whether it was a decode, and where a trace's forward passes begin and end when no marker says.
+
+A forward's attention op takes the query as its first input: ``[T, H, D]`` for vLLM's varlen attention,
+``[B, H, S, D]`` for SDPA, ``[B, S, H, D]`` for FlashAttention's forward (S the query length: 1 in a decode).
+"""
+
+from __future__ import annotations
+
+import json
+
+import duckdb
+
+
+def _dims(text: str | None) -> list | None:
+    if not text:
+        return None
+    try:
+        v = json.loads(text)
+    except ValueError:
+        return None
+    return v if isinstance(v, list) else None
+
+
+def shape_reading(op_name: str, input_dims: str | None) -> dict[str, int | None] | None:
+    """Token and request counts implied by one attention op's input shapes (None if not readable)."""
+    dims = _dims(input_dims)
+    if not dims or not isinstance(dims[0], list):
+        return None
+    q = dims[0]
+    if "unified_attention" in op_name and len(q) == 3:
+        return {"tokens": q[0], "reqs": None, "query_len": None, "context": None}
+    if "cpu_attention_with_kv_cache" in op_name and len(q) == 3:
+        reqs = dims[4][0] - 1 if len(dims) > 4 and isinstance(dims[4], list) and len(dims[4]) == 1 else None
+        return {"tokens": q[0], "reqs": reqs, "query_len": None, "context": None}
+    if ("scaled_dot_product" in op_name) and len(q) == 4:
+        k = dims[1] if len(dims) > 1 and isinstance(dims[1], list) and len(dims[1]) == 4 else None
+        return {"tokens": q[0] * q[2], "reqs": q[0], "query_len": q[2], "context": k[0] * k[2] if k else None}
+    if op_name.endswith("_flash_attention_forward") and len(q) == 4:
+        return {"tokens": q[0] * q[1], "reqs": q[0], "query_len": q[1], "context": None}
+    return None
+
+
+def merged_shape_reading(ops: list[tuple[str, str]]) -> tuple[str | None, dict | None]:
+    """Combine the readings of a step's attention ops (the first op that gives each count wins)."""
+    merged: dict[str, int | None] = {"tokens": None, "reqs": None, "query_len": None, "context": None}
+    names = []
+    for name, dims in ops:
+        reading = shape_reading(name, dims)
+        if reading is None:
+            continue
+        names.append(name)
+        for k, v in reading.items():
+            if merged[k] is None and v is not None:
+                merged[k] = v
+    if not names:
+        return None, None
+    return "+".join(dict.fromkeys(names)), merged
+
+
+ATTN_OPS_SQL = (
+    "(name LIKE '%unified_attention%' OR name LIKE '%cpu_attention_with_kv_cache%' "
+    "OR name LIKE '%scaled_dot_product%' OR name LIKE '%_flash_attention_forward')"
+)
+
+
+def public_step(step: dict) -> dict:
+    return {k: v for k, v in step.items() if not k.startswith("_")}
+
+
+def holds_prefill_and_decode(marked: list[dict], passes: list[dict]) -> bool:
+    """Whether a ``ProfilerStep#N`` holds forward passes of which one reads decode and another does not: then it
+    is a loop iteration of the user's (HF ``generate()``: a prefill and its decodes), not one engine iteration,
+    and the passes are the steps. A step holding several prefill passes (layers that attend over different
+    shapes, or several prompts) keeps its marker: only a decode pass is surely a forward of its own."""
+    for m in marked:
+        inside = [s for s in passes if s["pid"] == m["pid"] and m["start_ns"] <= s["start_ns"] <= m["end_ns"]]
+        kinds = {s["_decode"] for s in inside}
+        if len(inside) >= 2 and kinds >= {True, False}:
+            return True
+    return False
+
+
+def pass_reads_decode(op_name: str, dims: str | None) -> bool:
+    """Whether one attention op's input shapes read as a decode forward (one new token per request)."""
+    r = shape_reading(op_name, dims)
+    if r is None:
+        return False
+    if r["query_len"] is not None:
+        return r["query_len"] == 1
+    return r["tokens"] is not None and r["tokens"] == r["reqs"]
+
+
+def forward_passes_from_shapes(con: duckdb.DuckDBPyConnection) -> list[dict]:
+    """Forward passes of a trace with no markers at all: runs of attention ops with the same input shapes.
+
+    Every layer of one forward calls attention with the same shapes; the next forward changes them (a
+    decode step's key grows by one token, a new prompt has another length). A pass runs from its first
+    attention op to the first attention op of the decode pass that follows it on its thread (the
+    generation loop's period: the rest of its forward, sampling, the next forward's start), else to its
+    last attention op's end (then the attention part of the pass only: a lower bound).
+    """
+    rows = con.execute(
+        f"""
+        SELECT name, pid, tid, ts_ns, dur_ns, input_dims FROM ops
+        WHERE cat = 'cpu_op' AND input_dims IS NOT NULL AND {ATTN_OPS_SQL}
+          AND (name LIKE '%unified_attention%' OR name = 'aten::scaled_dot_product_attention'
+               OR name LIKE '%cpu_attention_with_kv_cache%')
+        ORDER BY pid, tid, ts_ns
+        """
+    ).fetchall()
+    steps: list[dict] = []
+    for name, pid, tid, ts, dur, dims in rows:
+        last = steps[-1] if steps else None
+        if last and last["_key"] == (pid, tid, name, dims):
+            last["end_ns"] = max(last["end_ns"], ts + (dur or 0))
+            continue
+        steps.append(
+            dict(
+                _key=(pid, tid, name, dims),
+                marker=f"{name} {dims}",
+                pid=pid,
+                tid=tid,
+                start_ns=ts,
+                end_ns=ts + (dur or 0),
+                external_id=None,
+                kind=None,
+                prefill_reqs=None,
+                prefill_tokens=None,
+                decode_reqs=None,
+                decode_tokens=None,
+            )
+        )
+    for s in steps:
+        _, _, name, dims = s.pop("_key")
+        s["_decode"] = pass_reads_decode(name, dims)
+    # (in thread order) a decode pass continues the generation loop of the pass before it
+    for cur, nxt in zip(steps, steps[1:], strict=False):
+        if nxt["_decode"] and (nxt["pid"], nxt["tid"]) == (cur["pid"], cur["tid"]):
+            cur["end_ns"] = max(cur["end_ns"], nxt["start_ns"])
+    return sorted(steps, key=lambda s: s["start_ns"])
