@@ -521,6 +521,15 @@ _NOTHING_MORE = (
         (b'"ready"', b'"was_cancelled"', b'"partial"'),
         "AIPerf's .aiperf_results_ready.json: its exports are written",
     ),
+    # PyTorch's ExecutionTraceObserver (Chakra schema): a real one of torch 2.13 starts
+    # {"schema": "1.1.1-chakra.0.0.4", "pid": …, "time": …, "start_ts": …, "nodes": [{"id": 2, …, "inputs": {…
+    (
+        "json",
+        (b'"schema"', b'"nodes"', b'"inputs"'),
+        "a PyTorch execution trace (ExecutionTraceObserver, Chakra schema): operators, their inputs and "
+        "dependencies, no times; lltrace reads the profiler trace of the same run (export_chrome_trace or "
+        "tensorboard_trace_handler)",
+    ),
 )
 
 

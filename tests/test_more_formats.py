@@ -499,3 +499,21 @@ def test_genai_perf_export_schemas_before_service_kind(schema, outputs, inputs, 
     run, rows = _one(path, store)
     assert [(r["ttft_s"], r["e2e_s"], r["status"]) for r in rows] == [(3.0, 8.0, "ok")]
     assert run.metadata["sources"][0]["version"] == f"perf_analyzer 2.41.0 · {schema}"
+
+
+def test_a_pytorch_execution_trace_is_named_not_guessed(tmp_path):
+    """PyTorch's ExecutionTraceObserver file (Chakra schema) has operators and no times: one line saying what it is
+    and what to pass instead, not "closest: prometheus-api". The head is a real one's (torch 2.13, a CPU run)."""
+    head = (
+        '{\n  "schema": "1.1.1-chakra.0.0.4", "pid": 18022, "time": "2026-12-03 04:41:36", "start_ts": 9870307,\n'
+        '  "nodes": [\n      {\n        "id": 2, "name": "[pytorch|profiler|execution_trace|thread]", "ctrl_deps": 1,\n'
+        '        "inputs": {"values": [], "shapes": [], "types": [], "strides": []},\n'
+        '        "outputs": {"values": [], "shapes": [], "types": [], "strides": []}, "attrs": []}\n  ],\n'
+        '  "finish_ts": 9870412\n}\n'
+    )
+    path = tmp_path / "et.json"
+    path.write_text(head)
+    with pytest.raises(lltrace.errors.UnknownFormat, match="not read: a PyTorch execution trace") as err:
+        lltrace.ingest([path], store=tmp_path / "store")
+    assert "export_chrome_trace" in str(err.value) and "\n" not in str(err.value)
+    assert not (tmp_path / "store").exists() or not lltrace.Store(tmp_path / "store").run_ids()
