@@ -474,6 +474,13 @@ def detect_steps(stage: Path, part: int) -> tuple[pa.Table, dict]:
             empty = {"busy_share": 0.0, "attention_in_trace": next(iter(evidence.values()))["attention_in_trace"]}
             kind, why = step_kind_from_kernels(evidence.get(s["step_id"], empty))
             kind_from = "kernels" if kind else None
+        elif kind is None:  # a CPU-only trace: the marker and the shapes were all there was to read
+            why = (
+                "its marker gives none, the trace has no GPU kernels, and no attention op in it has input shapes "
+                "(profile with record_shapes=True)"
+                if op_name is None
+                else f"its marker gives none, nor do the input shapes of {op_name}"
+            )
         wall_ns = s["end_ns"] - s["start_ns"]
         span_end = max(s["end_ns"], last_ns or s["end_ns"])
         rows.append(

@@ -299,3 +299,22 @@ def test_a_profiler_step_of_one_forward_keeps_its_marker(store, tmp_path):
     assert {s["detection"] for s in steps} == {"profiler_step"}
     assert sum(s["kind"] == "prefill" for s in steps) == names.count("prefill")
     assert sum(s["kind"] == "decode" for s in steps) == names.count("decode_step")
+
+
+def test_a_cpu_step_without_shapes_says_why_it_has_no_kind(store, tmp_path):
+    """The HF generate() sample with its input shapes removed (as profiled without record_shapes): its two
+    ProfilerSteps keep their marker, have no kind, and say what would give one."""
+    import gzip
+    import json
+
+    src = SAMPLES / "hf_generate_cpu" / "hf_generate_cpu_profilerstep.json.gz"
+    doc = json.loads(gzip.decompress(src.read_bytes()))
+    for e in doc["traceEvents"]:
+        (e.get("args") or {}).pop("Input Dims", None)
+    path = tmp_path / "no_shapes.json"
+    path.write_text(json.dumps(doc))
+    run, steps = _steps(path, store)
+    assert [s["detection"] for s in steps] == ["profiler_step"] * 2
+    assert all(s["kind"] is None and "record_shapes=True" in s["kind_why"] for s in steps)
+    out = lltrace.analyze([path], store=tmp_path / "s2").to_dict()["steps"]
+    assert out["undecided"] == [{"why": steps[0]["kind_why"], "steps": 2}]
