@@ -19,6 +19,8 @@ _PART_LABEL = dict(QUEUE_PARTS)
 
 def diff_table(doc: dict[str, Any]) -> Group:
     """The diff document: each component's mean per request in both runs, the change, and the verdict."""
+    if doc.get("basis") == "profiler steps":
+        return _profiler_diff_table(doc)
     t = Table(
         title=f"{_side(doc['baseline'])} → {_side(doc['incident'])} (mean per request"
         f"{', on the baseline mix' if doc['mix']['normalised'] else ''}"
@@ -40,6 +42,52 @@ def diff_table(doc: dict[str, Any]) -> Group:
         counts = " → ".join(whole(doc[side].get("preemptions")) for side in ("baseline", "incident"))
         lines.append(Text(f"preempted: {counts} preemptions, {note}"))
     return Group(t, *lines)
+
+
+def _profiler_diff_table(doc: dict[str, Any]) -> Group:
+    """The diff of two profiler-only runs: their steps kind by kind, and GPU time per step by kernel class."""
+
+    def ms(v: float | None, f: str = ",.2f") -> str:
+        return "-" if v is None else f"{v * 1e3:{f}}"
+
+    def pair(v: dict[str, Any], key: str, fmt) -> str:
+        return f"{fmt(v['baseline_' + key])} → {fmt(v['incident_' + key])}"
+
+    t = Table(title=f"{_side(doc['baseline'])} → {_side(doc['incident'])} (the profiler's steps, kind by kind)")
+    for col in (
+        "kind",
+        "steps",
+        "baseline ms",
+        "incident ms",
+        "delta ms",
+        "tokens / step",
+        "ms / token",
+        "GPU busy ms",
+    ):
+        t.add_column(col, justify="left" if col == "kind" else "right")
+    for kind, v in doc["components"].items():
+        t.add_row(
+            kind,
+            pair(v, "steps", whole),
+            ms(v["baseline_s"]),
+            ms(v["incident_s"]),
+            "-" if v["delta_s"] is None else f"{v['delta_s'] * 1e3:+,.2f}",
+            pair(v, "tokens_per_step", lambda x: "-" if x is None else f"{x:,.1f}"),
+            pair(v, "s_per_token", lambda x: ms(x, ",.3f")),
+            pair(v, "gpu_busy_s", ms),
+        )
+    parts: list[Table | Text] = [t]
+    if doc.get("kernel_classes"):
+        g = Table(title="GPU time per traced step, by kernel class")
+        for col in ("kernel class", "baseline ms", "incident ms", "delta ms"):
+            g.add_column(col, justify="left" if col == "kernel class" else "right")
+        for c, v in doc["kernel_classes"].items():
+            g.add_row(
+                c, ms(v["baseline_s_per_step"], ",.3f"), ms(v["incident_s_per_step"], ",.3f"), ms(v["delta_s"], "+,.3f")
+            )
+        parts.append(g)
+    parts.append(Text(doc["verdict"]))
+    return Group(*parts)
 
 
 def _side(side: dict[str, Any]) -> str:

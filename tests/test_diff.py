@@ -50,3 +50,52 @@ def test_runs_with_disjoint_mixes_are_not_normalised(tmp_path):
     doc = _diff(tmp_path / "s", "A_baseline", "B_kvpressure")
     assert doc["mix"]["normalised"] is False and doc["mix"]["overlap"] < 0.5
     assert "not normalised" in doc["verdict"]
+
+
+def test_two_profiler_traces_compare_their_steps_kind_by_kind(tmp_path):
+    """Two real training traces known only from the profiler: each side's steps and mean step time are its
+    ProfilerStep events' (from the raw files), and the GPU time per step over the classes is the raw GPU ops'."""
+    from conftest import raw_trace, shared_file
+
+    paths = [
+        shared_file("torch", n)
+        for n in ("hta_a100_ddp_nccl_2rank.rank0.json.gz", "hta_a100_recsys_8rank_oldformat.rank3.json.gz")
+    ]
+    r = CliRunner().invoke(app, ["diff", "--store", str(tmp_path), "--json", *map(str, paths)])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["basis"] == "profiler steps"
+    for side, path in zip(("baseline", "incident"), paths, strict=True):
+        events = raw_trace(str(path))["traceEvents"]
+        marked = [
+            float(e["dur"]) for e in events if e.get("name", "").startswith("ProfilerStep#") and e.get("ph") == "X"
+        ]
+        gpu = sum(
+            float(e["dur"])
+            for e in events
+            if e.get("ph") == "X"
+            and e.get("cat", "").lower() in ("kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset")
+        )
+        (kind,) = doc["components"].values()
+        assert doc[side]["steps"] == kind[f"{side}_steps"] == len(marked)
+        assert abs(kind[f"{side}_s"] - sum(marked) / len(marked) / 1e6) < 1e-6
+        per_step = sum(v[f"{side}_s_per_step"] for v in doc["kernel_classes"].values())
+        assert abs(per_step - gpu / len(marked) / 1e6) < 1e-6 * max(1.0, per_step)
+    assert "GPU time per step changed most in" in doc["verdict"]
+
+
+def test_an_hf_generate_trace_against_itself_changes_nothing(tmp_path):
+    """The HF generate() sample against itself: every kind's delta is zero and its sizes are the same."""
+    from conftest import SAMPLES
+
+    path = str(SAMPLES / "hf_generate_cpu" / "hf_generate_cpu_profilerstep.json.gz")
+    r = CliRunner().invoke(app, ["diff", "--store", str(tmp_path), "--json", path, path])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert set(doc["components"]) == {"prefill", "decode"}
+    for v in doc["components"].values():
+        assert v["delta_s"] == 0 and v["baseline_tokens_per_step"] == v["incident_tokens_per_step"]
+    assert doc["components"]["prefill"]["baseline_tokens_per_step"] == 156
+    assert doc["components"]["decode"]["baseline_tokens_per_step"] == 2
+    r = CliRunner().invoke(app, ["diff", "--store", str(tmp_path), path, path, "--baseline-window", "0/10"])
+    assert r.exit_code == 1 and "profiler steps compare whole" in r.output

@@ -4,7 +4,8 @@ Requests fall into buckets of prompt and output length (powers of two). Where th
 their traffic's buckets, each component's mean per request is compared on the baseline's mix (the
 incident's bucket means re-weighted by the baseline's bucket shares), so "the traffic got longer" is
 separated from "the system got slower". Where the mixes overlap too little, the diff says so and compares
-plain means.
+plain means. Two runs known only from the engine's metrics compare their histograms' means; two known only from
+profiler traces compare their engine steps kind by kind (step time, tokens per step, GPU time by kernel class).
 """
 
 from __future__ import annotations
@@ -98,6 +99,15 @@ def diff(
     nb, ni = sum(r["n"] for r in b.values()), sum(r["n"] for r in i.values())
     if not (nb and ni) and engine["baseline"].get("requests") and engine["incident"].get("requests"):
         return _engine_diff(ids, engine, preemptions)
+    if not (nb or ni or engine["baseline"].get("requests") or engine["incident"].get("requests")):
+        if any(w for _, w in sides.values()):
+            raise LltraceError(
+                "neither run has requests or engine samples to narrow to a window: their profiler steps compare whole "
+                "(drop --baseline-window / --incident-window)"
+            )
+        profiled = _profiler_diff(st, ids)
+        if profiled is not None:
+            return profiled
     if not (nb and ni):
         empty = "baseline" if not nb else "incident"
         raise LltraceError(
@@ -234,3 +244,100 @@ def _engine_diff(
 def _per(figures: dict[str, Any], tokens: str) -> float | None:
     n = figures.get("requests")
     return figures[tokens] / n if figures.get(tokens) is not None and n else None
+
+
+def _profiler_diff(st: Store, ids: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+    """Two runs known only from profiler traces: their engine steps kind by kind (``profiler_steps_by_kind``): mean
+    step time, tokens per step and time per token, GPU busy time per step; and GPU time per traced step by kernel
+    class (``profiler_kernel_time``). Steps of different sizes are shown with their sizes, not normalised. None when
+    a side has no profiler step."""
+    runs = {side: v["run"] for side, v in ids.items()}
+    con = st.connect(sorted(set(runs.values())))
+    try:
+        kinds = {
+            side: {
+                r[0]: dict(zip(("steps", "wall_s_mean", "wall_s_total", "gpu_busy_s", "tokens"), r[1:], strict=True))
+                for r in con.execute(
+                    "SELECT coalesce(kind, 'unknown'), steps, wall_s_mean, wall_s_total, gpu_busy_s, "
+                    "prefill_tokens + decode_tokens FROM profiler_steps_by_kind "
+                    "WHERE run_id = ? AND source = 'profiler'",
+                    [run],
+                ).fetchall()
+            }
+            for side, run in runs.items()
+        }
+        classes = {
+            side: dict(
+                con.execute(
+                    "SELECT kernel_class, total_s FROM profiler_kernel_time "
+                    "WHERE run_id = ? AND kernel_class <> 'sync'",
+                    [run],
+                ).fetchall()
+            )
+            for side, run in runs.items()
+        }
+    finally:
+        con.close()
+    if not (kinds["baseline"] and kinds["incident"]):
+        return None
+    steps = {side: sum(k["steps"] for k in kinds[side].values()) for side in runs}
+    comps: dict[str, dict[str, Any]] = {}
+    for kind in sorted(set(kinds["baseline"]) & set(kinds["incident"])):
+        b, i = kinds["baseline"][kind], kinds["incident"][kind]
+        row: dict[str, Any] = {
+            "baseline_s": b["wall_s_mean"],
+            "incident_s": i["wall_s_mean"],
+            "delta_s": i["wall_s_mean"] - b["wall_s_mean"],
+            "share_of_change": None,
+        }
+        for side, k in (("baseline", b), ("incident", i)):
+            row[f"{side}_steps"] = k["steps"]
+            row[f"{side}_tokens_per_step"] = k["tokens"] / k["steps"] if k["tokens"] else None
+            row[f"{side}_s_per_token"] = k["wall_s_total"] / k["tokens"] if k["tokens"] else None
+            row[f"{side}_gpu_busy_s"] = k["gpu_busy_s"] / k["steps"] if k["gpu_busy_s"] is not None else None
+        comps[kind] = row
+    if not comps:
+        return None
+    gpu = {
+        c: {
+            "baseline_s_per_step": classes["baseline"].get(c, 0.0) / steps["baseline"],
+            "incident_s_per_step": classes["incident"].get(c, 0.0) / steps["incident"],
+        }
+        for c in sorted(set(classes["baseline"]) | set(classes["incident"]))
+        if classes["baseline"] and classes["incident"]
+    }
+    for v in gpu.values():
+        v["delta_s"] = v["incident_s_per_step"] - v["baseline_s_per_step"]
+    parts = []
+    for kind, v in comps.items():
+        change = f"{v['delta_s'] / v['baseline_s']:+.0%}" if v["baseline_s"] else "from 0"
+        text = f"{kind} steps {v['baseline_s'] * 1e3:,.2f} -> {v['incident_s'] * 1e3:,.2f} ms ({change})"
+        if v["baseline_tokens_per_step"] and v["incident_tokens_per_step"]:
+            text += (
+                f" at {v['baseline_tokens_per_step']:,.1f} -> {v['incident_tokens_per_step']:,.1f} tokens per step "
+                f"({v['baseline_s_per_token'] * 1e3:,.3f} -> {v['incident_s_per_token'] * 1e3:,.3f} ms per token)"
+            )
+        parts.append(text)
+    verdict = "From the profiler's steps, kind by kind: " + "; ".join(parts)
+    if gpu:
+        lead = max(gpu, key=lambda c: abs(gpu[c]["delta_s"]))
+        verdict += (
+            f". GPU time per step changed most in {lead} kernels ({gpu[lead]['delta_s'] * 1e3:+,.3f} ms per step)"
+        )
+    only = sorted(set(kinds["baseline"]) ^ set(kinds["incident"]))
+    if only:
+        verdict += f". Only one side has {', '.join(only)} steps"
+    verdict += "."
+    return {
+        "basis": "profiler steps",
+        "baseline": ids["baseline"] | {"requests": None, "preemptions": None, "steps": steps["baseline"]},
+        "incident": ids["incident"] | {"requests": None, "preemptions": None, "steps": steps["incident"]},
+        "mix": {
+            "normalised": False,
+            "overlap": None,
+            "note": "steps compared kind by kind, with their tokens per step (not normalised by size)",
+        },
+        "components": comps,
+        "kernel_classes": gpu,
+        "verdict": verdict,
+    }
