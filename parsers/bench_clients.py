@@ -400,6 +400,7 @@ def _guidellm_summary(bench: dict[str, Any]) -> dict[str, Any]:
     return {
         "strategy": strategy.get("type_"),
         "rate": strategy.get("rate"),
+        "streams": strategy.get("streams"),  # concurrent: requests kept in flight
         "duration": bench.get("duration"),
         "request_totals": bench.get("request_totals") or raw.get("request_totals"),
         "metrics": metrics,

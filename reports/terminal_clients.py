@@ -34,8 +34,8 @@ def client_tables(summaries: list[dict[str, Any]], per_request: bool) -> list[An
         tool = items[0]["tool"]
         t = Table(title=f"{Path(source).name}: the benchmark client's own summary ({tool}, as reported; ms)")
         staged = any(c["stage"] is not None for c in items)
-        if staged:
-            t.add_column("stage", justify="right")
+        if staged:  # as wide as its longest label ("concurrent@16"), never cut
+            t.add_column("stage", justify="right", no_wrap=True, min_width=max(len(str(c["stage"])) for c in items))
         cols = (
             "req/s",
             "got/s",
@@ -50,7 +50,7 @@ def client_tables(summaries: list[dict[str, Any]], per_request: bool) -> list[An
             "out tok/s",
         )
         for col in cols:
-            t.add_column(col, justify="right")
+            t.add_column(col, justify="right", no_wrap=col == "in/out tok")
 
         def med(c: dict[str, Any], lat: str, stat: str = "median") -> str:
             d = c.get(f"{lat}_s")

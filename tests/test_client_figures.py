@@ -235,6 +235,30 @@ def test_guidellm_0_3_report_figures(tmp_path: Path) -> None:
     assert doc["requests"]["ttft_s"]["mean"] == pytest.approx(req["first_token_time"] - req["start_time"])
 
 
+def test_a_guidellm_report_of_two_benchmarks_names_each_as_guidellm_does(tmp_path: Path) -> None:
+    """lltrace's own real run M_guidellm_streams: guidellm 0.8.1, concurrent streams 1 then 4 in one report. Each
+    benchmark is a stage named by its strategy and streams, with guidellm's own figures, and every record joins."""
+    folder = SAMPLES / "vllm_cpu_limits" / "M_guidellm_streams"
+    benches = json.loads((folder / "bench" / "benchmarks.json").read_text())["benchmarks"]
+    doc = _doc([folder], tmp_path)
+    clients = doc["client_summary"]
+    assert [c["stage"] for c in clients] == [f"concurrent@{b['config']['strategy']['streams']}" for b in benches]
+    assert [c["stage"] for c in clients] == ["concurrent@1", "concurrent@4"]
+    for c, b in zip(clients, benches, strict=True):
+        m = b["metrics"]
+        assert c["achieved_rate_per_s"] == m["requests_per_second"]["successful"]["mean"]
+        assert c["ttft_s"]["median"] == pytest.approx(m["time_to_first_token_ms"]["successful"]["median"] / 1e3)
+        assert c["e2e_s"]["median"] == m["request_latency"]["successful"]["median"]
+        assert c["completed"] == m["request_totals"]["successful"] == 30
+    assert doc["requests"]["count"] == 60
+    joins = doc["run"]["join"]["clients"]
+    assert [(j["client_id"], j["matched"], j["unmatched"]) for j in joins] == [
+        ("benchmark-0", 30, 0),
+        ("benchmark-1", 30, 0),
+    ]
+    assert doc["run"]["join"]["unmatched_spans"] == 0
+
+
 SWEEPS = sorted((DATA / "serving" / "inference_perf").iterdir())
 
 

@@ -131,6 +131,10 @@ want J_batch && run J_batch "--request-id-prefix batch- --random-input-len 512 -
 want K_guidellm && GUIDELLM="${GUIDELLM:?K_guidellm needs GUIDELLM=path/to/guidellm}" run K_guidellm \
   "--profile kind=poisson,rate=4 --constraint kind=max_requests,count=80 \
    --data kind=synthetic_text,prompt_tokens=256,output_tokens=64 --seed kind=static,value=68" --max-num-seqs 16
+# guidellm with two benchmarks in one file: concurrent streams 1 then 4, 30 requests each (M_guidellm_streams)
+want M_guidellm_streams && GUIDELLM="${GUIDELLM:?M_guidellm_streams needs GUIDELLM=path/to/guidellm}" run M_guidellm_streams \
+  "--profile kind=concurrent --override profile.streams 1,4 --constraint kind=max_requests,count=30 \
+   --data kind=synthetic_text,prompt_tokens=256,output_tokens=64 --seed kind=static,value=70" --max-num-seqs 16
 # and AIPerf (AIPERF=path to its binary): the same shape, Poisson 4 req/s, 80 requests, 256 in, 64 out
 want L_aiperf && AIPERF="${AIPERF:?L_aiperf needs AIPERF=path/to/aiperf}" run L_aiperf \
   "--request-rate 4 --request-count 80 --isl 256 --isl-stddev 0 --osl 64 --osl-stddev 0 \
