@@ -397,10 +397,15 @@ def _guidellm_summary(bench: dict[str, Any]) -> dict[str, Any]:
                     "percentiles": {"p90": pct.get("p90"), "p99": pct.get("p99")},
                 }
             }
+    kind, rate, streams = strategy.get("type_"), strategy.get("rate"), strategy.get("streams")
+    at = rate if isinstance(rate, (int, float)) else streams if isinstance(streams, (int, float)) else None
     return {
-        "strategy": strategy.get("type_"),
-        "rate": strategy.get("rate"),
-        "streams": strategy.get("streams"),  # concurrent: requests kept in flight
+        "strategy": kind,
+        "rate": rate,
+        "streams": streams,  # concurrent: requests kept in flight
+        # as guidellm names a benchmark: its strategy at its rate or its streams (poisson@4, concurrent@16;
+        # synchronous and throughput have neither)
+        "label": f"{kind}@{at:g}" if kind and at is not None else kind,
         "duration": bench.get("duration"),
         "request_totals": bench.get("request_totals") or raw.get("request_totals"),
         "metrics": metrics,
@@ -452,7 +457,11 @@ def ingest_guidellm(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     rows = []
     old = 0
     excluded = {"warmup": 0, "cooldown": 0}
+    summaries = [_guidellm_summary(b) for b in data.get("benchmarks", [])]
+    labels = [s["label"] for s in summaries]
     for b_i, bench in enumerate(data.get("benchmarks", [])):
+        # each benchmark a client, named as guidellm names it where that tells it from the others
+        client = labels[b_i] if labels[b_i] and labels.count(labels[b_i]) == 1 else f"benchmark-{b_i}"
         groups = bench.get("requests") or {}
         timing = bench.get("scheduler_metrics") or {}
         measure = (timing.get("measure_start_time"), timing.get("measure_end_time"))
@@ -485,7 +494,7 @@ def ingest_guidellm(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
                         # >= 0.8: the response's id, which vLLM gives its request (cmpl-<x>; the engine's own id
                         # for the first prompt is cmpl-<x>-0): the join by id, guidellm's own id never sent
                         "engine_request_id": r.get("response_id"),
-                        "client_id": f"benchmark-{b_i}",
+                        "client_id": client,
                         "arrival_s": start,
                         "input_tokens": r.get("prompt_tokens"),
                         "output_tokens": r.get("output_tokens"),
@@ -504,7 +513,7 @@ def ingest_guidellm(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
         info.version = ">= 0.4 schema (request_start_time, scheduler_metrics)"
     if any(excluded.values()):
         info.details["excluded_by_guidellm"] = excluded
-    info.details["guidellm_metrics"] = [_guidellm_summary(b) for b in data.get("benchmarks", [])]
+    info.details["guidellm_metrics"] = summaries
     check_ids(path, rows)  # one id twice is two requests that cannot be told apart: the error, never one
     check_row_clocks(path, rows, "arrival_s", "the request's start time (epoch s)")
     info.records = write_rows(stage, "requests", part, rows)

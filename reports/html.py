@@ -99,6 +99,27 @@ def _replay_html(rep: dict[str, Any] | None) -> str:
     return "\n".join(parts)
 
 
+def _by_client(rows: list[dict[str, Any]]) -> str:
+    """The attribution per client (load levels, clients run at once): means per request, ms."""
+
+    def ms(v: float | None) -> str:
+        return "-" if v is None else f"{v * 1e3:,.1f}"
+
+    keys = ("e2e_s", "e2e_p90_s", "queue_s", "prefill_s", "decode_s", "overhead_s")
+    body = "".join(
+        f"<tr><td>{html.escape(str(r['client_id']))}</td><td>{r['requests']:,}</td>"
+        f"<td>{'-' if r['arrival_rate_per_s'] is None else format(r['arrival_rate_per_s'], '.3g')}</td>"
+        + "".join(f"<td>{ms(r[k])}</td>" for k in keys)
+        + "</tr>"
+        for r in rows
+    )
+    head = "".join(
+        f"<th>{h}</th>"
+        for h in ("client", "requests", "arrivals/s", "e2e", "e2e p90", "queue", "prefill", "decode", "overhead")
+    )
+    return f"<h3>By client (mean per request, ms)</h3><table><tr>{head}</tr>{body}</table>"
+
+
 def _headline(doc: dict[str, Any]) -> str:
     cls = doc.get("classification") or {}
     parts = [f"<h1>lltrace report: {html.escape(doc['run']['id'])}</h1>"]
@@ -132,6 +153,8 @@ def _headline(doc: dict[str, Any]) -> str:
         ]
         if unknown and att["queue"]["total_s"]:
             parts.append(f"<p>Queue split, not known: {html.escape('; '.join(unknown))}.</p>")
+        if att.get("by_client"):
+            parts.append(_by_client(att["by_client"]))
         preemptions = (doc.get("kv") or {}).get("preemptions")
         if preemptions and not att["preempted"]["total_s"] and att["preempted"].get("note"):
             parts.append(f"<p>Preempted: {preemptions:,.0f} preemptions, {html.escape(att['preempted']['note'])}.</p>")

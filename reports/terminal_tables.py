@@ -90,6 +90,29 @@ def _profiler_diff_table(doc: dict[str, Any]) -> Group:
     return Group(*parts)
 
 
+def client_attribution_table(rows: list[dict[str, Any]]) -> Table:
+    """The run's attribution per client (``attribution.by_client``: a sweep's load levels, clients run at once), as
+    means per request in ms, in the order the clients began."""
+    t = Table(title="By client (mean per request, ms)")
+    cols = ("client", "requests", "arrivals/s", "in/out tok", "e2e", "e2e p90", "queue", "prefill", "decode")
+    for col in (*cols, "overhead"):
+        t.add_column(col, justify="left" if col == "client" else "right", no_wrap=col in ("client", "in/out tok"))
+
+    def ms(v: float | None) -> str:
+        return "-" if v is None else f"{v * 1e3:,.1f}"
+
+    for r in rows:
+        rate = r["arrival_rate_per_s"]
+        t.add_row(
+            str(r["client_id"]),
+            whole(r["requests"]),
+            "-" if rate is None else f"{rate:.3g}",
+            f"{r['mean_input_tokens']:,.0f} / {r['mean_output_tokens']:,.0f}",
+            *(ms(r[k]) for k in ("e2e_s", "e2e_p90_s", "queue_s", "prefill_s", "decode_s", "overhead_s")),
+        )
+    return t
+
+
 def _side(side: dict[str, Any]) -> str:
     """A diff side: its run, and its window where it has one (UTC)."""
     window = side.get("window")

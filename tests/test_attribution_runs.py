@@ -121,3 +121,24 @@ def test_the_prefill_rate_of_a_run_with_prefix_caching_says_what_was_computed(tm
     assert att["prefill_computed_tokens_per_s"] == pytest.approx((prompt - hits) / prefill_s, rel=1e-6)
     b = lltrace.analyze([DATA / "vllm_cpu" / "B_kvpressure"], store=tmp_path / "s").to_dict()["attribution"]
     assert b["prefill_cached_tokens"] is None and b["prefill_computed_tokens_per_s"] is None  # no figure per request
+
+
+def test_each_client_of_a_run_is_its_share_of_the_runs_attribution(docs):
+    """A, B and B2 each ran several bench files (load levels, the profiled batch): per client, the means times the
+    requests add up to the run's totals, and each client's parts add up to its e2e."""
+    for name, doc in docs.items():
+        att = doc["attribution"]
+        clients = att["by_client"]
+        assert clients and len(clients) >= 2, name
+        assert sum(c["requests"] for c in clients) == att["requests"]
+        for part in ("queue", "prefill", "decode", "preempted", "overhead"):
+            summed = sum(c["requests"] * c[f"{part}_s"] for c in clients)
+            assert summed == pytest.approx(att[part]["total_s"], rel=1e-9, abs=1e-9), (name, part)
+        for c in clients:
+            parts = sum(c[f"{p}_s"] for p in ("queue", "prefill", "decode", "preempted", "overhead"))
+            assert parts == pytest.approx(c["e2e_s"], rel=1e-9), (name, c["client_id"])
+    # A's load levels: the rate-40 file waited and decoded longer per request than the rate-4 one
+    a = {c["client_id"]: c for c in docs["A_baseline"]["attribution"]["by_client"]}
+    low, high = a["bench_random_200req_rate4.json"], a["bench_random_300req_rate40.json"]
+    assert high["arrival_rate_per_s"] > 9 * low["arrival_rate_per_s"]
+    assert high["e2e_s"] > low["e2e_s"]

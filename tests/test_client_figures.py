@@ -253,10 +253,19 @@ def test_a_guidellm_report_of_two_benchmarks_names_each_as_guidellm_does(tmp_pat
     assert doc["requests"]["count"] == 60
     joins = doc["run"]["join"]["clients"]
     assert [(j["client_id"], j["matched"], j["unmatched"]) for j in joins] == [
-        ("benchmark-0", 30, 0),
-        ("benchmark-1", 30, 0),
+        ("concurrent@1", 30, 0),
+        ("concurrent@4", 30, 0),
     ]
     assert doc["run"]["join"]["unmatched_spans"] == 0
+    # the attribution per client (each benchmark a client): its requests and its mean e2e, the client's latency
+    by_client = doc["attribution"]["by_client"]
+    assert [r["client_id"] for r in by_client] == ["concurrent@1", "concurrent@4"]
+    for r, b in zip(by_client, benches, strict=True):
+        latencies = [q["request_latency"] for q in b["requests"]["successful"]]
+        assert r["requests"] == len(latencies) == 30
+        assert r["e2e_s"] == pytest.approx(statistics.mean(latencies), rel=1e-9)
+        parts = r["queue_s"] + r["prefill_s"] + r["decode_s"] + r["preempted_s"] + r["overhead_s"]
+        assert parts == pytest.approx(r["e2e_s"], rel=1e-9)
 
 
 SWEEPS = sorted((DATA / "serving" / "inference_perf").iterdir())

@@ -140,21 +140,13 @@ def _llmperf_v1(s: dict[str, Any], e: dict[str, Any]) -> dict[str, Any]:
     return e
 
 
-def _guidellm_label(bench: dict[str, Any]) -> str | None:
-    """A benchmark of several in one file, as guidellm names it: its strategy at its rate or its streams
-    (``poisson@4``, ``concurrent@16``; ``synchronous`` and ``throughput`` have neither)."""
-    strategy, at = bench.get("strategy"), _num(bench.get("rate"))
-    at = at if at is not None else _num(bench.get("streams"))
-    return f"{strategy}@{at:g}" if strategy and at is not None else strategy
-
-
 def _guidellm(source: dict[str, Any]) -> list[dict[str, Any]]:
     """guidellm ``benchmarks[].metrics``: the successful requests' distributions (``mean``, ``median``,
     ``percentiles.p90/p99``), latencies in ms except ``request_latency`` (s)."""
     out = []
     benches = source["guidellm_metrics"]
     for b in benches:
-        e = _entry(source["path"], source["format"], _guidellm_label(b) if len(benches) > 1 else None)
+        e = _entry(source["path"], source["format"], b.get("label") if len(benches) > 1 else None)
         e["requested_rate_per_s"] = _num(b.get("rate"))
         totals = _obj(b.get("request_totals"))
         e["completed"], e["failed"] = _whole(totals.get("successful")), _whole(totals.get("errored"))

@@ -172,6 +172,10 @@ def analyze(
         if att and att[0]["requests"]:
             a = att[0]
             doc["attribution"] = _attribution(a) | queue_split(con, a["queue_s"])
+            by_client = rows(
+                con, "SELECT * EXCLUDE (run_id) FROM attribution_client ORDER BY first_arrival_s, client_id"
+            )
+            doc["attribution"]["by_client"] = by_client if len(by_client) > 1 else None
             kv = doc["kv"]
             if kv is not None:
                 kv["kv_wait_s"] = doc["attribution"]["kv_wait"]["total_s"]
