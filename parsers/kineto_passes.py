@@ -8,6 +8,7 @@ A forward's attention op takes the query as its first input: ``[T, H, D]`` for v
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import duckdb
 
@@ -64,7 +65,26 @@ ATTN_OPS_SQL = (
 )
 
 
+def step_row(name: str, pid: Any, tid: Any, ts: int, dur: int | None, marker: Any = None, ext: Any = None) -> dict:
+    """One detected step: its CPU span and what its marker says (``marker``: an object with ``kind`` and the
+    four counts, ``kineto_steps.Marker``; None where the step has no marker that says any)."""
+    return dict(
+        marker=name,
+        pid=pid,
+        tid=tid,
+        start_ns=ts,
+        end_ns=ts + (dur or 0),
+        external_id=ext,
+        kind=marker.kind if marker else None,
+        prefill_reqs=marker.prefill_reqs if marker else None,
+        prefill_tokens=marker.prefill_tokens if marker else None,
+        decode_reqs=marker.decode_reqs if marker else None,
+        decode_tokens=marker.decode_tokens if marker else None,
+    )
+
+
 def public_step(step: dict) -> dict:
+    """A step without the working keys (``_key``, ``_decode``) its detection kept on it."""
     return {k: v for k, v in step.items() if not k.startswith("_")}
 
 
@@ -115,22 +135,7 @@ def forward_passes_from_shapes(con: duckdb.DuckDBPyConnection) -> list[dict]:
         if last and last["_key"] == (pid, tid, name, dims):
             last["end_ns"] = max(last["end_ns"], ts + (dur or 0))
             continue
-        steps.append(
-            dict(
-                _key=(pid, tid, name, dims),
-                marker=f"{name} {dims}",
-                pid=pid,
-                tid=tid,
-                start_ns=ts,
-                end_ns=ts + (dur or 0),
-                external_id=None,
-                kind=None,
-                prefill_reqs=None,
-                prefill_tokens=None,
-                decode_reqs=None,
-                decode_tokens=None,
-            )
-        )
+        steps.append(step_row(f"{name} {dims}", pid, tid, ts, dur) | {"_key": (pid, tid, name, dims)})
     for s in steps:
         _, _, name, dims = s.pop("_key")
         s["_decode"] = pass_reads_decode(name, dims)

@@ -49,6 +49,7 @@ from lltrace.parsers.kineto_passes import (
     holds_prefill_and_decode,
     merged_shape_reading,
     public_step,
+    step_row,
 )
 from lltrace.tables import ENGINE_STEPS, KERNEL_TIME_CLASSES
 
@@ -140,30 +141,13 @@ def _candidate_markers(con: duckdb.DuckDBPyConnection) -> list[tuple]:
     return rows
 
 
-def _step(name: str, pid, tid, ts: int, dur: int | None, marker: Marker | None = None, ext=None) -> dict:
-    """One detected step: its CPU span and what its marker (if any) says."""
-    return dict(
-        marker=name,
-        pid=pid,
-        tid=tid,
-        start_ns=ts,
-        end_ns=ts + (dur or 0),
-        external_id=ext,
-        kind=marker.kind if marker else None,
-        prefill_reqs=marker.prefill_reqs if marker else None,
-        prefill_tokens=marker.prefill_tokens if marker else None,
-        decode_reqs=marker.decode_reqs if marker else None,
-        decode_tokens=marker.decode_tokens if marker else None,
-    )
-
-
 def _find_steps(con: duckdb.DuckDBPyConnection) -> tuple[str | None, list[dict]]:
     """The steps of the highest-priority family present (see the module docstring)."""
     found: dict[str, list[dict]] = {}
     for name, pid, tid, ts, dur, ext in _candidate_markers(con):
         marker = parse_marker(name)
         if marker is not None:
-            found.setdefault(marker.family, []).append(_step(name, pid, tid, ts, dur, marker, ext))
+            found.setdefault(marker.family, []).append(step_row(name, pid, tid, ts, dur, marker, ext))
     if found:
         family = min(found, key=FAMILIES.__getitem__)
         if family == "profiler_step":  # the user's loop iteration: a whole generate() may run inside one
@@ -191,7 +175,7 @@ def _find_steps(con: duckdb.DuckDBPyConnection) -> tuple[str | None, list[dict]]
         """
     ).fetchall()
     if rows:
-        return "execute_model", [_step(*r) for r in rows]
+        return "execute_model", [step_row(*r) for r in rows]
     # CUDA graph replays: one launch is one step; a replay is usually decode, but only the shapes can say.
     rows = con.execute(
         """
@@ -200,7 +184,7 @@ def _find_steps(con: duckdb.DuckDBPyConnection) -> tuple[str | None, list[dict]]
         """
     ).fetchall()
     if rows:
-        return "cuda_graph", [_step(*r) for r in rows]
+        return "cuda_graph", [step_row(*r) for r in rows]
     steps = [public_step(s) for s in forward_passes_from_shapes(con)]
     return ("attention_shapes" if steps else None), steps
 

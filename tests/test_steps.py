@@ -192,17 +192,27 @@ def test_step_marker_parsing():
 
 def test_forward_passes_from_attention_shapes_when_a_trace_has_no_markers(store, tmp_path):
     """The CPU tiny-LM trace with every annotation removed: steps come from the attention shapes alone."""
+
+    def drop(events: list[dict]) -> list[dict]:
+        return [e for e in events if e.get("cat") != "user_annotation"]
+
+    _tinylm_steps_match_its_annotations(store, tmp_path, drop, "attention_shapes")
+
+
+def _tinylm_steps_match_its_annotations(store, tmp_path, edit, detection: str) -> None:
+    """The CPU tiny-LM trace with its events edited by ``edit``: the steps found (by ``detection``) are its
+    prefill and decode_step annotations, kind for kind."""
     import gzip
     import json
 
     src = shared_file("torch", "torch-cpu-tinylm-infer-10mb.trace.json.gz")
     doc = json.loads(gzip.decompress(src.read_bytes()))
     names = [e["name"] for e in doc["traceEvents"] if e.get("cat") == "user_annotation"]
-    doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("cat") != "user_annotation"]
-    path = tmp_path / "nomarkers.json"
+    doc["traceEvents"] = edit(doc["traceEvents"])
+    path = tmp_path / "edited.json"
     path.write_text(json.dumps(doc))
     run, steps = _steps(path, store)
-    assert {s["detection"] for s in steps} == {"attention_shapes"}
+    assert {s["detection"] for s in steps} == {detection}
     assert sum(s["kind"] == "prefill" for s in steps) == names.count("prefill")
     assert sum(s["kind"] == "decode" for s in steps) == names.count("decode_step")
 
@@ -282,23 +292,14 @@ def test_a_profiler_step_holding_a_whole_generate_gives_way_to_its_forward_passe
 def test_a_profiler_step_of_one_forward_keeps_its_marker(store, tmp_path):
     """The tiny-LM trace with its phase annotations renamed ProfilerStep#N: each holds one forward, so the
     ProfilerSteps stay the steps (with the kinds their shapes give)."""
-    import gzip
-    import json
 
-    src = shared_file("torch", "torch-cpu-tinylm-infer-10mb.trace.json.gz")
-    doc = json.loads(gzip.decompress(src.read_bytes()))
-    names = [e["name"] for e in doc["traceEvents"] if e.get("cat") == "user_annotation"]
-    k = 0
-    for e in doc["traceEvents"]:
-        if e.get("cat") == "user_annotation" and e["name"] in ("prefill", "decode_step"):
+    def rename(events: list[dict]) -> list[dict]:
+        marked = [e for e in events if e.get("cat") == "user_annotation" and e["name"] in ("prefill", "decode_step")]
+        for k, e in enumerate(marked):
             e["name"] = f"ProfilerStep#{k}"
-            k += 1
-    path = tmp_path / "profilerstep_per_forward.json"
-    path.write_text(json.dumps(doc))
-    run, steps = _steps(path, store)
-    assert {s["detection"] for s in steps} == {"profiler_step"}
-    assert sum(s["kind"] == "prefill" for s in steps) == names.count("prefill")
-    assert sum(s["kind"] == "decode" for s in steps) == names.count("decode_step")
+        return events
+
+    _tinylm_steps_match_its_annotations(store, tmp_path, rename, "profiler_step")
 
 
 def test_a_cpu_step_without_shapes_says_why_it_has_no_kind(store, tmp_path):
