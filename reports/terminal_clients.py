@@ -36,9 +36,11 @@ def client_tables(summaries: list[dict[str, Any]], per_request: bool) -> list[An
         staged = any(c["stage"] is not None for c in items)
         if staged:  # as wide as its longest label ("concurrent@16"), never cut
             t.add_column("stage", justify="right", no_wrap=True, min_width=max(len(str(c["stage"])) for c in items))
+        goodput = any(c.get("goodput_per_s") is not None for c in items)  # only where the client had SLOs
         cols = (
             "req/s",
             "got/s",
+            *(("goodput/s",) if goodput else ()),
             "in/out tok",
             "done",
             "failed",
@@ -50,7 +52,7 @@ def client_tables(summaries: list[dict[str, Any]], per_request: bool) -> list[An
             "out tok/s",
         )
         for col in cols:
-            t.add_column(col, justify="right", no_wrap=col == "in/out tok")
+            t.add_column(col, justify="right", no_wrap=col in ("in/out tok", "goodput/s"))
 
         def med(c: dict[str, Any], lat: str, stat: str = "median") -> str:
             d = c.get(f"{lat}_s")
@@ -62,6 +64,7 @@ def client_tables(summaries: list[dict[str, Any]], per_request: bool) -> list[An
                 *([str(c["stage"])] if staged else []),
                 "-" if rate is None else str(rate) if isinstance(rate, str) else f"{rate:g}",  # "inf": all at once
                 "-" if c["achieved_rate_per_s"] is None else per_s(c["achieved_rate_per_s"]),
+                *(("-" if c.get("goodput_per_s") is None else per_s(c["goodput_per_s"]),) if goodput else ()),
                 "-"
                 if c["mean_input_tokens"] is None or c["mean_output_tokens"] is None
                 else f"{c['mean_input_tokens']:,.0f} / {c['mean_output_tokens']:,.0f}",

@@ -648,3 +648,18 @@ def test_aiperf_0_13_against_vllm_joins_by_the_id_it_sent_and_reads_its_own_figu
         "server_metrics_export.json",
     }
     assert all(r.startswith("AIPerf's") for r in skipped.values())
+
+
+def test_vllm_bench_with_its_percentile_and_goodput_options(tmp_path: Path) -> None:
+    """lltrace's own real run N_bench_pcts: vllm bench serve with --metric-percentiles 25,50,90,99.9 and --goodput.
+    The summary keeps the file's p90s, has no p99 (none was asked for), and carries the goodput as written."""
+    folder = SAMPLES / "vllm_cpu_limits" / "N_bench_pcts"
+    raw = json.loads((folder / "bench" / "bench.json").read_text())
+    doc = _doc([folder], tmp_path)
+    (client,) = doc["client_summary"]
+    assert client["goodput_per_s"] == raw["request_goodput"] < client["achieved_rate_per_s"]
+    for lat, key in (("ttft", "ttft"), ("tpot", "tpot"), ("itl", "itl"), ("e2e", "e2el")):
+        assert "p99_" + key + "_ms" not in raw and client[f"{lat}_s"]["p99"] is None
+        assert client[f"{lat}_s"]["p90"] == pytest.approx(raw[f"p90_{key}_ms"] / 1e3, rel=1e-12)
+        assert client[f"{lat}_s"]["median"] == pytest.approx(raw[f"median_{key}_ms"] / 1e3, rel=1e-12)
+    assert doc["requests"]["count"] == raw["completed"] == 80

@@ -135,6 +135,11 @@ want K_guidellm && GUIDELLM="${GUIDELLM:?K_guidellm needs GUIDELLM=path/to/guide
 want M_guidellm_streams && GUIDELLM="${GUIDELLM:?M_guidellm_streams needs GUIDELLM=path/to/guidellm}" run M_guidellm_streams \
   "--profile kind=concurrent --override profile.streams 1,4 --constraint kind=max_requests,count=30 \
    --data kind=synthetic_text,prompt_tokens=256,output_tokens=64 --seed kind=static,value=70" --max-num-seqs 16
+# vllm bench serve with its percentile options and a goodput SLO: p25/p50/p90/p99.9 of TTFT, TPOT, ITL and e2el
+want N_bench_pcts && run N_bench_pcts "--request-id-prefix pcts- --random-input-len 256 --random-output-len 64 \
+  --random-range-ratio 0.25 --num-prompts 80 --request-rate 8 --burstiness 1.0 --seed 71 \
+  --percentile-metrics ttft,tpot,itl,e2el --metric-percentiles 25,50,90,99.9 --goodput ttft:50 e2el:1000" \
+  --max-num-seqs 16
 # and AIPerf (AIPERF=path to its binary): the same shape, Poisson 4 req/s, 80 requests, 256 in, 64 out
 want L_aiperf && AIPERF="${AIPERF:?L_aiperf needs AIPERF=path/to/aiperf}" run L_aiperf \
   "--request-rate 4 --request-count 80 --isl 256 --isl-stddev 0 --osl 64 --osl-stddev 0 \

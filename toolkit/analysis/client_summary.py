@@ -36,6 +36,7 @@ def _entry(source: str, tool: str, stage: Any = None) -> dict[str, Any]:
         "stage": stage,
         "requested_rate_per_s": None,
         "achieved_rate_per_s": None,
+        "goodput_per_s": None,
         "max_concurrency": None,
         "completed": None,
         "failed": None,
@@ -64,6 +65,8 @@ def _bench(source: dict[str, Any]) -> list[dict[str, Any]]:
         rate = b.get("request_rate")  # a number, "inf" (all at once) or SGLang's "trace" (a trace's own times)
         e["requested_rate_per_s"] = rate if isinstance(rate, str) else _num(rate)
         e["achieved_rate_per_s"] = _num(b.get("request_throughput"))
+        # requests/s that met every SLO the client was given (vLLM's --goodput; NULL where none was)
+        e["goodput_per_s"] = _num(b.get("request_goodput"))
         e["max_concurrency"] = _whole(b.get("max_concurrency"))
         e["completed"], e["failed"] = _whole(b.get("completed")), _whole(b.get("failed"))
         e["duration_s"] = _num(b.get("duration"))
