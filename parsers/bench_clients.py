@@ -315,8 +315,10 @@ def ingest_aiperf_summary(path: str, stage: Path, part: int, **_: Any) -> Source
         if isinstance(errors, list)
         else None
     )
+    slos = cfg.get("slos") if isinstance(cfg.get("slos"), dict) else None  # its --goodput: metric tag -> value
     info.details["aiperf_summary"] = {
         "metrics": kept,
+        "slos": slos or None,
         "concurrency": load.get("concurrency", phase.get("concurrency")),
         "request_rate": load.get("request_rate", phase.get("rate")),
         "errors_listed": listed,

@@ -78,6 +78,10 @@ def client_tables(summaries: list[dict[str, Any]], per_request: bool) -> list[An
                 whole(c["output_tokens_per_s"]),
             )
         out.append(t)
+        for c in items:
+            if c.get("goodput_slos"):
+                slos = ", ".join(f"{k} <= {v:g}" for k, v in c["goodput_slos"].items())
+                out.append(Text(f"goodput: the requests that met {slos} (the client's SLOs, in its display units)"))
         out += server
     if summaries and not per_request:
         out.append(

@@ -663,3 +663,18 @@ def test_vllm_bench_with_its_percentile_and_goodput_options(tmp_path: Path) -> N
         assert client[f"{lat}_s"]["p90"] == pytest.approx(raw[f"p90_{key}_ms"] / 1e3, rel=1e-12)
         assert client[f"{lat}_s"]["median"] == pytest.approx(raw[f"median_{key}_ms"] / 1e3, rel=1e-12)
     assert doc["requests"]["count"] == raw["completed"] == 80
+
+
+def test_aiperf_goodput_and_its_slos(tmp_path: Path) -> None:
+    """lltrace's own real run O_aiperf_goodput: AIPerf 0.13 with --goodput request_latency:170. The summary carries
+    AIPerf's goodput and the SLO it was given; the goodput's good requests are the records at or under the SLO."""
+    folder = SAMPLES / "vllm_cpu_limits" / "O_aiperf_goodput"
+    raw = json.loads((folder / "bench" / "profile_export_aiperf.json").read_text())
+    records = [json.loads(line) for line in (folder / "bench" / "profile_export.jsonl").read_text().splitlines()]
+    good = sum(r["metrics"]["request_latency"]["value"] <= 170 for r in records)
+    doc = _doc([folder], tmp_path)
+    (client,) = [c for c in doc["client_summary"] if c["tool"] == "aiperf-summary"]
+    assert client["goodput_slos"] == raw["input_config"]["slos"] == {"request_latency": 170.0}
+    assert client["goodput_per_s"] == raw["goodput"]["avg"]
+    assert good == raw["good_request_count"]["avg"] == 23 < client["completed"] == 40
+    assert client["goodput_per_s"] < client["achieved_rate_per_s"]

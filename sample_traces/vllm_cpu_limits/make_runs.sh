@@ -144,4 +144,8 @@ want N_bench_pcts && run N_bench_pcts "--request-id-prefix pcts- --random-input-
 want L_aiperf && AIPERF="${AIPERF:?L_aiperf needs AIPERF=path/to/aiperf}" run L_aiperf \
   "--request-rate 4 --request-count 80 --isl 256 --isl-stddev 0 --osl 64 --osl-stddev 0 \
    --extra-inputs ignore_eos:true --random-seed 69" --max-num-seqs 16
+# AIPerf with an SLO: L_aiperf's shape, 40 requests, --goodput request_latency:170 (ms: about its median)
+want O_aiperf_goodput && AIPERF="${AIPERF:?O_aiperf_goodput needs AIPERF=path/to/aiperf}" run O_aiperf_goodput \
+  "--request-rate 4 --request-count 40 --isl 256 --isl-stddev 0 --osl 64 --osl-stddev 0 \
+   --extra-inputs ignore_eos:true --random-seed 72 --goodput request_latency:170" --max-num-seqs 16
 echo "runs in $OUT"

@@ -37,6 +37,7 @@ def _entry(source: str, tool: str, stage: Any = None) -> dict[str, Any]:
         "requested_rate_per_s": None,
         "achieved_rate_per_s": None,
         "goodput_per_s": None,
+        "goodput_slos": None,
         "max_concurrency": None,
         "completed": None,
         "failed": None,
@@ -192,6 +193,9 @@ def _aiperf(source: dict[str, Any]) -> list[dict[str, Any]]:
     e["requested_rate_per_s"] = _num(summary.get("request_rate"))
     e["max_concurrency"] = _whole(summary.get("concurrency"))
     e["achieved_rate_per_s"] = _num(one("request_throughput").get("avg"))
+    # good requests (every --goodput SLO met) over the benchmark's duration: written only where SLOs were given
+    e["goodput_per_s"] = _num(one("goodput").get("avg"))
+    e["goodput_slos"] = summary.get("slos")  # as AIPerf was given them: metric tag -> value in its display unit
     e["completed"] = _whole(one("request_count").get("avg"))
     e["failed"] = _whole(one("error_request_count").get("avg"))
     if e["failed"] is None and summary.get("errors_listed") is not None:  # AIPerf's error_summary: [] when none
