@@ -317,6 +317,14 @@ def sniff_client_log(head: bytes) -> bool:
     return b"Namespace(" in head and (b"bench_type='serve'" in head or b"request_id_prefix=" in head)
 
 
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def ingest_client_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     """The options that join a bench file to the engine's spans (``request_id_prefix``, ``result_filename``)."""
     info = SourceInfo(path=path, format=CLIENT_LOG)
@@ -342,6 +350,11 @@ def ingest_client_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
         "max_concurrency",
     )
     info.details["client"] = {k: fields[k] for k in keep if k in fields}
+    # --goodput ttft:50 e2el:1000 -> goodput=['ttft:50', 'e2el:1000'] (ms): the SLOs its request_goodput counts
+    slos = re.search(r"\bgoodput=\[([^\]]*)\]", m.group(1))
+    if slos:
+        pairs = (item.strip().strip("'\"").split(":", 1) for item in slos.group(1).split(",") if item.strip())
+        info.details["client"]["goodput"] = {k: float(v) for k, v in pairs if _is_number(v)}
     info.records = 1
     info.version = "vllm bench serve stdout"
     return info

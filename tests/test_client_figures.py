@@ -658,6 +658,9 @@ def test_vllm_bench_with_its_percentile_and_goodput_options(tmp_path: Path) -> N
     doc = _doc([folder], tmp_path)
     (client,) = doc["client_summary"]
     assert client["goodput_per_s"] == raw["request_goodput"] < client["achieved_rate_per_s"]
+    # its SLOs are in the client's stdout only (the Namespace line): ms, as --goodput took them
+    assert "goodput=['ttft:50', 'e2el:1000']" in (folder / "bench" / "bench.client.log").read_text()
+    assert client["goodput_slos"] == {"ttft": 50.0, "e2el": 1000.0}
     for lat, key in (("ttft", "ttft"), ("tpot", "tpot"), ("itl", "itl"), ("e2e", "e2el")):
         assert "p99_" + key + "_ms" not in raw and client[f"{lat}_s"]["p99"] is None
         assert client[f"{lat}_s"]["p90"] == pytest.approx(raw[f"p90_{key}_ms"] / 1e3, rel=1e-12)

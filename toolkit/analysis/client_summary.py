@@ -56,7 +56,7 @@ def _dist(values: dict[str, float | None]) -> dict[str, float | None] | None:
     return None if all(v is None for v in values.values()) else values
 
 
-def _bench(source: dict[str, Any]) -> list[dict[str, Any]]:
+def _bench(source: dict[str, Any], slos: dict[str, float] | None = None) -> list[dict[str, Any]]:
     """vLLM ``bench serve`` / ``benchmark_serving.py`` and SGLang ``bench_serving`` result objects: ms figures
     named ``{mean,median,p90,p99}_{ttft,tpot,itl,e2el}_ms`` (SGLang: ``..._e2e_latency_ms``)."""
     out = []
@@ -68,6 +68,7 @@ def _bench(source: dict[str, Any]) -> list[dict[str, Any]]:
         e["achieved_rate_per_s"] = _num(b.get("request_throughput"))
         # requests/s that met every SLO the client was given (vLLM's --goodput; NULL where none was)
         e["goodput_per_s"] = _num(b.get("request_goodput"))
+        e["goodput_slos"] = slos if e["goodput_per_s"] is not None else None  # (ttft, tpot, e2el: ms)
         e["max_concurrency"] = _whole(b.get("max_concurrency"))
         e["completed"], e["failed"] = _whole(b.get("completed")), _whole(b.get("failed"))
         e["duration_s"] = _num(b.get("duration"))
@@ -345,10 +346,16 @@ def client_summary(sources: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for s in sources
         if (s.get("inference_perf") or {}).get("side") == "server"
     }
+    # vllm bench serve's --goodput SLOs, from its stdout (the client log) of the same result file
+    slos = {
+        (s.get("client") or {}).get("result_filename"): (s.get("client") or {}).get("goodput")
+        for s in sources
+        if (s.get("client") or {}).get("goodput")
+    }
     sweep = []
     for s in sources:
         if s.get("bench"):
-            out += _bench(s)
+            out += _bench(s, slos.get(Path(s["path"]).name))
         elif s.get("format") == "llmperf-summary" and isinstance(s.get("summary"), dict):
             out += _llmperf(s)
         elif s.get("guidellm_metrics"):
