@@ -111,23 +111,27 @@ def pass_reads_decode(op_name: str, dims: str | None) -> bool:
     return r["tokens"] is not None and r["tokens"] == r["reqs"]
 
 
-def forward_passes_from_shapes(con: duckdb.DuckDBPyConnection) -> list[dict]:
+def forward_passes_from_shapes(con: duckdb.DuckDBPyConnection, window: tuple[int, int] | None = None) -> list[dict]:
     """Forward passes of a trace with no markers at all: runs of attention ops with the same input shapes.
 
     Every layer of one forward calls attention with the same shapes; the next forward changes them (a
     decode step's key grows by one token, a new prompt has another length). A pass runs from its first
     attention op to the first attention op of the decode pass that follows it on its thread (the
     generation loop's period: the rest of its forward, sampling, the next forward's start), else to its
-    last attention op's end (then the attention part of the pass only: a lower bound).
+    last attention op's end (then the attention part of the pass only: a lower bound). ``window``: only the
+    attention ops that start in [from, to] ns (the Parquet row groups outside it are not read).
     """
+    lo, hi = window or (None, None)
     rows = con.execute(
         f"""
         SELECT name, pid, tid, ts_ns, dur_ns, input_dims FROM ops
         WHERE cat = 'cpu_op' AND input_dims IS NOT NULL AND {ATTN_OPS_SQL}
           AND (name LIKE '%unified_attention%' OR name = 'aten::scaled_dot_product_attention'
                OR name LIKE '%cpu_attention_with_kv_cache%')
+          AND ($lo IS NULL OR ts_ns >= $lo) AND ($hi IS NULL OR ts_ns <= $hi)
         ORDER BY pid, tid, ts_ns
-        """
+        """,
+        {"lo": lo, "hi": hi},
     ).fetchall()
     steps: list[dict] = []
     for name, pid, tid, ts, dur, dims in rows:

@@ -6,9 +6,10 @@ Markers are tried in this order and the first family present defines the steps:
 2. SGLang ``step[EXTEND|DECODE|MIXED|IDLE bs=… toks=…]``;
 3. TraceLens' detailed ``execute_K_context_N(sq…sk…)_generation_M(sq…sk…)``;
 4. ``record_function`` ranges named for a phase (``prefill``, ``decode``, ``decode_step``, ``extend``);
-5. ``ProfilerStep#N``: the user's loop iteration, one engine iteration only where it holds one forward. One that
-   holds a decode pass and a pass that is not (an HF ``generate()`` profiled per call: a prefill and its decodes)
-   gives way to its forward passes, found as in 8 (``attention_shapes_in_profiler_step``);
+5. ``ProfilerStep#N``: the user's loop iteration, one engine iteration only where it holds one forward. Where the
+   loop's steps hold a decode pass and a pass that is not (an HF ``generate()`` profiled per call: a prefill and its
+   decodes; judged on its first eight steps), they give way to the forward passes, found as in 8
+   (``attention_shapes_in_profiler_step``);
 6. vLLM worker ``execute_model`` frames (python_function, kept for this);
 7. CUDA graph launches (one replay = one step; its kind comes from the shapes);
 8. with no marker at all, forward passes as runs of attention ops with identical input shapes.
@@ -141,6 +142,18 @@ def _candidate_markers(con: duckdb.DuckDBPyConnection) -> list[tuple]:
     return rows
 
 
+_FIRST_MARKED = 8  # a trace's ProfilerSteps are one loop of the user's: its first ones show what each holds
+
+
+def _loop_holds_generations(con: duckdb.DuckDBPyConnection, marked: list[dict]) -> bool:
+    """Whether the user's loop (``ProfilerStep#N``) runs a whole generation per iteration, judged on its first
+    ``_FIRST_MARKED`` steps: only their stretch of the trace is read (a 2 GB trace's 400 steps of one forward each
+    are not scanned for passes they do not hold)."""
+    first = sorted(marked, key=lambda m: m["start_ns"])[:_FIRST_MARKED]
+    window = (first[0]["start_ns"], max(m["end_ns"] for m in first))
+    return holds_prefill_and_decode(first, forward_passes_from_shapes(con, window))
+
+
 def _find_steps(con: duckdb.DuckDBPyConnection) -> tuple[str | None, list[dict]]:
     """The steps of the highest-priority family present (see the module docstring)."""
     found: dict[str, list[dict]] = {}
@@ -150,7 +163,7 @@ def _find_steps(con: duckdb.DuckDBPyConnection) -> tuple[str | None, list[dict]]
             found.setdefault(marker.family, []).append(step_row(name, pid, tid, ts, dur, marker, ext))
     if found:
         family = min(found, key=FAMILIES.__getitem__)
-        if family == "profiler_step":  # the user's loop iteration: a whole generate() may run inside one
+        if family == "profiler_step" and _loop_holds_generations(con, found[family]):
             passes = forward_passes_from_shapes(con)
             if holds_prefill_and_decode(found[family], passes):
                 for s in passes:  # a pass ends within the loop iteration it started in
