@@ -155,6 +155,8 @@ def _headline(doc: dict[str, Any]) -> str:
             parts.append(f"<p>Queue split, not known: {html.escape('; '.join(unknown))}.</p>")
         if att.get("by_client"):
             parts.append(_by_client(att["by_client"]))
+        if att.get("tail"):
+            parts.append(f"<p data-key='attribution.tail.verdict'>{html.escape(att['tail']['verdict'])}</p>")
         preemptions = (doc.get("kv") or {}).get("preemptions")
         if preemptions and not att["preempted"]["total_s"] and att["preempted"].get("note"):
             parts.append(f"<p>Preempted: {preemptions:,.0f} preemptions, {html.escape(att['preempted']['note'])}.</p>")

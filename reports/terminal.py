@@ -14,7 +14,7 @@ from lltrace.reports.labels import QUEUE_PARTS
 from lltrace.reports.numbers import ms as _ms
 from lltrace.reports.numbers import pct, per_s, whole
 from lltrace.reports.terminal_clients import client_tables
-from lltrace.reports.terminal_tables import client_attribution_table
+from lltrace.reports.terminal_tables import client_attribution_table, tail_table
 
 
 def render(doc: dict[str, Any]) -> Group:
@@ -171,6 +171,8 @@ def render(doc: dict[str, Any]) -> Group:
             parts.append(Text(" · ".join(rates)))
         if att.get("by_client"):
             parts.append(client_attribution_table(att["by_client"]))
+        if att.get("tail"):
+            parts.append(tail_table(att["tail"]))
     kv = doc.get("kv")
     if kv and any(v is not None for v in kv.values()):
         wait = "-" if kv["kv_wait_s"] is None else f"{kv['kv_wait_s']:,.2f} s"

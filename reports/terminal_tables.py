@@ -113,6 +113,30 @@ def client_attribution_table(rows: list[dict[str, Any]]) -> Table:
     return t
 
 
+def tail_table(tail: dict[str, Any]) -> Group:
+    """The slowest tenth of the requests against the rest (``attribution.tail``): means per request in ms, their
+    sizes, and the sentence on what makes the gap."""
+    t = Table(title="The slowest 10% against the rest (mean per request, ms)")
+    cols = ("requests", "e2e", "queue", "prefill", "decode", "preempted", "overhead", "in/out tok", "ms/token")
+    for col in ("", *cols):
+        t.add_column(col, justify="left" if not col else "right", no_wrap=col in ("", "in/out tok"))
+
+    def ms(v: float | None, f: str = ",.1f") -> str:
+        return "-" if v is None else f"{v * 1e3:{f}}"
+
+    for label, r in (("slowest 10%", tail["slowest"]), ("rest", tail["rest"])):
+        known = r["mean_input_tokens"] is not None and r["mean_output_tokens"] is not None
+        sizes = f"{r['mean_input_tokens']:,.0f} / {r['mean_output_tokens']:,.0f}" if known else "-"
+        t.add_row(
+            label,
+            whole(r["requests"]),
+            *(ms(r[f"{p}_s"]) for p in ("e2e", "queue", "prefill", "decode", "preempted", "overhead")),
+            sizes,
+            ms(r["decode_s_per_token"], ",.2f"),
+        )
+    return Group(t, Text(tail["verdict"]))
+
+
 def _side(side: dict[str, Any]) -> str:
     """A diff side: its run, and its window where it has one (UTC)."""
     window = side.get("window")

@@ -142,3 +142,30 @@ def test_each_client_of_a_run_is_its_share_of_the_runs_attribution(docs):
     low, high = a["bench_random_200req_rate4.json"], a["bench_random_300req_rate40.json"]
     assert high["arrival_rate_per_s"] > 9 * low["arrival_rate_per_s"]
     assert high["e2e_s"] > low["e2e_s"]
+
+
+def test_the_slowest_tenth_against_the_rest(docs, tmp_path):
+    """The tail section against its own computation from the per-request attribution (numpy's linear percentile
+    is quantile_cont's): B's slowest tenth waited for KV room; A's decoded longer (its rate-40 phase)."""
+    import numpy as np
+
+    for name, doc in docs.items():
+        run = lltrace.ingest([DATA / "vllm_cpu" / name], store=tmp_path)
+        rows = run.sql(
+            "SELECT e2e_s, queue_s, decode_s, output_tokens FROM attribution_request WHERE e2e_s IS NOT NULL AND "
+            "queue_s IS NOT NULL AND prefill_s IS NOT NULL AND decode_s IS NOT NULL"
+        ).to_dicts()
+        p90 = np.percentile([r["e2e_s"] for r in rows], 90)
+        slow = [r for r in rows if r["e2e_s"] >= p90]
+        rest = [r for r in rows if r["e2e_s"] < p90]
+        tail = doc["attribution"]["tail"]
+        assert (tail["slowest"]["requests"], tail["rest"]["requests"]) == (len(slow), len(rest))
+        for part in ("e2e", "queue", "decode"):
+            for side, group in (("slowest", slow), ("rest", rest)):
+                mean = sum(r[f"{part}_s"] for r in group) / len(group)
+                assert tail[side][f"{part}_s"] == pytest.approx(mean, rel=1e-9), (name, side, part)
+        assert tail["slowest"]["e2e_from_s"] == pytest.approx(min(r["e2e_s"] for r in slow))
+        assert sum(tail["gap_by_part_s"].values()) == pytest.approx(tail["gap_s"], rel=1e-9)
+    b = docs["B_kvpressure"]["attribution"]["tail"]
+    assert b["lead"] == "queue" and "waiting for KV room" in b["verdict"]
+    assert docs["A_baseline"]["attribution"]["tail"]["lead"] == "decode"

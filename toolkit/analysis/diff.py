@@ -15,13 +15,14 @@ from datetime import datetime, timezone
 from typing import Any
 
 from lltrace.analysis.engine_windows import engine_windows
+from lltrace.analysis.tail import E2E_PARTS
 from lltrace.errors import LltraceError
 from lltrace.ingest.targets import Target, as_store, open_run
 from lltrace.queries import thresholds
 from lltrace.store import Store
 
 COMPONENTS = ("overhead", "queue", "kv_wait", "slot_wait", "budget_wait", "prefill", "decode", "preempted")
-ADDITIVE = ("overhead", "queue", "prefill", "decode", "preempted")
+ADDITIVE = E2E_PARTS
 
 _BUCKETS = """
 SELECT CAST(floor(log2(greatest(a.input_tokens, 1))) AS INTEGER) AS ib,

@@ -20,6 +20,7 @@ from lltrace.analysis.client_summary import client_summary
 from lltrace.analysis.engine_windows import engine_windows, timeline_width
 from lltrace.analysis.queue import PARTS, queue_split
 from lltrace.analysis.sql import clean, rows
+from lltrace.analysis.tail import E2E_PARTS, tail_section
 from lltrace.ingest.pipeline import ProgressFn
 from lltrace.ingest.targets import Target, open_run
 from lltrace.physics.catalog import GPU, Model, gpu_of_run, model_or_error
@@ -176,6 +177,7 @@ def analyze(
                 con, "SELECT * EXCLUDE (run_id) FROM attribution_client ORDER BY first_arrival_s, client_id"
             )
             doc["attribution"]["by_client"] = by_client if len(by_client) > 1 else None
+            doc["attribution"]["tail"] = tail_section(rows(con, "SELECT * EXCLUDE (run_id) FROM attribution_tail"))
             kv = doc["kv"]
             if kv is not None:
                 kv["kv_wait_s"] = doc["attribution"]["kv_wait"]["total_s"]
@@ -295,9 +297,6 @@ def _steps(con: duckdb.DuckDBPyConnection, gpu: GPU | None, model: Model | None)
     }
 
 
-_COMPONENTS = ("overhead", "queue", "prefill", "decode", "preempted")
-
-
 def _attribution(a: dict[str, Any]) -> dict[str, Any]:
     basis = {
         "overhead": "derived",
@@ -306,9 +305,7 @@ def _attribution(a: dict[str, Any]) -> dict[str, Any]:
         "prefill": a["prefill_basis"],
         "decode": a["decode_basis"],
     }
-    out: dict[str, Any] = {
-        c: {"total_s": a[f"{c}_s"], "share": a[f"{c}_share"], "basis": basis[c]} for c in _COMPONENTS
-    }
+    out: dict[str, Any] = {c: {"total_s": a[f"{c}_s"], "share": a[f"{c}_share"], "basis": basis[c]} for c in E2E_PARTS}
     if not a["preempted_s"]:
         out["preempted"]["note"] = "no source timed preemptions: preempted time stays inside prefill/decode"
     out["interference"] = {"total_s": None, "share_of_parent": None, "basis": None}
