@@ -177,7 +177,9 @@ def analyze(
                 con, "SELECT * EXCLUDE (run_id) FROM attribution_client ORDER BY first_arrival_s, client_id"
             )
             doc["attribution"]["by_client"] = by_client if len(by_client) > 1 else None
-            doc["attribution"]["tail"] = tail_section(rows(con, "SELECT * EXCLUDE (run_id) FROM attribution_tail"))
+            basis = {p: doc["attribution"][p]["basis"] for p in E2E_PARTS}
+            tail = rows(con, "SELECT * EXCLUDE (run_id) FROM attribution_tail")
+            doc["attribution"]["tail"] = tail_section(tail, basis)
             kv = doc["kv"]
             if kv is not None:
                 kv["kv_wait_s"] = doc["attribution"]["kv_wait"]["total_s"]

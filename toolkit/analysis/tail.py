@@ -10,10 +10,11 @@ E2E_PARTS = ("queue", "prefill", "decode", "preempted", "overhead")
 _CAUSES = (("kv_wait", "KV room"), ("slot_wait", "a sequence slot"), ("budget_wait", "the token budget"))
 
 
-def tail_section(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+def tail_section(rows: list[dict[str, Any]], basis: dict[str, str | None]) -> dict[str, Any] | None:
     """The tail section of the analysis document from ``attribution_tail``'s two rows: both rows, the gap in mean
-    e2e and per part (slowest minus rest, seconds), the part with the largest gap and one sentence on it. None
-    when the run has no requests on one side (under ten requests, or all of one latency)."""
+    e2e and per part (slowest minus rest, seconds), the part with the largest gap and one sentence on it (saying so
+    where that part is an estimate: ``basis``, each part's basis in the run's attribution). None when the run has
+    no requests on one side (under ten requests, or all of one latency)."""
     by = {r["part"]: r for r in rows}
     slow, rest = by.get("slowest"), by.get("rest")
     if not slow or not rest or not slow["requests"] or not rest["requests"]:
@@ -27,6 +28,8 @@ def tail_section(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
         f"{gap:+,.3f} s"
     )
     text += _why(lead, gaps[lead], slow, rest)
+    if basis.get(lead) in ("estimated", "mixed"):
+        text += f" ({lead} is {basis[lead]} here, not measured for every request)"
     return {
         "slowest": slow,
         "rest": rest,
