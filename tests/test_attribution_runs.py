@@ -169,3 +169,15 @@ def test_the_slowest_tenth_against_the_rest(docs, tmp_path):
     b = docs["B_kvpressure"]["attribution"]["tail"]
     assert b["lead"] == "queue" and "waiting for KV room" in b["verdict"]
     assert docs["A_baseline"]["attribution"]["tail"]["lead"] == "decode"
+
+
+def test_the_tail_says_when_its_leading_part_is_an_estimate(docs, tmp_path):
+    """B's bench files and server log without its spans: the queue is estimated (from the log), the tail's sentence
+    says so, and its queue gap stays within 5 % of the one the spans measure."""
+    b = DATA / "vllm_cpu" / "B_kvpressure"
+    doc = lltrace.analyze([b / "bench", b / "server.log"], store=tmp_path).to_dict()
+    tail = doc["attribution"]["tail"]
+    assert doc["attribution"]["queue"]["basis"] == "estimated" and tail["lead"] == "queue"
+    assert "queue is estimated here" in tail["verdict"]
+    measured = docs["B_kvpressure"]["attribution"]["tail"]["gap_by_part_s"]["queue"]
+    assert tail["gap_by_part_s"]["queue"] == pytest.approx(measured, rel=0.05)
