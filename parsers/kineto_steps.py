@@ -27,6 +27,7 @@ span contains it, and flagged as ``orphan`` in ``kernels``.
 
 from __future__ import annotations
 
+import bisect
 import csv
 import re
 from dataclasses import dataclass
@@ -154,6 +155,21 @@ def _loop_holds_generations(con: duckdb.DuckDBPyConnection, marked: list[dict]) 
     return holds_prefill_and_decode(first, forward_passes_from_shapes(con, window))
 
 
+def _end_within_iterations(passes: list[dict], marked: list[dict]) -> None:
+    """End each pass no later than the loop iteration (``ProfilerStep#N`` of its process) it started in, found by
+    bisection: a long trace's passes times its iterations would be too many to compare pairwise."""
+    by_pid: dict[Any, tuple[list[int], list[dict]]] = {}
+    for m in sorted(marked, key=lambda m: m["start_ns"]):
+        starts, rows = by_pid.setdefault(m["pid"], ([], []))
+        starts.append(m["start_ns"])
+        rows.append(m)
+    for s in passes:
+        starts, rows = by_pid.get(s["pid"], ([], []))
+        i = bisect.bisect_right(starts, s["start_ns"]) - 1
+        if i >= 0 and s["start_ns"] <= rows[i]["end_ns"]:  # (iterations of one loop do not nest)
+            s["end_ns"] = min(s["end_ns"], rows[i]["end_ns"])
+
+
 def _find_steps(con: duckdb.DuckDBPyConnection) -> tuple[str | None, list[dict]]:
     """The steps of the highest-priority family present (see the module docstring)."""
     found: dict[str, list[dict]] = {}
@@ -166,13 +182,7 @@ def _find_steps(con: duckdb.DuckDBPyConnection) -> tuple[str | None, list[dict]]
         if family == "profiler_step" and _loop_holds_generations(con, found[family]):
             passes = forward_passes_from_shapes(con)
             if holds_prefill_and_decode(found[family], passes):
-                for s in passes:  # a pass ends within the loop iteration it started in
-                    outer = [
-                        m["end_ns"]
-                        for m in found[family]
-                        if m["pid"] == s["pid"] and m["start_ns"] <= s["start_ns"] <= m["end_ns"]
-                    ]
-                    s["end_ns"] = min(s["end_ns"], *outer) if outer else s["end_ns"]
+                _end_within_iterations(passes, found[family])
                 return "attention_shapes_in_profiler_step", [public_step(s) for s in passes]
         return family, found[family]
     # vLLM worker frames: the outermost execute_model of each thread.
