@@ -101,14 +101,22 @@ def holds_prefill_and_decode(marked: list[dict], passes: list[dict]) -> bool:
     return False
 
 
+def kind_of_reading(reading: dict[str, int | None] | None) -> str | None:
+    """The forward's kind its shapes say: a query longer than one token (or more tokens than requests) is a
+    prefill, one token per request a decode; None where they do not say."""
+    if reading is None:
+        return None
+    ql, tok, reqs = reading["query_len"], reading["tokens"], reading["reqs"]
+    if ql is not None:
+        return "prefill" if ql > 1 else "decode"
+    if tok is not None and reqs is not None:
+        return "decode" if tok == reqs else "prefill" if tok > reqs else None
+    return None
+
+
 def pass_reads_decode(op_name: str, dims: str | None) -> bool:
     """Whether one attention op's input shapes read as a decode forward (one new token per request)."""
-    r = shape_reading(op_name, dims)
-    if r is None:
-        return False
-    if r["query_len"] is not None:
-        return r["query_len"] == 1
-    return r["tokens"] is not None and r["tokens"] == r["reqs"]
+    return kind_of_reading(shape_reading(op_name, dims)) == "decode"
 
 
 def forward_passes_from_shapes(con: duckdb.DuckDBPyConnection, window: tuple[int, int] | None = None) -> list[dict]:

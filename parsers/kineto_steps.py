@@ -49,6 +49,7 @@ from lltrace.parsers.kineto_passes import (
     ATTN_OPS_SQL,
     forward_passes_from_shapes,
     holds_prefill_and_decode,
+    kind_of_reading,
     merged_shape_reading,
     public_step,
     step_row,
@@ -181,9 +182,8 @@ def _find_steps(con: duckdb.DuckDBPyConnection) -> tuple[str | None, list[dict]]
         family = min(found, key=FAMILIES.__getitem__)
         if family == "profiler_step" and _loop_holds_generations(con, found[family]):
             passes = forward_passes_from_shapes(con)
-            if holds_prefill_and_decode(found[family], passes):
-                _end_within_iterations(passes, found[family])
-                return "attention_shapes_in_profiler_step", [public_step(s) for s in passes]
+            _end_within_iterations(passes, found[family])
+            return "attention_shapes_in_profiler_step", [public_step(s) for s in passes]
         return family, found[family]
     # vLLM worker frames: the outermost execute_model of each thread.
     rows = con.execute(
@@ -465,10 +465,7 @@ def detect_steps(stage: Path, part: int) -> tuple[pa.Table, dict]:
         kind_from = "marker" if kind else None
         if kind is None and sh is not None:
             ql, tok, reqs = sh["query_len"], sh["tokens"], sh["reqs"]
-            if ql is not None:
-                kind = "prefill" if ql > 1 else "decode"
-            elif tok is not None and reqs is not None:
-                kind = "decode" if tok == reqs else "prefill" if tok > reqs else None
+            kind = kind_of_reading(sh)
             if kind == "decode":
                 dt, dr, pt, pr = tok, reqs, 0, 0
             elif kind == "prefill" and ql is not None:
