@@ -24,6 +24,7 @@ from lltrace.reports.replay_rows import (
     speed_change_note,
     validation_rows,
 )
+from lltrace.reports.terminal_clients import behind_note
 
 
 def _replay_html(rep: dict[str, Any] | None) -> str:
@@ -178,6 +179,11 @@ def _headline(doc: dict[str, Any]) -> str:
             f"<p>Prompt tokens served from the prefix cache: <span data-key='kv.prefix_cached_share'>"
             f"{kv['prefix_cached_share']:.1%}</span> ({html.escape(kv['prefix_cached_basis'])}).</p>"
         )
+    behind: dict[str, list[dict[str, Any]]] = {}
+    for c in doc.get("client_summary") or []:
+        if c.get("sent_behind"):
+            behind.setdefault(str(Path(c["source"]).parent), []).append(c)
+    parts += [f"<p>{html.escape(Path(k).name)}: {html.escape(behind_note(v))}.</p>" for k, v in behind.items()]
     advice = doc.get("advice") or []
     if advice:
         items = "".join(

@@ -34,8 +34,6 @@ def client_tables(summaries: list[dict[str, Any]], per_request: bool) -> list[An
         tool = items[0]["tool"]
         t = Table(title=f"{Path(source).name}: the benchmark client's own summary ({tool}, as reported; ms)")
         staged = any(c["stage"] is not None for c in items)
-        if staged:  # as wide as its longest label ("concurrent@16"), never cut
-            t.add_column("stage", justify="right", no_wrap=True, min_width=max(len(str(c["stage"])) for c in items))
         goodput = any(c.get("goodput_per_s") is not None for c in items)  # only where the client had SLOs
         cols = (
             "req/s",
@@ -51,33 +49,44 @@ def client_tables(summaries: list[dict[str, Any]], per_request: bool) -> list[An
             "e2e p50",
             "out tok/s",
         )
-        for col in cols:
-            t.add_column(col, justify="right", no_wrap=col in ("in/out tok", "goodput/s"))
 
         def med(c: dict[str, Any], lat: str, stat: str = "median") -> str:
             d = c.get(f"{lat}_s")
             return ms(d.get(stat)) if d else "-"
 
+        rows = []
         for c in items:
             rate = c["requested_rate_per_s"]
-            t.add_row(
-                *([str(c["stage"])] if staged else []),
-                "-" if rate is None else str(rate) if isinstance(rate, str) else f"{rate:g}",  # "inf": all at once
-                "-" if c["achieved_rate_per_s"] is None else per_s(c["achieved_rate_per_s"]),
-                *(("-" if c.get("goodput_per_s") is None else per_s(c["goodput_per_s"]),) if goodput else ()),
-                "-"
-                if c["mean_input_tokens"] is None or c["mean_output_tokens"] is None
-                else f"{c['mean_input_tokens']:,.0f} / {c['mean_output_tokens']:,.0f}",
-                whole(c["completed"]),
-                whole(c["failed"]),
-                med(c, "ttft"),
-                med(c, "ttft", "p99"),
-                med(c, "tpot"),
-                med(c, "itl"),
-                med(c, "e2e"),
-                whole(c["output_tokens_per_s"]),
+            rows.append(
+                (
+                    "-" if rate is None else str(rate) if isinstance(rate, str) else f"{rate:g}",  # "inf": all at once
+                    "-" if c["achieved_rate_per_s"] is None else per_s(c["achieved_rate_per_s"]),
+                    *(("-" if c.get("goodput_per_s") is None else per_s(c["goodput_per_s"]),) if goodput else ()),
+                    "-"
+                    if c["mean_input_tokens"] is None or c["mean_output_tokens"] is None
+                    else f"{c['mean_input_tokens']:,.0f} / {c['mean_output_tokens']:,.0f}",
+                    whole(c["completed"]),
+                    whole(c["failed"]),
+                    med(c, "ttft"),
+                    med(c, "ttft", "p99"),
+                    med(c, "tpot"),
+                    med(c, "itl"),
+                    med(c, "e2e"),
+                    whole(c["output_tokens_per_s"]),
+                )
             )
+        # a figure no line of this client has is left out, so that the others fit the terminal
+        shown = [i for i in range(len(cols)) if any(r[i] != "-" for r in rows)]
+        if staged:  # as wide as its longest label ("concurrent@16"), never cut
+            t.add_column("stage", justify="right", no_wrap=True, min_width=max(len(str(c["stage"])) for c in items))
+        for i in shown:  # a header on two lines, a figure on one: cut only where the terminal is too narrow
+            t.add_column(cols[i].replace(" ", "\n", 1), justify="right", no_wrap=True)
+        for c, r in zip(items, rows, strict=True):
+            t.add_row(*([str(c["stage"])] if staged else []), *(r[i] for i in shown))
         out.append(t)
+        behind = [c for c in items if c.get("sent_behind")]
+        if behind:
+            out.append(Text(behind_note(behind)))
         for c in items:
             if c.get("goodput_slos"):
                 slos = ", ".join(f"{k} <= {v:g}" for k, v in c["goodput_slos"].items())
@@ -94,6 +103,25 @@ def client_tables(summaries: list[dict[str, Any]], per_request: bool) -> list[An
             )
         )
     return out
+
+
+def behind_note(items: list[dict[str, Any]]) -> str:
+    """The stages of one client that sent slower than asked (``sent_behind``): how much, and how late its requests
+    left (the terminal and the report say it alike)."""
+
+    def span(vals: list[str]) -> str:
+        return vals[0] if vals[0] == vals[-1] else f"{vals[0]}-{vals[-1]}"
+
+    sent = span(sorted((per_s(c["achieved_rate_per_s"]) for c in items), key=lambda v: float(v.replace(",", ""))))
+    asked = span([f"{r:g}" for r in sorted(c["requested_rate_per_s"] for c in items)])
+    delays = sorted(c["send_delay_s"]["median"] for c in items if c.get("send_delay_s") and c["send_delay_s"]["median"])
+    late = span([ms(d) for d in delays])
+    waited = f"; its requests left a median {late} ms after their scheduled time (its schedule_delay)" if delays else ""
+    stages = ", ".join(str(c["stage"]) for c in items)
+    return (
+        f"stage {stages}: the client sent {sent} req/s of the {asked} asked{waited}: time spent in the client, "
+        "which the client's latencies leave out"
+    )
 
 
 def _server_table(name: str, items: list[dict[str, Any]]) -> Table:

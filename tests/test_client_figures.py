@@ -294,7 +294,31 @@ def test_inference_perf_sweep_is_one_run_with_a_summary_per_stage(folder: Path, 
         assert e["server"]["requests"] == server["count"] and e["server"]["rate_per_s"] == server["rate"]
         assert e["server"]["queue_len_mean"] == server["queue_len"]["mean"]
         assert e["server"]["ttft_s"]["p90"] == server["time_to_first_token"]["p90"]
+        if "schedule_delay" in load:
+            assert e["send_delay_s"] == {s: load["schedule_delay"][s] for s in ("mean", "median", "p90", "p99")}
     assert doc["requests"] is None  # summaries only: no per-request rows
+
+
+@pytest.mark.parametrize("folder", SWEEPS, ids=[p.name for p in SWEEPS])
+def test_a_client_that_sent_slower_than_asked_is_named(folder: Path, tmp_path: Path) -> None:
+    """``sent_behind`` (the send rate short of the asked one beyond a Poisson schedule's own spread) marks the same
+    stages as the client's other record of it: requests leaving over a second after their scheduled time (median
+    ``schedule_delay``). Both kubecon sweeps: the stages asked beyond what the server completed (about 106 and 117
+    req/s); the terminal says so under the table."""
+    doc = _doc([folder], tmp_path)
+    stages = [e for e in doc["client_summary"] if e["stage"] != "summary"]
+    late = set()
+    for e in stages:
+        load = json.loads(Path(e["source"]).read_text())["load_summary"]
+        if load["schedule_delay"]["median"] > 1.0:
+            late.add(e["stage"])
+    assert {e["stage"] for e in stages if e["sent_behind"]} == late == {4, 5, 6}
+    from typer.testing import CliRunner
+
+    from lltrace.cli import app
+
+    r = CliRunner().invoke(app, ["analyze", str(folder), "--store", str(tmp_path / "cli")], env={"COLUMNS": "200"})
+    assert "stage 4, 5, 6: the client sent" in r.stdout
 
 
 def test_inference_perf_server_stages_are_stage_rows_of_engine_stats(tmp_path: Path) -> None:

@@ -82,6 +82,8 @@ def test_summary_only_bench_reports_the_clients_own_numbers(tmp_path: Path) -> N
         assert got["mean_output_tokens"] == pytest.approx(want["total_output_tokens"] / want["completed"])
         assert got["tpot_s"] is None and got["ttft_s"]["p99"] is None  # not in SGLang's summary: NULL, not guessed
         assert got["output_tokens_per_s"] == want["output_throughput"]
+        # the 2024 lines leave request_throughput out; bench_serving.py defines it as completed / duration
+        assert got["achieved_rate_per_s"] == pytest.approx(want["completed"] / want["duration"], rel=1e-12)
 
 
 def test_a_sweep_sent_all_at_once_prints_its_rate_as_inf(tmp_path: Path) -> None:
@@ -97,3 +99,31 @@ def test_a_sweep_sent_all_at_once_prints_its_rate_as_inf(tmp_path: Path) -> None
     assert r.exit_code == 0 and "Traceback" not in r.output, r.output
     rows = [ln for ln in r.stdout.splitlines() if re.match(r"^│\s+\d+\s+│\s+inf\s+│", ln)]  # stage, rate
     assert len(rows) == len(raw)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        DATA / "serving" / "inference_perf" / "kubecon-na-2025_vllm",
+        DATA / "serving" / "sglang_bench_serving" / "datacrunch-h200__llama_3_3_70b_offline_output.jsonl",
+    ],
+    ids=["kubecon", "sglang-offline"],
+)
+def test_no_figure_of_a_client_summary_is_cut_at_120_columns(path: Path, tmp_path: Path) -> None:
+    """Seconds-long latencies in ms ("243,517.68") and a dozen columns: each figure printed whole (rich would
+    otherwise end it with an ellipsis), the medians as the files give them."""
+    from typer.testing import CliRunner
+
+    from lltrace.cli import app
+
+    r = CliRunner().invoke(app, ["analyze", str(path), "--store", str(tmp_path)], env={"COLUMNS": "120"})
+    assert r.exit_code == 0, r.output
+    table = r.stdout[r.stdout.index("own summary") :]
+    assert "…" not in table.split("\n\n")[0]
+    files = sorted(path.glob("stage_*_lifecycle_metrics.json")) if path.is_dir() else [path]
+    for f in files:
+        for line in f.read_text().splitlines():
+            raw = json.loads(line)
+            e2e = raw["successes"]["latency"]["request_latency"]["median"] * 1e3 if path.is_dir() else None
+            e2e = raw.get("median_e2e_latency_ms", e2e)
+            assert f"{e2e:,.2f}" in table

@@ -42,6 +42,8 @@ def _entry(source: str, tool: str, stage: Any = None) -> dict[str, Any]:
         "completed": None,
         "failed": None,
         "duration_s": None,
+        "send_delay_s": None,
+        "sent_behind": None,
         "mean_input_tokens": None,
         "mean_output_tokens": None,
         "output_tokens_per_s": None,
@@ -66,12 +68,15 @@ def _bench(source: dict[str, Any], slos: dict[str, float] | None = None) -> list
         rate = b.get("request_rate")  # a number, "inf" (all at once) or SGLang's "trace" (a trace's own times)
         e["requested_rate_per_s"] = rate if isinstance(rate, str) else _num(rate)
         e["achieved_rate_per_s"] = _num(b.get("request_throughput"))
+        e["completed"], e["failed"] = _whole(b.get("completed")), _whole(b.get("failed"))
+        e["duration_s"] = _num(b.get("duration"))
+        if e["achieved_rate_per_s"] is None and e["completed"] is not None and e["duration_s"]:
+            # SGLang's 2024 result lines leave it out; both tools define it as completed / duration
+            e["achieved_rate_per_s"] = e["completed"] / e["duration_s"]
         # requests/s that met every SLO the client was given (vLLM's --goodput; NULL where none was)
         e["goodput_per_s"] = _num(b.get("request_goodput"))
         e["goodput_slos"] = slos if e["goodput_per_s"] is not None else None  # (ttft, tpot, e2el: ms)
         e["max_concurrency"] = _whole(b.get("max_concurrency"))
-        e["completed"], e["failed"] = _whole(b.get("completed")), _whole(b.get("failed"))
-        e["duration_s"] = _num(b.get("duration"))
         for side in ("input", "output"):  # SGLang 2026 writes total_input / total_output (its metrics' names)
             total, done = _num(_first(b, f"total_{side}_tokens", f"total_{side}")), e["completed"]
             e[f"mean_{side}_tokens"] = total / done if total is not None and done else None
@@ -268,6 +273,10 @@ def _inference_perf(client: dict[str, Any], server: dict[str, Any] | None) -> di
     e["max_concurrency"] = _whole(load.get("concurrency"))
     e["completed"], e["failed"] = _whole(ok.get("count")), _whole(bad.get("count"))
     e["duration_s"] = _num(load.get("send_duration"))
+    # how late each request left the client against its schedule: waiting for a free slot of the client's own
+    # concurrency (workers x worker_max_concurrency), time its latencies leave out
+    e["send_delay_s"] = _dist_s(load.get("schedule_delay"))
+    e["sent_behind"] = _sent_behind(e["requested_rate_per_s"], e["achieved_rate_per_s"], _num(load.get("count")))
     e["mean_input_tokens"] = _num(_obj(ok.get("prompt_len")).get("mean"))
     e["mean_output_tokens"] = _num(_obj(ok.get("output_len")).get("mean"))
     tput = _obj(ok.get("throughput"))
@@ -284,6 +293,15 @@ def _inference_perf(client: dict[str, Any], server: dict[str, Any] | None) -> di
     if server is not None:
         e["server"] = _server_side(server, e)
     return e
+
+
+def _sent_behind(asked: float | None, sent: float | None, n: float | None) -> bool | None:
+    """Whether the client sent its requests slower than it was asked to, beyond the randomness of its own schedule:
+    ``n`` arrivals of a Poisson schedule span a time whose relative spread is 1/sqrt(n), so a send rate short of
+    the asked one by more than three such spreads is the client falling behind (a constant schedule has none)."""
+    if asked is None or sent is None or not n:
+        return None
+    return sent < asked * (1 - 3 / n**0.5)
 
 
 def _server_only(server: dict[str, Any]) -> dict[str, Any]:
