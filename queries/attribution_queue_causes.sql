@@ -5,7 +5,8 @@
 -- A request's queue interval is [queued_s, scheduled_s]; each part is the time of it spent in engine_state
 -- segments of that cause (disjoint: one cause per segment, in the order kv, slot, budget). Computed with a
 -- cumulative clock per cause and two ASOF joins, so a million requests against a long step log stays linear.
--- A part is NULL for a run whose sources cannot tell it (no KV usage, counts or limits: see engine_state).
+-- A part is NULL for a run whose sources cannot tell it (no KV usage, counts or limits: see engine_state), and
+-- for a run of several engines' timelines (replicas, data-parallel engines), as no request says which held it.
 -- columns:
 --   run_id         run
 --   request_id     request
@@ -16,10 +17,14 @@
 --   load_wait_s    the rest of the queue time, seconds (it holds any part the sources cannot tell)
 CREATE OR REPLACE VIEW attribution_queue_causes AS
 WITH state AS MATERIALIZED (
-    SELECT run_id, start_s, end_s, cause, kv_out, slots_full, budget_full FROM engine_state
+    SELECT run_id, coalesce(instance, '') || '/' || engine AS timeline, start_s, end_s, cause, kv_out, slots_full,
+           budget_full
+    FROM engine_state
 ), known AS (
-    SELECT run_id, bool_or(kv_out IS NOT NULL) AS kv, bool_or(slots_full IS NOT NULL) AS slot,
-           bool_or(budget_full IS NOT NULL) AS budget
+    -- one timeline only: with several (replicas, data-parallel engines) a request's file does not say which held it
+    SELECT run_id, bool_or(kv_out IS NOT NULL) AND count(DISTINCT timeline) = 1 AS kv,
+           bool_or(slots_full IS NOT NULL) AND count(DISTINCT timeline) = 1 AS slot,
+           bool_or(budget_full IS NOT NULL) AND count(DISTINCT timeline) = 1 AS budget
     FROM state GROUP BY run_id
 ), clock AS (
     -- time of each cause accumulated before a segment's start

@@ -4,7 +4,8 @@
 -- requires: engine_steps, engine_stats, engine_config, requests
 -- The timeline is the engine's iteration log where it logs every iteration (vLLM Iteration(k), TensorRT-LLM
 -- iteration stats: a segment from each step's start to the next's), else its metrics samples (scrapes and
--- stats lines: from each sample to the next). Per segment:
+-- stats lines: from each sample to the next, for at most threshold_sample_valid_s(): Prometheus's own lookback,
+-- beyond which a sample is stale; a longer gap is a hole in the record, not one state). Per segment:
 --   kv_out: no KV room: the free KV tokens ((1 - kv_usage) x the cache's tokens) cannot hold the blocks the
 --     queue head needs next (its prompt, less cached tokens, capped by the budget left in the step when
 --     prefill is chunked, the budget when the step used it all; the head is the next request the engine
@@ -17,13 +18,16 @@
 -- themselves is not used (it cannot tell whether it bound). A flag is NULL where its inputs are unknown. The
 -- cause is the first that binds in the order kv, slot, budget: a request that does not fit the KV cache waits
 -- whatever else frees; a slot counts only with KV room to spare, the budget only with a slot free too.
--- Replicas of a Prometheus server's export (engine_stats.instance) each have their own timeline of samples.
+-- Replicas of a Prometheus server's export (engine_stats.instance) and the data-parallel engines of one server
+-- (engine_stats.engine, engine_steps.engine) each have their own timeline.
 -- columns:
 --   run_id          run
 --   instance        the replica (a Prometheus server's export; NULL for one server's logs and scrapes)
+--   engine          the data-parallel engine within it ('0' where the source names none): each its own timeline
 --   basis           steps | samples: what the timeline is made of
 --   start_s         segment start, run clock seconds
---   end_s           segment end (the next step or sample), seconds; NULL for the last sample
+--   end_s           segment end (the next step or sample, a sample at most sample_valid_s on), seconds; NULL for
+--                   the last sample
 --   scheduled_reqs  requests scheduled in the step (steps), or running (samples)
 --   scheduled_tokens tokens scheduled in the step (NULL for samples)
 --   kv_usage        KV-cache usage (0-1) in the segment
@@ -47,35 +51,50 @@ WITH limits AS (
     SELECT DISTINCT run_id FROM engine_steps
     WHERE source = 'log' AND detection IN ('vllm iteration log', 'trtllm iteration log') AND start_s IS NOT NULL
 ), steps AS (
-    SELECT run_id, CAST(NULL AS VARCHAR) AS instance, 'steps' AS basis, start_s,
-           coalesce(lead(start_s) OVER (PARTITION BY run_id ORDER BY start_s, step_id), end_s) AS end_s,
+    SELECT run_id, CAST(NULL AS VARCHAR) AS instance, coalesce(engine, '0') AS engine, 'steps' AS basis, start_s,
+           coalesce(lead(start_s) OVER (PARTITION BY run_id, coalesce(engine, '0') ORDER BY start_s, step_id), end_s)
+               AS end_s,
            prefill_reqs + decode_reqs AS scheduled_reqs, prefill_tokens + decode_tokens AS scheduled_tokens,
            kv_usage
     FROM engine_steps
     WHERE source = 'log' AND detection IN ('vllm iteration log', 'trtllm iteration log') AND start_s IS NOT NULL
+), by_source AS (
+    -- one sample per timeline, source and time: samples of one time (a log's whole-second stamps) averaged, the
+    -- counter's latest kept; their order in the file is not in the store, and no order among them is right
+    SELECT run_id, instance, coalesce(engine, '0') AS engine, source, ts_s, avg(running) AS running,
+           avg(waiting) AS waiting, avg(kv_usage) AS kv_usage, avg(swapped) AS swapped,
+           max(preemptions_total) AS preemptions_total
+    FROM engine_stats WHERE ts_s IS NOT NULL GROUP BY ALL
 ), samples_all AS (
-    SELECT run_id, instance, coalesce(instance, '') AS replica, ts_s, running, waiting, kv_usage, swapped,
-           preemptions_total > lag(preemptions_total) OVER (PARTITION BY run_id, instance, source ORDER BY ts_s)
-               AS preempting
-    FROM engine_stats WHERE ts_s IS NOT NULL
+    SELECT run_id, instance, engine, coalesce(instance, '') || '/' || engine AS replica, ts_s,
+           avg(running) AS running, avg(waiting) AS waiting, avg(kv_usage) AS kv_usage, avg(swapped) AS swapped,
+           bool_or(preempting) AS preempting
+    FROM (SELECT *, preemptions_total > lag(preemptions_total)
+                        OVER (PARTITION BY run_id, instance, engine, source ORDER BY ts_s) AS preempting
+          FROM by_source)
+    GROUP BY run_id, instance, engine, ts_s
 ), samples AS (
-    SELECT run_id, instance, 'samples' AS basis, ts_s AS start_s,
-           lead(ts_s) OVER (PARTITION BY run_id, instance ORDER BY ts_s) AS end_s,
+    SELECT run_id, instance, engine, 'samples' AS basis, ts_s AS start_s,
+           -- (least() would skip a NULL: the last sample's end stays unknown)
+           CASE WHEN lead(ts_s) OVER w IS NOT NULL THEN least(lead(ts_s) OVER w, ts_s + threshold_sample_valid_s())
+                END AS end_s,
            running AS scheduled_reqs, CAST(NULL AS BIGINT) AS scheduled_tokens, kv_usage
     FROM samples_all WHERE run_id NOT IN (SELECT run_id FROM full_logs)
+    WINDOW w AS (PARTITION BY run_id, instance, engine ORDER BY ts_s)
 ), segments AS (
     SELECT * FROM steps UNION ALL SELECT * FROM samples
 ), held AS (
     -- what the latest sample at or before a segment's start says (steps carry no swap counts)
     SELECT g.*, a.kv_usage AS sample_kv_usage, a.swapped, a.waiting
     FROM segments g ASOF LEFT JOIN samples_all a
-        ON g.run_id = a.run_id AND coalesce(g.instance, '') = a.replica AND g.start_s >= a.ts_s
+        ON g.run_id = a.run_id AND coalesce(g.instance, '') || '/' || g.engine = a.replica AND g.start_s >= a.ts_s
 ), preempted AS (
     -- whether the engine preempted during the segment: the first scrape after its start counts what happened
     -- since the scrape before it
     SELECT h.*, p.preempting
-    FROM held h ASOF LEFT JOIN (SELECT * EXCLUDE (instance, waiting) FROM samples_all WHERE preempting IS NOT NULL) p
-        ON h.run_id = p.run_id AND coalesce(h.instance, '') = p.replica AND h.start_s < p.ts_s
+    FROM held h ASOF LEFT JOIN (SELECT * EXCLUDE (instance, engine, waiting) FROM samples_all
+                                WHERE preempting IS NOT NULL) p
+        ON h.run_id = p.run_id AND coalesce(h.instance, '') || '/' || h.engine = p.replica AND h.start_s < p.ts_s
 ), headed AS (
     -- the queue head: the next request the engine scheduled after the segment began (FCFS)
     SELECT p.*, q.input_tokens - coalesce(q.cached_tokens, 0) AS head_prompt
@@ -108,7 +127,8 @@ WITH limits AS (
            scheduled_tokens >= max_tokens AS budget_full
     FROM needs
 )
-SELECT run_id, instance, basis, start_s, end_s, scheduled_reqs, scheduled_tokens, usage AS kv_usage, free AS kv_free_tokens,
+SELECT run_id, instance, engine, basis, start_s, end_s, scheduled_reqs, scheduled_tokens, usage AS kv_usage,
+       free AS kv_free_tokens,
        need AS head_need_tokens, kv_out, slots_full, budget_full,
        CASE WHEN kv_out THEN 'kv' WHEN slots_full THEN 'slot' WHEN budget_full THEN 'budget' END AS cause, waiting
 FROM flagged;

@@ -149,7 +149,10 @@ def render(doc: dict[str, Any]) -> Group:
                 continue
             t.add_row(f"  of queue: {label}", f"{part['total_s']:,.3f}", pct(part["share_of_parent"]), part["basis"])
         parts.append(t)
-        if unknown and att["queue"]["total_s"]:
+        split = any((att.get(key) or {}).get("total_s") is not None for key, _ in QUEUE_PARTS)
+        if unknown and att["queue"]["total_s"] and not split:  # one reason for all: no request placed
+            parts.append(Text(f"queue split, not known: {(att.get('load_wait') or {}).get('note') or 'unknown'}"))
+        elif unknown and att["queue"]["total_s"]:
             parts.append(Text("queue split, not known: " + "; ".join(unknown)))
         preemptions = (doc.get("kv") or {}).get("preemptions")
         if preemptions and not att["preempted"]["total_s"] and att["preempted"].get("note"):
@@ -178,8 +181,13 @@ def render(doc: dict[str, Any]) -> Group:
         wait = "-" if kv["kv_wait_s"] is None else f"{kv['kv_wait_s']:,.2f} s"
         line = (
             f"KV cache: peak usage {pct(kv['peak_usage'])} · preemptions {whole(kv['preemptions'])} · "
-            f"peak requests waiting {whole(kv['peak_waiting_capacity'])} · "
-            f"queue time waiting for KV room {wait}"
+            f"peak requests waiting {whole(kv.get('peak_waiting'))}"
+            + (
+                f" ({whole(kv['peak_waiting_capacity'])} for scheduling capacity)"
+                if kv.get("peak_waiting_capacity") is not None
+                else ""
+            )
+            + f" · queue time waiting for KV room {wait}"
         )
         prefix = []
         if kv.get("prefix_cache_hit_rate") is not None:
@@ -243,20 +251,24 @@ def render(doc: dict[str, Any]) -> Group:
         )
 
     causes = doc.get("engine_queue_causes")
-    if causes and causes.get("waiting_request_s") and not doc.get("attribution"):
+    att = doc.get("attribution") or {}
+    placed = any((att.get(key) or {}).get("total_s") is not None for key, _ in QUEUE_PARTS)
+    if causes and causes.get("waiting_request_s") and not placed:  # the requests' own split says it, where it can
         known = {
             "KV room": causes["kv_share"],
             "a sequence slot": causes["slot_share"],
+            "the token budget": causes.get("budget_share"),
         }
         said = [f"{name} {pct(v)}" for name, v in known.items() if v is not None]
         unknown = [name for name, v in known.items() if v is None]
+        steps = causes.get("basis") == "steps"
         parts.append(
             Text(
-                f"What the queue waited for, from the gauges ({whole(causes['samples'])} sample intervals, "
+                f"What the queue waited for, from the engine's {'step log' if steps else 'gauges'} "
+                f"({whole(causes['samples'])} {'steps' if steps else 'sample intervals'}, "
                 f"{causes['waiting_request_s']:,.1f} request-seconds waiting; estimates): "
-                + (" · ".join(said) if said else "nothing the samples can tell")
-                + (f" · not knowable from the metrics: {', '.join(unknown)}" if unknown else "")
-                + " · the token budget: samples never tell"
+                + (" · ".join(said) if said else "nothing they can tell")
+                + (f" · not knowable from them: {', '.join(unknown)}" if unknown else "")
             )
         )
 
@@ -266,8 +278,9 @@ def render(doc: dict[str, Any]) -> Group:
             title=f"The engine window by window ({timeline['width_s']:g} s; p90s are histogram estimates, "
             "\\[bucket] their precision)"
         )
+        relative = timeline["windows"][0]["window_start_s"] <= 1e9  # a clock of its own: no date to say
         for col in (
-            "window (UTC)",
+            "window (from its start)" if relative else "window (UTC)",
             "requests",
             "running",
             "waiting",

@@ -337,7 +337,7 @@ def test_vllm_log_with_ansi_colours_and_process_prefix(store, tmp_path):
     run = lltrace.ingest([path], store=store)
     row = run.table("engine_stats").to_dicts()[0]
     assert (row["running"], row["waiting"], row["kv_usage"], row["prompt_throughput"]) == (10, 90, 0.193, 23998.2)
-    assert row["ts_s"] is None  # no other dated source in the run: the year is unknown, so no epoch time
+    assert row["ts_s"] == 0.0  # no other dated source: the log's own clock, seconds from its first stamp
 
 
 def test_sglang_bench_with_output_details(store, tmp_path):

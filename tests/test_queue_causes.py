@@ -245,3 +245,94 @@ def test_an_engine_span_that_reports_cached_tokens_is_measured(tmp_path):
     )
     assert got.rows() == [("measured", 120, 256, 256)]
     assert run.sql("SELECT DISTINCT cached_basis FROM requests_latency").rows() == [("measured",)]
+
+
+def test_data_parallel_engines_are_timelines_of_their_own(tmp_path):
+    """vLLM's stats lines with data parallelism: each engine logs its own queue at the same second ("Engine 000",
+    "Engine 001": vllm/v1/metrics/loggers.py's prefix, the line itself as the real excerpt has it). Each engine is
+    its own timeline: the waiting requests' time is each engine's queue times its spacing, summed; not one
+    timeline in which the two engines' lines alternate in whatever order ties are read. With requests beside
+    them a request's queue is not split (no request says which engine held it)."""
+    line = (
+        "INFO 07-28 06:42:{s:02d} [loggers.py:118] Engine {e:03d}: Avg prompt throughput: 0.0 tokens/s, Avg "
+        "generation throughput: 240.8 tokens/s, Running: 8 reqs, Waiting: {w} reqs, GPU KV cache usage: 93.9%, "
+        "Prefix cache hit rate: 0.0%"
+    )
+    waiting = {0: [3, 5, 2, 0], 1: [40, 36, 30, 20]}  # engine -> its queue at 0, 10, 20, 30 s
+    log = tmp_path / "dp.log"
+    log.write_text("".join(line.format(s=10 * k, e=e, w=w[k]) + "\n" for k in range(4) for e, w in waiting.items()))
+    run = lltrace.ingest([log], store=tmp_path / "store")
+    got, timelines = run.sql("SELECT waiting_request_s, replicas FROM engine_queue_causes").row(0)
+    assert timelines == 2 and got == pytest.approx(sum(10 * sum(w[:3]) for w in waiting.values()))
+
+
+@pytest.mark.parametrize("name", RUNS)
+def test_a_server_log_alone_says_what_the_queue_waited_for(name, tmp_path, runs):
+    """The commonest input after an incident: the server log and nothing else. Its stamps have no year, so it is
+    placed on its own clock (seconds from its first stamp), and the step log with the stats lines' waiting count
+    splits the queue: the waiting requests' time is the engine's own queue-time sum (its Prometheus histogram,
+    vllm:request_queue_time_seconds_sum, a source the log does not hold) within 10 % (the waiting count is read
+    every 10 s), and the cause is each run's own: KV room in B and B2, sequence slots in D. The verdict is the one
+    the whole run's measured requests give (B, B2 capacity-bound; D, E decode-dominant)."""
+    run_dir = DATA / "vllm_cpu" / name
+    run = lltrace.ingest([run_dir / "server.log"], store=tmp_path)
+    first = run.sql("SELECT least((SELECT min(start_s) FROM engine_steps), (SELECT min(ts_s) FROM engine_stats))")
+    assert -1 < first.item() < 60  # the log's own clock (a step starts before its stamp)
+    assert any("its year unknown" in a["method"] for a in run.metadata["clock"]["alignment"])
+    measured = counter(run_dir / "metrics_final.prom", "vllm:request_queue_time_seconds_sum")
+    doc = lltrace.analyze(run).to_dict()
+    causes = doc["engine_queue_causes"]
+    # the verdict as the whole run's measured requests give it: the same label, the queue's share by Little's law
+    # over the log within 5 points of the spans' own
+    whole = runs[name][1]["classification"]
+    if name == "A_baseline":  # its log has no Iteration lines: no step time to split, so no verdict
+        assert doc["classification"] is None and not iterations(run_dir)
+        return
+    assert doc["classification"]["label"] == whole["label"]
+    if whole["queue_share"] is not None:
+        assert doc["classification"]["queue_share"] == pytest.approx(whole["queue_share"], abs=0.05)
+    if measured < 1.0:  # A and E hardly queued
+        assert causes is None or causes["waiting_request_s"] < 1.0
+        return
+    assert causes["basis"] == "steps" and causes["waiting_request_s"] == pytest.approx(measured, rel=0.10)
+    top = max(("kv", "slot", "budget"), key=lambda c: causes[f"{c}_share"])
+    assert top == {"B_kvpressure": "kv", "B2_kv2x": "kv", "D_chunked": "slot"}[name] and causes[f"{top}_share"] > 0.9
+
+
+@pytest.mark.parametrize("name", ["B_kvpressure", "B2_kv2x", "D_chunked"])
+def test_a_default_server_log_of_stats_lines_alone(name, tmp_path, runs):
+    """vLLM's log as it is by default: its 10-s stats lines and no Iteration lines (those are opt-in: the real log
+    with them taken out). The waiting requests' time is still the engine's own queue-time sum within 10 %, the
+    cause is still the run's own (D's sequence slots from the log's max_num_seqs); a queue-bound run is named
+    (B, B2 capacity-bound, as the whole run's spans say) and a run that is not gets no verdict, as load samples
+    cannot tell prefill from decode."""
+    run_dir = DATA / "vllm_cpu" / name
+    log = tmp_path / "server.log"
+    log.write_text("".join(ln for ln in (run_dir / "server.log").open() if "Iteration(" not in ln))
+    doc = lltrace.analyze([log], store=tmp_path / "store").to_dict()
+    causes = doc["engine_queue_causes"]
+    measured = counter(run_dir / "metrics_final.prom", "vllm:request_queue_time_seconds_sum")
+    assert causes["basis"] == "samples" and causes["waiting_request_s"] == pytest.approx(measured, rel=0.10)
+    top = "slot" if name == "D_chunked" else "kv"
+    assert causes[f"{top}_share"] > 0.9
+    whole = runs[name][1]["classification"]
+    if whole["label"] == "capacity-bound":
+        assert doc["classification"]["label"] == "capacity-bound"
+        assert doc["classification"]["queue_share"] == pytest.approx(whole["queue_share"], abs=0.05)
+    else:
+        assert doc["classification"] is None
+
+
+@pytest.mark.parametrize("name", ["B_kvpressure", "B2_kv2x", "D_chunked"])
+def test_a_server_log_with_the_bench_files_names_what_the_queue_waited_for(name, tmp_path, runs):
+    """The log and the client's files, no spans: each request's queue is the client's estimate, which no engine
+    state can place, so the per-request split is unknown (one note, not a 100 % "waiting behind other work"),
+    and the engine's own record of its waiting requests gives KV room's part: B and B2 capacity-bound, D as the
+    whole run's spans say."""
+    run_dir = DATA / "vllm_cpu" / name
+    doc = lltrace.analyze([run_dir / "server.log", run_dir / "bench"], store=tmp_path).to_dict()
+    att = doc["attribution"]
+    assert att["load_wait"]["total_s"] is None and "not split" in att["load_wait"]["note"]
+    assert doc["classification"]["label"] == runs[name][1]["classification"]["label"]
+    if doc["classification"]["label"] == "capacity-bound":
+        assert "engine's own record" in doc["classification"]["why"]

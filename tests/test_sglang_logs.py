@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from conftest import shared_file
 
 import lltrace
@@ -67,3 +68,28 @@ def test_sglang_start_up_line_states_the_running_limit_and_the_kv_pool(store, tm
     assert config["kv_cache_tokens"] == (200000, "stated", "SGLang scheduler start-up line (max_total_num_tokens)")
     causes = run.sql("SELECT cause FROM engine_state ORDER BY start_s")["cause"].to_list()
     assert causes == [None, "slot", None]  # 32 running at the 02:56:41 sample
+
+
+def test_a_gap_in_the_record_is_not_one_long_state(store):
+    """The excerpt's lines come from servers months apart. Each rank label (SGLang's " TP0", " TP0 EP0" or none:
+    a data-parallel rank logs its own queue) is its own timeline; a sample holds until the next one of its
+    timeline, but never past Prometheus's staleness (5 min), so the waiting requests' time is the raw lines' queue
+    counts times their spacing capped at 300 s (the months between are a hole, not 68 requests waiting all along).
+    Lines of one second (the log's resolution) are one sample, their mean: their order within it is not kept."""
+    from collections import defaultdict
+    from datetime import datetime, timezone
+    from statistics import mean
+
+    path = shared_file("serving", "log_excerpts", "sglang_scheduler_log_lines.txt")
+    line = r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)([^\]]*)\] (?:Prefill|Decode) batch.*#queue-req: (\d+)"
+    lines: dict[str, dict[float, list[int]]] = defaultdict(lambda: defaultdict(list))
+    for ts, rank, q in re.findall(line, path.read_text(), re.M):
+        t = datetime.strptime(ts, "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc).timestamp()
+        lines[rank.strip()][t].append(int(q))
+    want = 0.0
+    for per_second in lines.values():
+        times = sorted(per_second)
+        want += sum(mean(per_second[a]) * min(b - a, 300.0) for a, b in zip(times, times[1:], strict=False))
+    run = lltrace.ingest([path], store=store)
+    got, timelines = run.sql("SELECT waiting_request_s, replicas FROM engine_queue_causes").row(0)
+    assert timelines == len(lines) == 3 and got == pytest.approx(want, rel=1e-9)

@@ -63,11 +63,21 @@ _PART_WORDS = {
 }
 
 
-def classify(att: dict[str, Any], kv_wait_s: float | None, queue_parts: dict[str, Any] | None = None) -> dict[str, Any]:
+def classify(
+    att: dict[str, Any],
+    kv_wait_s: float | None,
+    queue_parts: dict[str, Any] | None = None,
+    engine_causes: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """The run's label and why, from ``attribution_run`` figures; ``queue_parts`` (the attribution's kv_wait,
-    slot_wait, budget_wait and load_wait) name the largest part of a queue-bound run's queue."""
+    slot_wait, budget_wait and load_wait) name the largest part of a queue-bound run's queue. Where no request's
+    queue could be split (no engine queue interval: a client's estimated queue), KV room's part comes from the
+    engine's own timeline (``engine_causes``: ``engine_queue_causes``, its waiting requests' time), labelled so."""
     q, p, d = att["queue_share"], att["prefill_share"], att["decode_share"]
     kv_part = (kv_wait_s / att["queue_s"]) if kv_wait_s is not None and att["queue_s"] else None
+    from_engine = kv_part is None and (engine_causes or {}).get("kv_share") is not None
+    if from_engine:
+        kv_part = engine_causes["kv_share"]
     dominant, capacity = _limits()
     name = label(queue_share=q, prefill_share=p, decode_share=d, kv_part_of_queue=kv_part)
     if name == "capacity-bound":
@@ -75,6 +85,11 @@ def classify(att: dict[str, Any], kv_wait_s: float | None, queue_parts: dict[str
             f"queueing is {q:.0%} of end-to-end latency and {kv_part:.0%} of that queueing happened while "
             f"requests were waiting for KV-cache room (thresholds: {dominant:.0%}, {capacity:.0%})"
         )
+        if from_engine:
+            why += (
+                "; KV room's part from the engine's own record of its waiting requests (no request's queue could be "
+                "placed on it; estimated)"
+            )
     elif name == "queue-bound":
         why = f"queueing is {q:.0%} of end-to-end latency (threshold {dominant:.0%})"
         known = {k: v["total_s"] for k, v in (queue_parts or {}).items() if v and v.get("total_s") is not None}
@@ -175,18 +190,68 @@ def has_phases(share: dict[str, Any] | None) -> bool:
     return bool(share) and any((share.get(k) or 0) > 0 for k in ("prefill_share", "decode_share", "mixed_share"))
 
 
-def classify_steps(share: dict[str, Any]) -> dict[str, Any]:
-    """A profiler trace alone: prefill vs decode share of its step time."""
+def classify_steps(
+    share: dict[str, Any], detection: list[str] | None = None, causes: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A profiler trace, or an engine's step log, alone: prefill vs decode share of its step time (``detection``:
+    what the steps were read from, as ``steps.detection`` names it). Where the engine's own timeline tells how
+    long requests waited and ran (``engine_queue_causes``: a step log with its stats lines), the queue's share of
+    the requests' time in the engine by Little's law, and KV room's part of it, can make the run queue- or
+    capacity-bound, as the same rule does with measured requests."""
     p, d = share["prefill_share"], share["decode_share"]
     basis = "GPU busy time" if share["basis"] == "gpu_busy" else "step wall time"
+    logged = bool(detection) and all(x.endswith(" log") for x in detection)
+    q = (causes or {}).get("queue_share")
+    kv_part = (causes or {}).get("kv_share")
+    why = (
+        f"from the {'engine log' if logged else 'profiler'}'s engine steps: prefill {p:.0%}, decode {d:.0%}, "
+        f"mixed {share['mixed_share']:.0%} of {basis} (no request-level source in this run)"
+    )
+    if q is not None:
+        why = (
+            f"queue {q:.0%} of the requests' time in the engine (its log's waiting and running requests over time, "
+            f"Little's law; estimated)"
+            + (f", {kv_part:.0%} of the waiting while the queue head had no KV room" if kv_part is not None else "")
+            + "; "
+            + why
+        )
     return {
-        "label": label(prefill_share=p, decode_share=d),
-        "why": f"from the profiler's engine steps: prefill {p:.0%}, decode {d:.0%}, mixed {share['mixed_share']:.0%} "
-        f"of {basis} (no request-level source in this run)",
+        "label": label(prefill_share=p, decode_share=d, queue_share=q, kv_part_of_queue=kv_part),
+        "why": why,
         "prefill_share": p,
         "decode_share": d,
-        "queue_share": None,
+        "queue_share": q,
         "crossover_input_tokens": None,
-        "basis": "profiler steps",
+        "basis": "engine log steps" if logged else "profiler steps",
+        "thresholds": thresholds_shown(),
+    }
+
+
+def classify_queue(causes: dict[str, Any] | None) -> dict[str, Any] | None:
+    """An engine's gauges alone, with no step time and no latency histograms (a server log of stats lines): a
+    verdict only where the queue decides it. The queue's share of the requests' time in the engine by Little's
+    law (``engine_queue_causes.queue_share``) at or above the dominant share makes the run queue-bound, or
+    capacity-bound where KV room holds its part of the waiting; below it, prefill against decode is not known
+    from load samples, so no verdict (None)."""
+    q = (causes or {}).get("queue_share")
+    dominant, _ = _limits()
+    if q is None or q < dominant:
+        return None
+    kv_part = causes.get("kv_share")
+    name = label(prefill_share=0.0, decode_share=0.0, queue_share=q, kv_part_of_queue=kv_part)
+    why = (
+        f"queue {q:.0%} of the requests' time in the engine (its waiting and running requests over time, Little's "
+        "law; estimated from samples)"
+        + (f", {kv_part:.0%} of the waiting while the queue head had no KV room" if kv_part is not None else "")
+        + "; prefill against decode is not known from load samples"
+    )
+    return {
+        "label": name,
+        "why": why,
+        "prefill_share": None,
+        "decode_share": None,
+        "queue_share": q,
+        "crossover_input_tokens": None,
+        "basis": "engine samples",
         "thresholds": thresholds_shown(),
     }

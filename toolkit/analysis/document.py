@@ -15,7 +15,14 @@ from typing import Any
 import duckdb
 
 from lltrace.analysis.advice import advise, advise_steps, fp8_decode_ratio
-from lltrace.analysis.classify import classify, classify_histograms, classify_steps, classify_token_mix, has_phases
+from lltrace.analysis.classify import (
+    classify,
+    classify_histograms,
+    classify_queue,
+    classify_steps,
+    classify_token_mix,
+    has_phases,
+)
 from lltrace.analysis.client_summary import client_summary
 from lltrace.analysis.engine_windows import engine_windows, timeline_width
 from lltrace.analysis.queue import PARTS, queue_split
@@ -199,7 +206,10 @@ def analyze(
                         "charged by time overlap (see queries/interference_*.sql)",
                     }
             doc["classification"] = classify(
-                a, doc["attribution"]["kv_wait"]["total_s"], {p: doc["attribution"][p] for p in (*PARTS, "load_wait")}
+                a,
+                doc["attribution"]["kv_wait"]["total_s"],
+                {p: doc["attribution"][p] for p in (*PARTS, "load_wait")},
+                doc["engine_queue_causes"],
             )
             doc["advice"] = advise(
                 a,
@@ -216,7 +226,11 @@ def analyze(
         elif (doc.get("engine_latency") or {}).get("e2e_requests") and classify_histograms(doc["engine_latency"]):
             doc["classification"] = classify_histograms(doc["engine_latency"], doc["engine_queue_causes"])
         elif doc["steps"] and has_phases(doc["steps"].get("phase_share")):
-            doc["classification"] = classify_steps(doc["steps"]["phase_share"])
+            doc["classification"] = classify_steps(
+                doc["steps"]["phase_share"], doc["steps"].get("detection"), doc["engine_queue_causes"]
+            )
+        elif classify_queue(doc["engine_queue_causes"]):
+            doc["classification"] = classify_queue(doc["engine_queue_causes"])
         doc["advice"] += advise_steps(doc["steps"])
     finally:
         con.close()
@@ -342,8 +356,9 @@ def _engine_timeline(con: duckdb.DuckDBPyConnection) -> dict[str, Any] | None:
 
 def _kv(con: duckdb.DuckDBPyConnection) -> dict[str, Any] | None:
     """KV-cache pressure and the prefix cache (``kv_wait_s`` is filled from the attribution's queue split)."""
-    peak, waitcap, samples = con.execute(
-        "SELECT max(kv_usage), max(waiting_capacity), count(*) FROM engine_stats WHERE source IS DISTINCT FROM 'stage'"
+    peak, waiting, waitcap, samples = con.execute(
+        "SELECT max(kv_usage), max(waiting), max(waiting_capacity), count(*) FROM engine_stats "
+        "WHERE source IS DISTINCT FROM 'stage'"
     ).fetchone()
     pre = (con.execute("SELECT preemptions FROM engine_preemptions").fetchone() or (None,))[0]
     cache = (rows(con, "SELECT * EXCLUDE (run_id) FROM engine_prefix_cache") or [{}])[0]
@@ -355,6 +370,7 @@ def _kv(con: duckdb.DuckDBPyConnection) -> dict[str, Any] | None:
     return {
         "peak_usage": clean(peak),
         "preemptions": clean(pre),
+        "peak_waiting": clean(waiting),
         "peak_waiting_capacity": clean(waitcap),
         "kv_wait_s": None,
         "prefix_cache_hit_rate": cache.get("hit_rate"),

@@ -104,13 +104,16 @@ def queue_split(con: duckdb.DuckDBPyConnection, queue_total_s: float | None) -> 
         }
     # load is the rest of the queue: the split requests' time with no limit binding, plus the queue time of
     # requests the engine's state cannot place (no measured queue interval: an estimated queue, no engine span)
-    if queue_total_s is None:
+    if queue_total_s is None or not timed:  # no request's queue placed on the engine's state: nothing to tell
         total = None
     else:
         total = max(0.0, queue_total_s - sum(out[p]["total_s"] or 0.0 for p in PARTS))
     unsplit = clean(unplaced)
     note = "queue time with none of the limits binding: waiting behind other work"
-    if not all(out[p]["total_s"] is not None for p in PARTS):
+    if not timed:
+        note = "no request with engine queue times: the queue is not split (the engine's own record of its waiting "
+        note += "requests, engine_queue_causes, says what it waited for where the run has one)"
+    if timed and not all(out[p]["total_s"] is not None for p in PARTS):
         note += ", and the parts no source can tell"
     if unsplit:
         note += f"; {unsplit:,.3f} s of it is the queue of requests with no engine queue interval to place"

@@ -37,9 +37,10 @@ def place_log_times(stage: Path) -> dict[str, Any] | None:
     """Put log-stamped rows (``MM-DD HH:MM:SS``, no year, no zone) on the run clock.
 
     The year comes from another source of the run (span start, scrape time, a client's epoch send times or
-    the profiler clock, the earliest one); the zone is UTC unless the spans (else the client's send times)
-    show the log's clock a whole number of hours off, in which case that offset is applied. Iteration lines
-    are printed when an iteration ends: each ``end_s`` is chained
+    the profiler clock, the earliest one); a log with no such source beside it (nor requests timed on another
+    clock) is placed on its own clock, seconds from its first stamp (year and zone unknown). The zone is UTC
+    unless the spans (else the client's send times) show the log's clock a whole number of hours off, in which
+    case that offset is applied. Iteration lines are printed when an iteration ends: each ``end_s`` is chained
     from the previous end plus the elapsed time and kept at or after its own 1-second stamp (estimated).
     """
     stat_files = sorted((stage / "engine_stats").glob("*.parquet"))
@@ -61,9 +62,11 @@ def place_log_times(stage: Path) -> dict[str, Any] | None:
         if ts:
             anchors.append((min(ts), "Prometheus scrape time"))
     sent: list[float] = []
+    timed_requests = False  # requests on a clock of their own (a client's perf_counter): not the log's
     for f in sorted((stage / "requests").glob("*.parquet")):
         if "arrival_s" in pq.read_schema(f).names:
             ts = [t for t in pq.read_table(f, columns=["arrival_s"]).column("arrival_s").to_pylist() if t is not None]
+            timed_requests = timed_requests or bool(ts)
             # a client's epoch send times (guidellm, AIPerf, GenAI-Perf), not a trace's relative offsets
             if ts and min(ts) >= WALL_CLOCK_FLOOR_S:
                 sent.append(min(ts))
@@ -75,19 +78,44 @@ def place_log_times(stage: Path) -> dict[str, Any] | None:
             if ns:
                 anchors.append((min(ns) / 1e9, "profiler clock"))
     report: dict[str, Any] = {"source": "server log", "zone": "UTC (assumed)", "zone_offset_h": 0}
-    if not anchors:
-        report["method"] = "no other dated source in the run: log rows keep ts_s NULL (log_stamp only)"
+    origin = 0.0
+    if not anchors and timed_requests:
+        report["method"] = (
+            "no other dated source in the run, and the requests' times are on a clock of their own: log rows keep "
+            "ts_s NULL (log_stamp only)"
+        )
         return report
-    anchor, what = min(anchors)
-    year = datetime.fromtimestamp(anchor, tz=timezone.utc).year
-    report["method"] = f"year {year} from the {what}; zone UTC unless the spans say otherwise"
+    if anchors:
+        anchor, what = min(anchors)
+        year = datetime.fromtimestamp(anchor, tz=timezone.utc).year
+        report["method"] = f"year {year} from the {what}; zone UTC unless the spans say otherwise"
+    else:
+        # the log's own clock: seconds from its first stamp, read in a leap year so that every MM-DD is a day
+        # (a log that runs across a New Year is not placed: its January would come before its December)
+        year = 2000
+        report["method"] = (
+            "no other dated source in the run: the log's own clock, seconds from its first stamp (its year unknown)"
+        )
+        report["zone"], report["zone_offset_h"] = "unknown", None
 
     def epoch(stamp: str) -> float | None:
         try:
             when = datetime.strptime(f"{year}-{stamp}", "%Y-%m-%d %H:%M:%S")
         except ValueError:  # 02-29 in a year without one: the row keeps no time
             return None
-        return when.replace(tzinfo=timezone.utc).timestamp()
+        return when.replace(tzinfo=timezone.utc).timestamp() - origin
+
+    if not anchors:
+        stamps = [
+            t
+            for f in logged
+            for x in pq.read_table(f, columns=["log_stamp"]).column("log_stamp").to_pylist()
+            if _needs_year(x) and (t := epoch(x)) is not None
+        ]
+        origin = min(stamps)
+        if max(stamps) - origin > 183 * DAY_S:
+            report["method"] += "; not placed: its stamps span more than half a year (a New Year inside it)"
+            return report
 
     shift = 0.0
     step_rows = [r for f in step_files if f in logged for r in pq.read_table(f).to_pylist()]
