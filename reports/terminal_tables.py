@@ -19,7 +19,7 @@ _PART_LABEL = dict(QUEUE_PARTS)
 
 def diff_table(doc: dict[str, Any]) -> Group:
     """The diff document: each component's mean per request in both runs, the change, and the verdict."""
-    if doc.get("basis") == "profiler steps":
+    if doc.get("basis") in ("profiler steps", "engine log steps"):
         return _profiler_diff_table(doc)
     t = Table(
         title=f"{_side(doc['baseline'])} → {_side(doc['incident'])} (mean per request"
@@ -45,7 +45,8 @@ def diff_table(doc: dict[str, Any]) -> Group:
 
 
 def _profiler_diff_table(doc: dict[str, Any]) -> Group:
-    """The diff of two profiler-only runs: their steps kind by kind, and GPU time per step by kernel class."""
+    """The diff of two runs known from their steps alone (profiler traces, or server logs with every step): their
+    steps kind by kind, and GPU time per step by kernel class."""
 
     def ms(v: float | None, f: str = ",.2f") -> str:
         return "-" if v is None else f"{v * 1e3:{f}}"
@@ -53,7 +54,8 @@ def _profiler_diff_table(doc: dict[str, Any]) -> Group:
     def pair(v: dict[str, Any], key: str, fmt) -> str:
         return f"{fmt(v['baseline_' + key])} → {fmt(v['incident_' + key])}"
 
-    t = Table(title=f"{_side(doc['baseline'])} → {_side(doc['incident'])} (the profiler's steps, kind by kind)")
+    whose = "the engine logs'" if doc["basis"] == "engine log steps" else "the profiler's"
+    t = Table(title=f"{_side(doc['baseline'])} → {_side(doc['incident'])} ({whose} steps, kind by kind)")
     for col in (
         "kind",
         "steps",

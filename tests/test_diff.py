@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from conftest import DATA
 from typer.testing import CliRunner
 
@@ -99,3 +100,30 @@ def test_an_hf_generate_trace_against_itself_changes_nothing(tmp_path):
     assert doc["components"]["decode"]["baseline_tokens_per_step"] == 2
     r = CliRunner().invoke(app, ["diff", "--store", str(tmp_path), path, path, "--baseline-window", "0/10"])
     assert r.exit_code == 1 and "profiler steps compare whole" in r.output
+
+
+def test_two_server_logs_compare_their_steps_and_their_queue(tmp_path):
+    """B and B2's server logs alone (the KV what-if pair): the steps kind by kind as their Iteration lines give
+    them (decode-only lines: no context tokens), and the engine's own record of its queue on each side (B waited
+    about twice B2's request-seconds, both for KV room)."""
+    import re
+
+    line = re.compile(
+        r"Iteration\(\d+\): (\d+) context requests, (\d+) context tokens, (\d+) generation requests, "
+        r"(\d+) generation tokens, iteration elapsed time: ([\d.]+) ms"
+    )
+    logs = [DATA / "vllm_cpu" / r / "server.log" for r in ("B_kvpressure", "B2_kv2x")]
+    r = CliRunner().invoke(app, ["diff", "--store", str(tmp_path), "--json", *map(str, logs)])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["basis"] == "engine log steps"
+    decode = doc["components"]["decode"]
+    for side, log in zip(("baseline", "incident"), logs, strict=True):
+        raw = [m.groups() for m in line.finditer(log.read_text())]
+        steps = [(int(g), float(ms)) for _, c, _, g, ms in raw if int(c) == 0 and int(g) > 0]
+        assert decode[f"{side}_steps"] == len(steps)
+        assert decode[f"{side}_tokens_per_step"] == pytest.approx(sum(g for g, _ in steps) / len(steps), rel=1e-12)
+        assert decode[f"{side}_s"] * 1e3 == pytest.approx(sum(ms for _, ms in steps) / len(steps), rel=1e-9)
+    b, i = doc["queue"]["baseline"], doc["queue"]["incident"]
+    assert 1.5 < b["waiting_request_s"] / i["waiting_request_s"] < 2.5 and min(b["kv_share"], i["kv_share"]) > 0.9
+    assert "request-seconds waiting" in doc["verdict"]

@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from lltrace.analysis.engine_windows import engine_windows
+from lltrace.analysis.sql import rows
 from lltrace.analysis.tail import E2E_PARTS
 from lltrace.errors import LltraceError
 from lltrace.ingest.targets import Target, as_store, open_run
@@ -248,23 +249,38 @@ def _per(figures: dict[str, Any], tokens: str) -> float | None:
 
 
 def _profiler_diff(st: Store, ids: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
-    """Two runs known only from profiler traces: their engine steps kind by kind (``profiler_steps_by_kind``): mean
-    step time, tokens per step and time per token, GPU busy time per step; and GPU time per traced step by kernel
-    class (``profiler_kernel_time``). Steps of different sizes are shown with their sizes, not normalised. None when
-    a side has no profiler step."""
+    """Two runs known only from their engine's steps (profiler traces, or server logs with every step): the steps
+    kind by kind (``profiler_steps_by_kind``, the profiler's where a side has them, else its log's): mean step
+    time, tokens per step and time per token, GPU busy time per step; GPU time per traced step by kernel class
+    (``profiler_kernel_time``); and where both logs tell it, the engine's own record of its queue
+    (``engine_queue_causes``: the waiting requests' time and what it waited for). Steps of different sizes are
+    shown with their sizes, not normalised. None when a side has no step."""
     runs = {side: v["run"] for side, v in ids.items()}
     con = st.connect(sorted(set(runs.values())))
     try:
+        have: dict[str, str | None] = {}  # each side's step source: its profiler's where it has both
+        for run in runs.values():
+            found = {
+                r[0]
+                for r in con.execute(
+                    "SELECT DISTINCT source FROM profiler_steps_by_kind WHERE run_id = ?", [run]
+                ).fetchall()
+            }
+            have[run] = "profiler" if "profiler" in found else "log" if "log" in found else None
         kinds = {
             side: {
                 r[0]: dict(zip(("steps", "wall_s_mean", "wall_s_total", "gpu_busy_s", "tokens"), r[1:], strict=True))
                 for r in con.execute(
                     "SELECT coalesce(kind, 'unknown'), steps, wall_s_mean, wall_s_total, gpu_busy_s, "
                     "prefill_tokens + decode_tokens FROM profiler_steps_by_kind "
-                    "WHERE run_id = ? AND source = 'profiler'",
-                    [run],
+                    "WHERE run_id = ? AND source = ?",
+                    [run, have.get(run)],
                 ).fetchall()
             }
+            for side, run in runs.items()
+        }
+        queue = {
+            side: (rows(con, "SELECT * EXCLUDE (run_id) FROM engine_queue_causes WHERE run_id = ?", [run]) or [None])[0]
             for side, run in runs.items()
         }
         classes = {
@@ -319,7 +335,8 @@ def _profiler_diff(st: Store, ids: dict[str, dict[str, Any]]) -> dict[str, Any] 
                 f"({v['baseline_s_per_token'] * 1e3:,.3f} -> {v['incident_s_per_token'] * 1e3:,.3f} ms per token)"
             )
         parts.append(text)
-    verdict = "From the profiler's steps, kind by kind: " + "; ".join(parts)
+    logged = {have.get(r) for r in runs.values()} == {"log"}
+    verdict = f"From the {'engine logs' if logged else 'profiler traces'}' steps, kind by kind: " + "; ".join(parts)
     if gpu:
         lead = max(gpu, key=lambda c: abs(gpu[c]["delta_s"]))
         verdict += (
@@ -328,9 +345,20 @@ def _profiler_diff(st: Store, ids: dict[str, dict[str, Any]]) -> dict[str, Any] 
     only = sorted(set(kinds["baseline"]) ^ set(kinds["incident"]))
     if only:
         verdict += f". Only one side has {', '.join(only)} steps"
+    b_q, i_q = queue["baseline"], queue["incident"]
+    if b_q and i_q and b_q.get("waiting_request_s") is not None and i_q.get("waiting_request_s") is not None:
+        verdict += (
+            f". The engine's own record of its queue: {b_q['waiting_request_s']:,.1f} -> "
+            f"{i_q['waiting_request_s']:,.1f} request-seconds waiting"
+        )
+        if b_q.get("queue_share") is not None and i_q.get("queue_share") is not None:
+            verdict += f", {b_q['queue_share']:.0%} -> {i_q['queue_share']:.0%} of the requests' time in the engine"
+        if b_q.get("kv_share") is not None and i_q.get("kv_share") is not None:
+            verdict += f", KV room {b_q['kv_share']:.0%} -> {i_q['kv_share']:.0%} of it (estimated)"
     verdict += "."
     return {
-        "basis": "profiler steps",
+        "basis": "engine log steps" if logged else "profiler steps",
+        "queue": {"baseline": b_q, "incident": i_q},
         "baseline": ids["baseline"] | {"requests": None, "preemptions": None, "steps": steps["baseline"]},
         "incident": ids["incident"] | {"requests": None, "preemptions": None, "steps": steps["incident"]},
         "mix": {
