@@ -178,7 +178,7 @@ def render(doc: dict[str, Any]) -> Group:
             parts.append(tail_table(att["tail"]))
     kv = doc.get("kv")
     if kv and any(v is not None for v in kv.values()):
-        wait = "-" if kv["kv_wait_s"] is None else f"{kv['kv_wait_s']:,.2f} s"
+        wait = f"{kv['kv_wait_s']:,.2f} s" if kv["kv_wait_s"] is not None else ""
         line = (
             f"KV cache: peak usage {pct(kv['peak_usage'])} · preemptions {whole(kv['preemptions'])} · "
             f"peak requests waiting {whole(kv.get('peak_waiting'))}"
@@ -187,7 +187,7 @@ def render(doc: dict[str, Any]) -> Group:
                 if kv.get("peak_waiting_capacity") is not None
                 else ""
             )
-            + f" · queue time waiting for KV room {wait}"
+            + (f" · queue time waiting for KV room {wait}" if kv["kv_wait_s"] is not None else "")
         )
         prefix = []
         if kv.get("prefix_cache_hit_rate") is not None:
