@@ -14,7 +14,7 @@ from lltrace.reports.labels import QUEUE_PARTS
 from lltrace.reports.numbers import ms as _ms
 from lltrace.reports.numbers import pct, per_s, whole
 from lltrace.reports.terminal_clients import client_tables
-from lltrace.reports.terminal_tables import client_attribution_table, tail_table
+from lltrace.reports.terminal_tables import client_attribution_table, engine_queue_note, tail_table
 
 
 def render(doc: dict[str, Any]) -> Group:
@@ -250,27 +250,9 @@ def render(doc: dict[str, Any]) -> Group:
             )
         )
 
-    causes = doc.get("engine_queue_causes")
-    att = doc.get("attribution") or {}
-    placed = any((att.get(key) or {}).get("total_s") is not None for key, _ in QUEUE_PARTS)
-    if causes and causes.get("waiting_request_s") and not placed:  # the requests' own split says it, where it can
-        known = {
-            "KV room": causes["kv_share"],
-            "a sequence slot": causes["slot_share"],
-            "the token budget": causes.get("budget_share"),
-        }
-        said = [f"{name} {pct(v)}" for name, v in known.items() if v is not None]
-        unknown = [name for name, v in known.items() if v is None]
-        steps = causes.get("basis") == "steps"
-        parts.append(
-            Text(
-                f"What the queue waited for, from the engine's {'step log' if steps else 'gauges'} "
-                f"({whole(causes['samples'])} {'steps' if steps else 'sample intervals'}, "
-                f"{causes['waiting_request_s']:,.1f} request-seconds waiting; estimates): "
-                + (" · ".join(said) if said else "nothing they can tell")
-                + (f" · not knowable from them: {', '.join(unknown)}" if unknown else "")
-            )
-        )
+    note = engine_queue_note(doc)
+    if note:
+        parts.append(Text(note))
 
     timeline = doc.get("engine_timeline")
     if timeline and len(timeline["windows"]) > 1 and not doc.get("attribution"):

@@ -228,3 +228,29 @@ def weekly_table(doc: dict[str, Any]) -> Group:
     lines = [Text("What changed: " + ("" if changes else "nothing beyond the thresholds"))]
     lines += [Text(f"  {when}: {what}") for when, what in changes]
     return Group(t, *lines)
+
+
+def engine_queue_note(doc: dict[str, Any]) -> str | None:
+    """What the queue waited for by the engine's own record (``engine_queue_causes``), where no request's queue
+    was placed on it (the requests' own split says it where it can): the terminal and the report say it alike."""
+    causes = doc.get("engine_queue_causes")
+    att = doc.get("attribution") or {}
+    if not causes or not causes.get("waiting_request_s"):
+        return None
+    if any((att.get(key) or {}).get("total_s") is not None for key, _ in QUEUE_PARTS):
+        return None
+    known = {
+        "KV room": causes["kv_share"],
+        "a sequence slot": causes["slot_share"],
+        "the token budget": causes.get("budget_share"),
+    }
+    said = [f"{name} {pct(v)}" for name, v in known.items() if v is not None]
+    unknown = [name for name, v in known.items() if v is None]
+    steps = causes.get("basis") == "steps"
+    return (
+        f"What the queue waited for, from the engine's {'step log' if steps else 'gauges'} "
+        f"({whole(causes['samples'])} {'steps' if steps else 'sample intervals'}, "
+        f"{causes['waiting_request_s']:,.1f} request-seconds waiting; estimates): "
+        + (" · ".join(said) if said else "nothing they can tell")
+        + (f" · not knowable from them: {', '.join(unknown)}" if unknown else "")
+    )

@@ -74,3 +74,15 @@ def test_report_shows_the_runs_latest_replay_with_the_replay_documents_numbers(t
     # the validation comes before the what-ifs on the page, and what-ifs are labelled estimates
     assert page.index("Validation, before any what-if") < page.index("kv_blocks=80")
     assert "<td>kv_blocks=80</td><td>estimated</td>" in page
+
+
+def test_a_server_log_alone_reports_what_the_queue_waited_for_as_the_terminal_does(tmp_path):
+    """B's server log and nothing else: the report says what the queue waited for in the terminal's words."""
+    store, out, log = tmp_path / "store", tmp_path / "b.html", str(DATA / "vllm_cpu" / "B_kvpressure" / "server.log")
+    runner = CliRunner()
+    r = runner.invoke(app, ["report", "--store", str(store), log, "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    shown = dict(re.findall(r"data-key='([\w.]+)'>([^<]+)<", out.read_text()))
+    terminal = " ".join(runner.invoke(app, ["analyze", "--store", str(store), log]).stdout.split())  # unwrapped
+    said = " ".join(shown["engine_queue_causes"].replace("&#x27;", "'").split())
+    assert said.startswith("What the queue waited for") and "KV room 9" in said and said.rstrip(".") in terminal
