@@ -336,3 +336,17 @@ def test_a_server_log_with_the_bench_files_names_what_the_queue_waited_for(name,
     assert doc["classification"]["label"] == runs[name][1]["classification"]["label"]
     if doc["classification"]["label"] == "capacity-bound":
         assert "engine's own record" in doc["classification"]["why"]
+
+
+def test_a_lone_log_across_a_new_year_is_not_placed(tmp_path):
+    """Its own clock reads every stamp in one year, so a log from 12-31 to 01-01 would run backwards: it keeps no
+    time (said so), rather than a January before its December."""
+    line = (
+        "INFO {stamp} [loggers.py:118] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: "
+        "240.8 tokens/s, Running: 8 reqs, Waiting: 3 reqs, GPU KV cache usage: 93.9%, Prefix cache hit rate: 0.0%\n"
+    )
+    log = tmp_path / "server.log"
+    log.write_text(line.format(stamp="12-31 23:59:50") + line.format(stamp="01-01 00:00:10"))
+    run = lltrace.ingest([log], store=tmp_path / "store")
+    assert run.table("engine_stats")["ts_s"].null_count() == 2
+    assert any("New Year" in a["method"] for a in run.metadata["clock"]["alignment"])

@@ -112,8 +112,8 @@ def place_log_times(stage: Path) -> dict[str, Any] | None:
             for x in pq.read_table(f, columns=["log_stamp"]).column("log_stamp").to_pylist()
             if _needs_year(x) and (t := epoch(x)) is not None
         ]
-        origin = min(stamps)
-        if max(stamps) - origin > 183 * DAY_S:
+        origin = min(stamps, default=0.0)
+        if stamps and max(stamps) - origin > 183 * DAY_S:
             report["method"] += "; not placed: its stamps span more than half a year (a New Year inside it)"
             return report
 
