@@ -229,8 +229,8 @@ def analyze(
             doc["classification"] = classify_steps(
                 doc["steps"]["phase_share"], doc["steps"].get("detection"), doc["engine_queue_causes"]
             )
-        elif classify_queue(doc["engine_queue_causes"]):
-            doc["classification"] = classify_queue(doc["engine_queue_causes"])
+        elif queue_verdict := classify_queue(doc["engine_queue_causes"]):
+            doc["classification"] = queue_verdict
         doc["advice"] += advise_steps(doc["steps"])
     finally:
         con.close()
