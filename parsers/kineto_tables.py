@@ -48,6 +48,34 @@ _LINKS = f"""
 """
 
 
+def _launches_without_gpu_op(con: duckdb.DuckDBPyConnection, path: str, info: SourceInfo) -> None:
+    """Count the kernel launches whose correlation id no GPU op in the trace carries, and say why where the
+    trace shows it: a launch inside a stream capture (cudaStreamBeginCapture/hipStreamBeginCapture ...
+    EndCapture) records its kernel into a graph, which runs later, when the graph is launched. Every launch
+    of a normal trace in ../shared/data has its kernel (the profiler flushes GPU activity when it stops)."""
+    (unrun, launched, captures) = con.execute(
+        """
+        SELECT count(*) FILTER (WHERE n.name ILIKE '%LaunchKernel%' AND p.correlation IS NULL),
+               count(*) FILTER (WHERE n.name ILIKE '%LaunchKernel%'),
+               count(*) FILTER (WHERE n.name ILIKE '%StreamBeginCapture%')
+        FROM launches l JOIN launch_lanes n USING (lane) LEFT JOIN per_id p USING (correlation)
+        """
+    ).fetchone()
+    if not unrun:
+        return
+    info.details["launches_without_gpu_op"] = {"kernel_launches": int(launched), "without_gpu_op": int(unrun)}
+    why = (
+        f"the trace holds {captures:,} stream capture{'s' if captures != 1 else ''} (StreamBeginCapture): a launch "
+        "during one records its kernel into a CUDA/HIP graph, which runs when the graph is launched, not here"
+        if captures
+        else "their kernels are not in the trace (GPU activity lost, or run after the profiler stopped)"
+    )
+    info.warnings.append(
+        f"{path}: {unrun:,} of {launched:,} kernel launches ran no GPU op in the trace: {why}; the GPU time here "
+        "leaves them out"
+    )
+
+
 def _columns(table: Table, exprs: dict[str, str]) -> str:
     """The SELECT list that writes ``table``: each declared column, in order, cast to its declared type, from
     its expression in ``exprs`` (default: the staged column of the same name)."""
@@ -318,6 +346,7 @@ def finalize(
             f"{path}: {shared:,} GPU ops share the correlation id of one launch that is not a graph launch (each "
             "such launch runs one op): their links are dropped and they are placed by time (orphans)"
         )
+    _launches_without_gpu_op(con, path, info)
     on_gpu = {"on_gpu": "cat = 'gpu_user_annotation'"}
     table_rows["annotations"] = con.execute(
         f"""

@@ -156,3 +156,25 @@ def test_gpu_busy_is_also_given_over_the_traced_window(store):
     assert row["traced_s"] == pytest.approx(float(end - start) / 1e6, abs=1e-9)
     assert row["busy_s"] == pytest.approx(float(busy) / 1e6, abs=1e-9)
     assert row["busy_fraction"] == pytest.approx(1.0) and row["traced_fraction"] < 1e-6
+
+
+def test_launches_recorded_into_a_graph_are_said_so(store):
+    """A real SGLang graph-capture trace (TraceLens, MI300X): the kernels launched during the stream capture
+    ran no GPU op in the trace; every launch of the shared traces has its kernel."""
+    from conftest import SAMPLES
+
+    path = SAMPLES / "sglang_mi300x_qwen3-8b_decode_graph_capture_bs32.AMD.json.gz"
+    ev = raw_trace(str(path))["traceEvents"]
+    on_gpu = {e["args"].get("correlation") for e in ev if e.get("cat") in GPU}
+    runtime = [e for e in ev if e.get("cat") in ("cuda_runtime", "cuda_driver")]
+    launches = [e for e in runtime if "LaunchKernel" in e["name"]]
+    unrun = sum(1 for e in launches if e["args"]["correlation"] not in on_gpu)
+    captures = sum(1 for e in runtime if "StreamBeginCapture" in e["name"])
+    assert (unrun, len(launches), captures) == (544, 546, 1)  # as read with the json module
+    src = lltrace.ingest([path], store=store).metadata["sources"][0]
+    assert src["launches_without_gpu_op"] == {"kernel_launches": len(launches), "without_gpu_op": unrun}
+    said = f"{unrun:,} of {len(launches):,} kernel launches"
+    assert any(said in w and "1 stream capture" in w for w in src["warnings"])
+    for normal in torch_traces()[:10]:
+        src = lltrace.ingest([normal], store=store).metadata["sources"][0]
+        assert "launches_without_gpu_op" not in src, normal.name
