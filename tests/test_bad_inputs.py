@@ -114,8 +114,10 @@ def test_bad_input(name: str, tmp_path: Path) -> None:
                     .drop("part", "run_id", "client_id", strict=False)
                     .equals(original.table(t).drop("part", "run_id", "client_id", strict=False))
                 ), t
-        else:  # no warning beyond the one the real SGLang excerpt itself gives (an epoch in a duration field)
-            assert [w for w in warned if "forward_duration beyond 1e9 ms" not in w] == []
+        else:  # no warning beyond those the real excerpts themselves give: an epoch in the SGLang excerpt's duration
+            # field; launches whose kernels the profiler excerpt's cut left out (make_corpus._base)
+            excerpts = ("forward_duration beyond 1e9 ms", "kernel launches ran no GPU op in the trace")
+            assert [w for w in warned if not any(e in w for e in excerpts)] == []
 
 
 _SEEDS = {
