@@ -293,7 +293,8 @@ FORMATS: tuple[Format, ...] = (
         markers=(b'"records"', b'"tag"', b'"avg"', b'"unit"', b'"request_throughput"'),
         versions=(
             "records schema before aiperf #343 (2025-10): real file",
-            "GenAI-Perf-shaped schema (aiperf #343 on; GenAI-Perf): fixture from source",
+            "GenAI-Perf-shaped schema (aiperf #343 on; GenAI-Perf): fixture from source; GenAI-Perf 0.0.16 "
+            "(input_config.perf_analyzer.stimulus): real file (lltrace's own run against vLLM 0.32)",
             "AIPerf 0.13 (input_config.phases, no loadgen; error_request_count only when one failed): real file "
             "(lltrace's own run against vLLM 0.32)",
         ),
@@ -309,7 +310,8 @@ FORMATS: tuple[Format, ...] = (
         ingest=aggregate_csv.ingest,
         markers=(b"Metric,avg,min,max", b"Metric,Value", b"Time To First Token", b"Request Latency"),
         versions=(
-            "GenAI-Perf csv_exporter (request and system metrics, {:,.2f}): fixture from source",
+            "GenAI-Perf csv_exporter (request and system metrics, {:,.2f}): fixture from source; 0.0.16's (p99 down "
+            "to p1): real file (lltrace's own run)",
             "AIPerf csv_exporter (STAT_KEYS columns, GPU telemetry sections not read): fixture from source",
         ),
     ),
@@ -402,7 +404,8 @@ FORMATS: tuple[Format, ...] = (
             "profile_export.json 2023-08 (response timestamps only): fixture from source",
             "2024-02 (response outputs as text): fixture from source",
             "2024-03 (named outputs, request_inputs): fixture from source",
-            "2024-05 on (service_kind, endpoint; OpenAI bodies with usage): fixture from source",
+            "2024-05 on (service_kind, endpoint; OpenAI bodies with usage): fixture from source; perf_analyzer "
+            "2.51 under GenAI-Perf 0.0.16: real file (lltrace's own run against vLLM 0.32)",
         ),
     ),
     Format(
@@ -501,6 +504,8 @@ _NOTHING_MORE = (
         "vllm bench sweep's summary.csv: its runs' results again (their run=N.json files are read)",
     ),
     ("json", (b'"session_id"', b'"payloads"'), "AIPerf's inputs.json: the request payloads it sent, no timings"),
+    # GenAI-Perf 0.0.16's (a real run: sample_traces/vllm_cpu_limits/P_genai_perf): {"data": [{"payload": [{...}]}]}
+    ("json", (b'"data"', b'"payload"'), "GenAI-Perf's inputs.json: the request payloads it sent, no timings"),
     # AIPerf 0.13's other files beside its exports (a real run: sample_traces/vllm_cpu_limits/L_aiperf)
     (
         "text",
@@ -516,6 +521,11 @@ _NOTHING_MORE = (
     ),
     ("text", (b"NVIDIA AIPerf |",), "AIPerf's console tables: the figures of profile_export_aiperf.json again"),
     ("text", (b" - aiperf.",), "AIPerf's own log"),
+    (
+        "text",
+        (b"INFO", b"Profiling these models:"),
+        "GenAI-Perf's console output: its log and the tables of profile_export_genai_perf.json again",
+    ),
     (
         "json",
         (b'"ready"', b'"was_cancelled"', b'"partial"'),
@@ -541,7 +551,8 @@ def nothing_more(head: bytes) -> str | None:
     header = text.split(b"\n", 1)[0]
     for kind, markers, why in _NOTHING_MORE:
         where = text if kind == "json" else header
-        if (kind == "json") == is_json and all(m in where for m in markers):
+        # (a text's first line may start with "[" too: a log's "[2026-12-03 11:59:24] INFO ...")
+        if (is_json if kind == "json" else text[:1] != b"{") and all(m in where for m in markers):
             return why
     return None
 

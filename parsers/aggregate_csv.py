@@ -50,6 +50,7 @@ def ingest(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     rows = list(csv.reader(read_text(path).removeprefix("\ufeff").splitlines()))
     metrics: dict[str, dict[str, Any]] = {}
     header: list[str] | None = None
+    request_header: list[str] = []  # the first section's
     bad: list[str] = []
     for line, row in enumerate(rows, 1):
         if not row or not any(c.strip() for c in row):
@@ -57,6 +58,7 @@ def ingest(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
             continue
         if row[0] == "Metric":
             header = [c.strip().lower() for c in row]
+            request_header = request_header or header
             continue
         if header is None:
             continue  # a section lltrace does not read (AIPerf's GPU telemetry)
@@ -78,7 +80,9 @@ def ingest(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     if not metrics:
         raise TraceFormatError(path, "line 1", "no metric rows under the Metric header")
     report_unread_figures(path, info, bad)
-    genai = "request_count" not in metrics and "benchmark_duration" not in metrics
+    # GenAI-Perf's request-metrics header has its percentiles from p99 down after max (csv_exporter.py's
+    # REQUEST_METRICS_HEADER); AIPerf's has sum, then p1 up (its STAT_KEYS)
+    genai = request_header[1:5] == ["avg", "min", "max", "p99"]
     info.version = "GenAI-Perf csv_exporter" if genai else "AIPerf csv_exporter"
     info.details["aiperf_summary"] = {"metrics": metrics, "concurrency": None, "request_rate": None}
     info.records = len(metrics)

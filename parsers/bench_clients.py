@@ -316,11 +316,15 @@ def ingest_aiperf_summary(path: str, stage: Path, part: int, **_: Any) -> Source
         else None
     )
     slos = cfg.get("slos") if isinstance(cfg.get("slos"), dict) else None  # its --goodput: metric tag -> value
+    # GenAI-Perf: the load it asked perf_analyzer for (config_perf_analyzer.py's stimulus: {"request_rate": r},
+    # {"concurrency": n}, {"session_concurrency": n} or {"fixed_schedule": None})
+    pa = cfg.get("perf_analyzer") if isinstance(cfg.get("perf_analyzer"), dict) else {}
+    stimulus = pa.get("stimulus") if isinstance(pa.get("stimulus"), dict) else {}
     info.details["aiperf_summary"] = {
         "metrics": kept,
         "slos": slos or None,
-        "concurrency": load.get("concurrency", phase.get("concurrency")),
-        "request_rate": load.get("request_rate", phase.get("rate")),
+        "concurrency": load.get("concurrency", phase.get("concurrency", stimulus.get("concurrency"))),
+        "request_rate": load.get("request_rate", phase.get("rate", stimulus.get("request_rate"))),
         "errors_listed": listed,
     }
     info.records = 1

@@ -36,11 +36,15 @@ def sniff_bench(head: bytes) -> bool:
     if text.startswith(b"["):
         text = text[1:].lstrip()
     sglang_only = (b'"total_output_tokens_retokenized"', b'"sharegpt_output_len"', b'"accept_length"')
+    # GenAI-Perf's and AIPerf's aggregates have a "backend" in their input config and a request_throughput that
+    # is an object of statistics ({"unit": ..., "avg": ...}), never vLLM's number
+    stats_object = re.search(rb'"(request_throughput|request_latency|time_to_first_token)"\s*:\s*\{', text)
     return (
         text.startswith(b"{")
         and (b'"backend"' in text or b'"endpoint_type"' in text)
         and any(k in text for k in (b'"request_throughput"', b'"input_lens"', b'"completed"', b'"num_prompts"'))
         and not any(k in text for k in sglang_only)
+        and stats_object is None
     )
 
 

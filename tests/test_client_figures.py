@@ -705,3 +705,38 @@ def test_aiperf_goodput_and_its_slos(tmp_path: Path) -> None:
     assert client["goodput_per_s"] == raw["goodput"]["avg"]
     assert good == raw["good_request_count"]["avg"] == 23 < client["completed"] == 40
     assert client["goodput_per_s"] < client["achieved_rate_per_s"]
+
+
+def test_genai_perf_against_vllm_gives_its_own_figures(tmp_path: Path) -> None:
+    """lltrace's own real run P_genai_perf: GenAI-Perf 0.0.16 (perf_analyzer 2.51) against vLLM 0.32 with its
+    spans, 80 requests at 4 req/s. Its per-request export joins the spans on what both saw (GenAI-Perf sends no
+    id); every request's TTFT and latency give GenAI-Perf's own statistics (numpy's percentiles, as its
+    statistics.py computes them); its JSON aggregate is read, not taken for a vllm bench result for the
+    "backend" in its config; the CSV copy is read once; its payloads and console log are named when skipped."""
+    import numpy as np
+
+    folder = SAMPLES / "vllm_cpu_limits" / "P_genai_perf"
+    (art,) = (folder / "bench").glob("*request_rate4.0")
+    own = json.loads((art / "profile_export_genai_perf.json").read_text())
+    doc = _doc([folder], tmp_path)
+    (client,) = doc["run"]["join"]["clients"]
+    assert (client["requests"], client["matched"]) == (own["request_count"]["avg"], 80)
+    run = lltrace.Store(tmp_path).run(doc["run"]["id"])
+    rows = run.sql("SELECT ttft_s, e2e_s FROM requests ORDER BY request_id")
+    for col, key in (("ttft_s", "time_to_first_token"), ("e2e_s", "request_latency")):
+        ms = rows[col].to_numpy() * 1e3
+        assert ms.mean() == pytest.approx(own[key]["avg"], rel=1e-12)
+        for p in (50, 90, 99):
+            assert np.percentile(ms, p) == pytest.approx(own[key][f"p{p}"], rel=1e-12)
+    (summary,) = doc["client_summary"]
+    assert summary["source"].endswith("profile_export_genai_perf.json")
+    assert summary["requested_rate_per_s"] == own["input_config"]["perf_analyzer"]["stimulus"]["request_rate"] == 4.0
+    assert summary["achieved_rate_per_s"] == pytest.approx(own["request_throughput"]["avg"])
+    assert summary["completed"] == own["request_count"]["avg"]
+    assert summary["ttft_s"]["p99"] == pytest.approx(own["time_to_first_token"]["p99"] / 1e3)
+    sources = lltrace.Store(tmp_path).run(doc["run"]["id"]).metadata["sources"]
+    (csv_src,) = [s for s in sources if s["path"].endswith(".csv")]
+    assert csv_src["version"] == "GenAI-Perf csv_exporter" and csv_src["copy_of"].endswith("genai_perf.json")
+    skipped = {Path(s["path"]).name: s["reason"] for s in doc["run"]["skipped"]}
+    assert set(skipped) == {"inputs.json", "genai-perf.client.log"}
+    assert all(r.startswith("GenAI-Perf's") for r in skipped.values())

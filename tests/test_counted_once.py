@@ -58,10 +58,12 @@ def _vllm_runs() -> list[Path]:
 
 
 def _client_records(doc: dict) -> int:
-    """The requests a client's result file lists: a vLLM bench file's input_lens, a guidellm report's requests
-    (AIPerf's other JSON files list none: its records are profile_export.jsonl's lines)."""
+    """The requests a client's result file lists: a vLLM bench file's input_lens, a guidellm report's requests,
+    GenAI-Perf's records (AIPerf's other JSON files list none: its records are profile_export.jsonl's lines)."""
     if "input_lens" in doc:
         return len(doc["input_lens"])
+    if "experiments" in doc:  # GenAI-Perf's profile_export.json: perf_analyzer's records per experiment
+        return sum(len(e.get("requests") or []) for e in doc["experiments"])
     groups = [b["requests"] for b in doc.get("benchmarks", [])]
     return sum(len(g.get(k) or []) for g in groups for k in ("successful", "incomplete", "errored"))
 
@@ -83,7 +85,7 @@ def _raw_spans(folder: Path) -> int:
 def test_each_vllm_run_holds_each_request_once(folder, tmp_path):
     """Every request of these runs reached the engine: its bench record and its span are one request (the
     ground truth says so where the run has one: no span missing, none unjoined)."""
-    bench = sum(_client_records(json.loads(f.read_text())) for f in (folder / "bench").glob("*.json")) + sum(
+    bench = sum(_client_records(json.loads(f.read_text())) for f in (folder / "bench").rglob("*.json")) + sum(
         len(f.read_text().splitlines())
         for f in (folder / "bench").glob("profile_export.jsonl")  # AIPerf's records
     )

@@ -71,6 +71,10 @@ run() {  # $1 run dir name, $2 client args (quoted string), rest = extra server 
     # not offline: AIPerf's offline mode looks a local tokenizer folder up as a hub repository id
     timeout 600 env -u HF_HUB_OFFLINE -u TRANSFORMERS_OFFLINE "$AIPERF" profile --model tiny-llama --url "http://127.0.0.1:$PORT" --endpoint-type completions \
        --streaming --tokenizer "$MODEL" --artifact-dir "$d/bench" --ui-type none $client > "$WORK/aiperf.$name.log" 2>&1
+  elif [ -n "${GENAI_PERF:-}" ]; then  # the client is GenAI-Perf (GENAI_PERF=/path/to/bin/genai-perf; perf_analyzer on PATH)
+    # shellcheck disable=SC2086
+    timeout 600 "$GENAI_PERF" profile --model tiny-llama --url "127.0.0.1:$PORT" --endpoint-type completions \
+       --streaming --tokenizer "$MODEL" --artifact-dir "$d/bench" $client > "$WORK/genai-perf.$name.log" 2>&1
   elif [ -n "${GUIDELLM:-}" ]; then  # the client is guidellm (a venv of its own: GUIDELLM=/path/to/bin/guidellm)
     # shellcheck disable=SC2086
     timeout 600 "$GUIDELLM" run --backend "kind=openai_http,target=http://127.0.0.1:$PORT,model=tiny-llama,request_format=/v1/completions" \
@@ -148,4 +152,9 @@ want L_aiperf && AIPERF="${AIPERF:?L_aiperf needs AIPERF=path/to/aiperf}" run L_
 want O_aiperf_goodput && AIPERF="${AIPERF:?O_aiperf_goodput needs AIPERF=path/to/aiperf}" run O_aiperf_goodput \
   "--request-rate 4 --request-count 40 --isl 256 --isl-stddev 0 --osl 64 --osl-stddev 0 \
    --extra-inputs ignore_eos:true --random-seed 72 --goodput request_latency:170" --max-num-seqs 16
+# and GenAI-Perf (GENAI_PERF=path to its binary, perf_analyzer on PATH): the same shape, 4 req/s, 80 requests
+want P_genai_perf && GENAI_PERF="${GENAI_PERF:?P_genai_perf needs GENAI_PERF=path/to/genai-perf}" run P_genai_perf \
+  "--request-rate 4 --request-count 80 --warmup-request-count 0 --synthetic-input-tokens-mean 256 \
+   --synthetic-input-tokens-stddev 0 --output-tokens-mean 64 --output-tokens-stddev 0 --extra-inputs ignore_eos:true \
+   --random-seed 73" --max-num-seqs 16
 echo "runs in $OUT"
