@@ -310,8 +310,7 @@ FORMATS: tuple[Format, ...] = (
         ingest=aggregate_csv.ingest,
         markers=(b"Metric,avg,min,max", b"Metric,Value", b"Time To First Token", b"Request Latency"),
         versions=(
-            "GenAI-Perf csv_exporter (request and system metrics, {:,.2f}): fixture from source; 0.0.16's (p99 down "
-            "to p1): real file (lltrace's own run)",
+            "GenAI-Perf csv_exporter ({:,.2f}): fixture from source; 0.0.16's (p99 down to p1): real file (own run)",
             "AIPerf csv_exporter (STAT_KEYS columns, GPU telemetry sections not read): fixture from source",
         ),
     ),
@@ -521,11 +520,7 @@ _NOTHING_MORE = (
     ),
     ("text", (b"NVIDIA AIPerf |",), "AIPerf's console tables: the figures of profile_export_aiperf.json again"),
     ("text", (b" - aiperf.",), "AIPerf's own log"),
-    (
-        "text",
-        (b"INFO", b"Profiling these models:"),
-        "GenAI-Perf's console output: its log and the tables of profile_export_genai_perf.json again",
-    ),
+    ("text", (b"INFO", b"Profiling these models:"), "GenAI-Perf's console output: its log and its tables again"),
     (
         "json",
         (b'"ready"', b'"was_cancelled"', b'"partial"'),
