@@ -635,6 +635,26 @@ static int val_is_null(const Val *v) { return v->kind == V_ABSENT || v->kind == 
 /* ph as one character; 0 for a longer or empty text, -1 for NULL. */
 static inline int ph_code(const Text *t) { return t->null ? -1 : t->n == 1 ? (unsigned char)t->p[0] : 0; }
 
+/* TRY_CAST of "0x" or "0X" and hex digits AS BIGINT, as DuckDB casts such text (documented since 0.10: '0xFF'::INT
+ * = 255): the value, or NULL beyond int64. ROCm's runtime events write their stream handle so ("stream": "0x0").
+ * 0 where the text is another form (a sign, an underscore, no digit after the prefix: left to the caller). */
+static int try_hex(const Text *t, Int *out) {
+    const char *p = t->p;
+    size_t n = t->n;
+    if (n < 3 || p[0] != '0' || (p[1] != 'x' && p[1] != 'X')) return 0;
+    uint64_t acc = 0;
+    int over = 0;
+    for (size_t k = 2; k < n; k++) {
+        int h = hexval((unsigned char)p[k]);
+        if (h < 0) return 0;
+        if (acc > ((uint64_t)INT64_MAX - (unsigned)h) / 16) over = 1;
+        else acc = acc * 16 + (unsigned)h;
+    }
+    out->null = over;
+    out->v = over ? 0 : (int64_t)acc;
+    return 1;
+}
+
 /* TRY_CAST(text AS BIGINT): NULL where DuckDB gives NULL, BAD where unsure (forms DuckDB rounds or trims). */
 static int try_bigint(const Text *t, Int *out, const char *at, Err *err) {
     out->null = 1;
@@ -646,6 +666,7 @@ static int try_bigint(const Text *t, Int *out, const char *at, Err *err) {
     int digits_only = i < n;
     for (size_t k = i; k < n; k++)
         if (p[k] < '0' || p[k] > '9') digits_only = 0;
+    if (!digits_only && try_hex(t, out)) return OK;
     if (!digits_only) {
         for (size_t k = 0; k < n; k++)
             if (p[k] >= '0' && p[k] <= '9') {

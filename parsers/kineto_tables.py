@@ -51,8 +51,11 @@ _LINKS = f"""
 def _launches_without_gpu_op(con: duckdb.DuckDBPyConnection, path: str, info: SourceInfo) -> None:
     """Count the kernel launches whose correlation id no GPU op in the trace carries, and say why where the
     trace shows it: a launch inside a stream capture (cudaStreamBeginCapture/hipStreamBeginCapture ...
-    EndCapture) records its kernel into a graph, which runs later, when the graph is launched. Every launch
-    of a normal trace in ../shared/data has its kernel (the profiler flushes GPU activity when it stops)."""
+    EndCapture) records its kernel into a graph, which runs later, when the graph is launched; a trace taken
+    with the CUPTI range profiler (``profiler_metrics``) has counter ranges (``cuda_profiler_range``) in place of
+    kernels, at times Kineto makes up (the profiled span split evenly: CuptiRangeProfiler.cpp), since that
+    profiler cannot run beside kernel tracing. Every launch of a normal trace in ../shared/data has its kernel
+    (the profiler flushes GPU activity when it stops)."""
     (unrun, launched, captures) = con.execute(
         """
         SELECT count(*) FILTER (WHERE n.name ILIKE '%LaunchKernel%' AND p.correlation IS NULL),
@@ -66,12 +69,22 @@ def _launches_without_gpu_op(con: duckdb.DuckDBPyConnection, path: str, info: So
     info.details["launches_without_gpu_op"] = {"kernel_launches": int(launched), "without_gpu_op": int(unrun)}
     if info.truncated and not captures:
         return  # the file's own warning says it: the GPU ops after the cut are lost with the rest
-    why = (
-        f"the trace holds {captures:,} stream capture{'s' if captures != 1 else ''} (StreamBeginCapture): a launch "
-        "during one records its kernel into a CUDA/HIP graph, which runs when the graph is launched, not here"
-        if captures
-        else "their kernels are not in the trace (GPU activity lost, or run after the profiler stopped)"
+    (ranges,) = (
+        (0,) if captures else con.execute("SELECT count(*) FROM l_src WHERE cat = 'cuda_profiler_range'").fetchone()
     )
+    if captures:
+        why = (
+            f"the trace holds {captures:,} stream capture{'s' if captures != 1 else ''} (StreamBeginCapture): a launch "
+            "during one records its kernel into a CUDA/HIP graph, which runs when the graph is launched, not here"
+        )
+    elif ranges:
+        why = (
+            f"the trace was taken with the CUPTI range profiler (profiler_metrics), which records no kernels: its "
+            f"{ranges:,} cuda_profiler_range events hold counters, at times Kineto spreads evenly over the profiled "
+            "span, not when anything ran"
+        )
+    else:
+        why = "their kernels are not in the trace (GPU activity lost, or run after the profiler stopped)"
     info.warnings.append(
         f"{path}: {unrun:,} of {launched:,} kernel launches ran no GPU op in the trace: {why}; the GPU time here "
         "leaves them out"

@@ -137,7 +137,27 @@ CASES = [
     ("ev_idx_fallback", [{**_X, "args": {"Profiler Event Index": 4}}], True),
     ("metadata_events", [{"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "main"}}, _X], True),
     ("flows", [{"ph": "s", "id": 9, "pid": 1, "tid": 1, "ts": 1000.7, "cat": "ac2g", "name": "ac2g"}, _X], True),
-    ("flow_id_text", [{"ph": "f", "id": "0x1a", "pid": 1, "ts": 1000.7, "cat": "ac2g", "bp": "e"}, _X], False),
+    ("flow_id_text", [{"ph": "f", "id": "0x1a", "pid": 1, "ts": 1000.7, "cat": "ac2g", "bp": "e"}, _X], True),
+    ("flow_id_word", [{"ph": "f", "id": "a1", "pid": 1, "ts": 1000.7, "cat": "ac2g", "bp": "e"}, _X], False),
+    # ROCm 6 runtime events write the stream handle as hex text ("stream": "0x0"; HTA's MI250 test trace)
+    (
+        "hex_stream_rocm",
+        [{**_K, "args": {"correlation": 5, "stream": "0X7fda0E810200"}}, {**_L, "args": {"stream": "0x0"}}],
+        True,
+    ),
+    (
+        "hex_beyond_int64",
+        [{**_K, "args": {"stream": "0x8000000000000000"}}, {**_X, "args": {"External id": "0x" + "f" * 20}}],
+        True,
+    ),
+    (
+        "hex_int64_max",
+        [{**_K, "args": {"stream": "0x7fffffffffffffff", "correlation": "0x00000000000000000001"}}],
+        True,
+    ),
+    ("hex_prefix_alone", [{**_K, "args": {"stream": "0x"}}], False),
+    ("hex_with_sign", [{**_K, "args": {"stream": "-0x10"}}], False),
+    ("hex_with_underscore", [{**_K, "args": {"stream": "0x1_0"}}], False),
     ("old_categories", [{**_X, "cat": "Operator"}, {**_K, "cat": "Kernel"}, {**_L, "cat": "Runtime"}], True),
     ("old_external_id", [{**_X, "args": {"external id": 3}}], True),
     ("python_function_dropped", [{**_X, "cat": "python_function", "name": "torch/nn.py(1): f"}, _X], True),

@@ -178,3 +178,21 @@ def test_launches_recorded_into_a_graph_are_said_so(store):
     for normal in torch_traces()[:10]:
         src = lltrace.ingest([normal], store=store).metadata["sources"][0]
         assert "launches_without_gpu_op" not in src, normal.name
+
+
+def test_a_range_profiler_trace_is_said_to_have_no_kernels(store):
+    """A real trace taken with the CUPTI range profiler (HTA's test data, A100): Kineto records counter ranges
+    (``cuda_profiler_range``) in place of kernels, so no launch has its GPU op; the warning names the profiler."""
+    from conftest import SAMPLES
+
+    path = SAMPLES / "hta_a100_cupti_range_profiler.json.gz"
+    ev = raw_trace(str(path))["traceEvents"]
+    launches = [e for e in ev if e.get("cat") == "cuda_runtime" and "LaunchKernel" in e["name"]]
+    ranges = sum(1 for e in ev if e.get("cat") == "cuda_profiler_range")
+    assert (len(launches), ranges, sum(1 for e in ev if e.get("cat") in GPU)) == (77, 77, 0)  # the json module's
+    src = lltrace.ingest([path], store=store).metadata["sources"][0]
+    assert src["launches_without_gpu_op"] == {"kernel_launches": 77, "without_gpu_op": 77}
+    assert any(
+        "77 of 77 kernel launches" in w and "CUPTI range profiler" in w and "77 cuda_profiler_range" in w
+        for w in src["warnings"]
+    )
