@@ -104,7 +104,8 @@ FORMATS: tuple[Format, ...] = (
         markers=(b'"backend"', b'"total_output_tokens_retokenized"', b'"sharegpt_output_len"'),
         versions=(
             "2024-07 compact summary lines (bench_serving.py @50a6136): real file",
-            "2024-09 to 2025 summary and --output-details (bench_serving.py @0033168f): fixture from source",
+            "2024-09 to 2026 summary and --output-details (bench_serving.py @0033168f): fixture from source; "
+            "sglang.benchmark.serving 0.5.23 (2026-10): real file (lltrace's own run against vLLM 0.32)",
             "2026 save_results (sglang/benchmark/metrics.py @1291c7fc: total_input / total_output, request_rate "
             "'trace'): fixture from source",
         ),

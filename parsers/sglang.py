@@ -47,8 +47,8 @@ _BENCH_SCHEMAS = (
     ),
     (
         "request_throughput",
-        "2024-09 to 2025 (bench_serving.py: request and input throughput, mean / median / std / p99 TTFT, TPOT and "
-        "ITL, concurrency, accept length)",
+        "2024-09 to 2026 (bench_serving.py, sglang.benchmark.serving to 0.5.23 at least: request and input "
+        "throughput, mean / median / std / p99 TTFT, TPOT and ITL, concurrency, accept length)",
     ),
     ("completed", "2024-07 (bench_serving.py: mean and median e2e, median TTFT and ITL, output throughput)"),
 )

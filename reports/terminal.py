@@ -80,6 +80,8 @@ def render(doc: dict[str, Any]) -> Group:
             how = f"by request id ({c.get('prefix_from')})"
         elif c.get("method") == "features":
             how = "on what both saw (send/arrival, first and last token, token counts)"
+        elif c.get("method") == "order":
+            how = "in the order it sent them (no send times: aligned with the engine's arrivals on TTFT, e2e, sizes)"
         else:
             how = "not joined"
         line = f"  join: {c['client_id']}: {whole(c['matched'])} of {whole(c['requests'])} {how}"

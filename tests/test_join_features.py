@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 import lltrace
 from lltrace.cli import app
-from lltrace.ingest.match import _hungarian
+from lltrace.ingest.match import hungarian
 
 RUNS_WITH_IDS = ("A_baseline", "B_kvpressure", "B2_kv2x", "D_chunked")
 
@@ -184,7 +184,7 @@ def test_the_assignment_is_optimal(rows, cols, seed):
     rng = np.random.default_rng(seed)
     cost = rng.integers(0, 20, (rows, cols)).astype(float)
     cost[rng.random((rows, cols)) < 0.3] = np.inf
-    got = _hungarian(cost)
+    got = hungarian(cost)
     assert len({r for r, _ in got}) == len(got) == len({c for _, c in got})
     best = (0, 0.0)
     small, large = (rows, cols) if rows <= cols else (cols, rows)

@@ -171,8 +171,9 @@ REQUESTS = Table(
             "matched_by",
             S,
             None,
-            "how the client's row was joined to the engine's: request_id, or features (what both saw, "
-            "toolkit/ingest/match.py); NULL unjoined",
+            "how the client's row was joined to the engine's: request_id, features (what both saw, "
+            "toolkit/ingest/match.py), or order (a client without send times, in the order it sent: "
+            "toolkit/ingest/order.py); NULL unjoined",
             "derived",
         ),
         _seconds("preempted_s", "preemption to rescheduling, summed (vLLM journey events)", "derived"),

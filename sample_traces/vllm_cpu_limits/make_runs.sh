@@ -75,6 +75,11 @@ run() {  # $1 run dir name, $2 client args (quoted string), rest = extra server 
     # shellcheck disable=SC2086
     timeout 600 "$GENAI_PERF" profile --model tiny-llama --url "127.0.0.1:$PORT" --endpoint-type completions \
        --streaming --tokenizer "$MODEL" --artifact-dir "$d/bench" $client > "$WORK/genai-perf.$name.log" 2>&1
+  elif [ -n "${SGLANG_PY:-}" ]; then  # the client is SGLang's bench_serving (SGLANG_PY=a python with sglang importable)
+    # shellcheck disable=SC2086
+    timeout 600 "$SGLANG_PY" -m sglang.benchmark.serving --backend vllm --host 127.0.0.1 --port "$PORT" \
+       --model tiny-llama --tokenizer "$MODEL" --output-file "$d/bench/sglang_bench.jsonl" --output-details \
+       --disable-tqdm $client > "$d/bench/sglang_bench.client.log" 2>&1
   elif [ -n "${GUIDELLM:-}" ]; then  # the client is guidellm (a venv of its own: GUIDELLM=/path/to/bin/guidellm)
     # shellcheck disable=SC2086
     timeout 600 "$GUIDELLM" run --backend "kind=openai_http,target=http://127.0.0.1:$PORT,model=tiny-llama,request_format=/v1/completions" \
@@ -157,4 +162,9 @@ want P_genai_perf && GENAI_PERF="${GENAI_PERF:?P_genai_perf needs GENAI_PERF=pat
   "--request-rate 4 --request-count 80 --warmup-request-count 0 --synthetic-input-tokens-mean 256 \
    --synthetic-input-tokens-stddev 0 --output-tokens-mean 64 --output-tokens-stddev 0 --extra-inputs ignore_eos:true \
    --random-seed 73" --max-num-seqs 16
+# and SGLang's bench_serving (SGLANG_PY=a python where sglang 0.5.23 imports; its vllm backend): random token ids,
+# 128-256 in / 32-64 out (each request its own lengths), Poisson 4 req/s, 80 requests, per-request details
+want Q_sglang_bench && SGLANG_PY="${SGLANG_PY:?Q_sglang_bench needs SGLANG_PY=path/to/python}" run Q_sglang_bench \
+  "--dataset-name random-ids --random-input-len 256 --random-output-len 64 --random-range-ratio 0.5 \
+   --num-prompts 80 --request-rate 4 --seed 74" --max-num-seqs 16
 echo "runs in $OUT"

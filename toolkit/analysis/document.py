@@ -68,6 +68,7 @@ def _join(join: dict[str, Any] | None) -> dict[str, Any] | None:
         "ties",
         "prefix_from",
         "output_token_mismatches",
+        "systematic",
     )
     features = join.get("features") or {}
     return {

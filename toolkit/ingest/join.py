@@ -12,21 +12,20 @@ the ties go into the run metadata.
 
 from __future__ import annotations
 
-import json
 import re
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lltrace.arrow_rows import table_from_rows
+from lltrace.ingest.events import preempted_times, request_events_of
 from lltrace.ingest.identity import unique_spans
 from lltrace.ingest.match import Side, clock_offset, match
-from lltrace.queries import install_views
+from lltrace.ingest.order import join_in_order
 from lltrace.tables import REQUEST_EVENTS, REQUESTS
 
 PROVENANCE = {
@@ -196,60 +195,6 @@ def join_on_features(clients: dict[str, list[dict]], spans: list[dict]) -> Featu
         "unmatched_spans": len(result.unmatched_engine),
     }
     return FeatureJoin(pairs, entries, summary)
-
-
-def _request_events(spans_by_id: dict[str, dict], requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """State changes per request: the engine's journey events where the spans carry them (measured), else
-    the span's timeline (derived: queued, scheduled, first_token, finished)."""
-    events: list[dict[str, Any]] = []
-    for r in requests:
-        s = spans_by_id.get(r["request_id"])
-        if s is None:
-            continue
-        journey = json.loads(s["journey"]) if s.get("journey") else []
-        if journey:
-            rid = r["request_id"]
-            events.extend(
-                {"request_id": rid, "ts_s": t_ns / 1e9, "event": name, "tokens": None, "basis": "measured"}
-                for name, t_ns in journey
-            )
-            continue
-        for name, col in (
-            ("queued", "queued_s"),
-            ("scheduled", "scheduled_s"),
-            ("first_token", "first_token_s"),
-            ("finished", "finished_s"),
-        ):
-            if r.get(col) is not None:
-                events.append(
-                    {
-                        "request_id": r["request_id"],
-                        "ts_s": r[col],
-                        "event": name,
-                        "tokens": r["output_tokens"] if name == "finished" else None,
-                        "basis": "derived",
-                    }
-                )
-    return events
-
-
-def preempted_times(events: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
-    """Per request with a preemption: time preempted until rescheduled, and the part before its first token,
-    summed over the ``request_preemptions`` view (the one pairing of the two) over these events."""
-    if not any(e["event"] == "preempted" for e in events):
-        return {}
-    con = duckdb.connect()
-    try:
-        con.register("_events", table_from_rows(events, REQUEST_EVENTS))
-        con.execute("CREATE VIEW request_events AS SELECT *, 'staged' AS run_id FROM _events")
-        install_views(con, ["request_preemptions"])
-        rows = con.execute(
-            "SELECT request_id, sum(coalesce(duration_s, 0)), "
-            "coalesce(sum(duration_s) FILTER (WHERE before_first_token), 0) FROM request_preemptions GROUP BY 1"
-        ).fetchall()
-    finally:
-        con.close()
-    return {rid: {"preempted_s": total, "preempted_in_prefill_s": first} for rid, total, first in rows}
 
 
 def _request_parts(stage: Path) -> tuple[list[tuple[Path, list[dict]]], list[tuple[Path, list[dict]]]]:
@@ -480,6 +425,12 @@ def assemble_requests(stage: Path, sources: list[dict[str, Any]]) -> dict[str, A
     client_offset = dict.fromkeys(by_client, offset) | own_offset
     clocks.extend(c["clock"] for c in report["clients"] if c.get("clock"))
     free = [s for rid, s in spans_by_id.items() if rid not in matched]
+    if unjoined and free:  # clients without send times first, by the order they sent in
+        in_order, entries, unjoined = join_in_order(unjoined, free)
+        for b, s in in_order:
+            matched[s["request_id"]], how_matched[id(b)] = b, "order"
+        report["clients"].extend(entries)
+        free = [s for s in free if s["request_id"] not in matched]
     if unjoined and free:
         joined = join_on_features(unjoined, free)
         for b, s in joined.pairs:
@@ -581,7 +532,7 @@ def assemble_requests(stage: Path, sources: list[dict[str, Any]]) -> dict[str, A
                 "matched_by": None,
             }
         )
-    events = _request_events(spans_by_id, out)
+    events = request_events_of(spans_by_id, out)
     if events:
         (stage / "request_events").mkdir(exist_ok=True)
         pq.write_table(table_from_rows(events, REQUEST_EVENTS), stage / "request_events" / "part-joined.parquet")

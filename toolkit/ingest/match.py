@@ -354,7 +354,7 @@ def _assign(
         for r, c in enumerate(group_c):
             for e, k in edges[c].items():
                 matrix[r, col[e]] = k
-        for r, k in _hungarian(matrix):
+        for r, k in hungarian(matrix):
             pairs.append((group_c[r], group_e[k]))
     return pairs
 
@@ -388,7 +388,7 @@ def _components(edges: dict[int, dict[int, float]]) -> list[tuple[list[int], lis
     return out
 
 
-def _hungarian(cost: np.ndarray) -> list[tuple[int, int]]:
+def hungarian(cost: np.ndarray) -> list[tuple[int, int]]:
     """Most pairs, then least total cost, over the finite entries of ``cost`` (rows x cols; inf = no pair).
 
     The rectangular problem is squared with "unmatched" entries dearer than any set of real pairs, so a real pair
