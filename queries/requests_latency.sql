@@ -13,9 +13,11 @@
 --   e2e_basis    client | server | NULL: where e2e_s comes from
 --   tpot_s       time per output token after the first, seconds: (e2e_s - ttft_s) / (output_tokens - 1)
 --   failed       true for a request whose status is error
---   outcome      ok | failed | cancelled | incomplete | warmup | cooldown: how the request ended, in the terms
---                of the tool that ran it (status error is failed; warm-up and cool-down are the benchmark's own
---                phases, which its statistics leave out: guidellm's measurement window, AIPerf's credit phase)
+--   outcome      ok | failed | cancelled | incomplete | warmup | cooldown | unjoined: how the request ended, in the
+--                terms of the tool that ran it (status error is failed; warm-up and cool-down are the benchmark's
+--                own phases, which its statistics leave out: guidellm's measurement window, AIPerf's credit phase);
+--                unjoined: a client's record the join could neither pair nor place beside the engine's unpaired
+--                records (no send time), which may be the same requests: never counted twice
 --   counted      true when the request counts in the run's figures (outcome ok): the latency statistics, the
 --                workload mix and the verdict read counted requests only; the others are counted and shown
 --   cached_basis measured | derived | NULL: where cached_tokens comes from (the source's figure, else derived
@@ -37,8 +39,9 @@ SELECT r.* REPLACE (coalesce(r.ttft_s, r.server_ttft_s) AS ttft_s, coalesce(r.e2
        END AS tpot_s,
        status IS NOT DISTINCT FROM 'error' AS failed,
        CASE WHEN status = 'error' THEN 'failed'
-            WHEN status IN ('cancelled', 'incomplete', 'warmup', 'cooldown') THEN status ELSE 'ok' END AS outcome,
-       coalesce(status NOT IN ('error', 'cancelled', 'incomplete', 'warmup', 'cooldown'), true) AS counted,
+            WHEN status IN ('cancelled', 'incomplete', 'warmup', 'cooldown', 'unjoined') THEN status ELSE 'ok' END
+           AS outcome,
+       coalesce(status NOT IN ('error', 'cancelled', 'incomplete', 'warmup', 'cooldown', 'unjoined'), true) AS counted,
        CASE WHEN r.cached_tokens IS NOT NULL THEN 'measured' WHEN d.derived_cached IS NOT NULL THEN 'derived' END
            AS cached_basis
 FROM requests r LEFT JOIN derived d ON r.run_id = d.run_id AND r.request_id = d.request_id;

@@ -94,6 +94,11 @@ def render(doc: dict[str, Any]) -> Group:
             )
         if c.get("unmatched"):
             line += f" · {whole(c['unmatched'])} unmatched ({c.get('unmatched_why') or 'no engine record'})"
+        if c.get("not_counted"):
+            line += (
+                f" · {whole(c['not_counted'])} of them not counted: no send time places them beside the engine's "
+                "records without a client record, which may be the same requests"
+            )
         head.append(line + "\n", style="yellow" if c.get("unmatched") else None)
     if join and join.get("features"):
         res = join["features"].get("residuals") or {}

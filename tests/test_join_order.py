@@ -6,6 +6,7 @@ replaced give the id join's pairs, but for requests the measures cannot tell apa
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -115,3 +116,25 @@ def test_requests_that_crossed_on_the_way_are_paired_by_their_measures():
     engine = _side([ttft[i] - 0.003 for i in order], [out[i] for i in order]) | {"arrival_s": arrival}
     pairs, _, tied = align_in_order(_side(ttft, out), engine)
     assert dict(pairs) == {i: order.index(i) for i in range(n)} and not tied
+
+
+def test_client_records_nothing_joins_or_places_are_not_counted_twice(tmp_path):
+    """A real LLMPerf file (no ids, no send times, listed as the requests completed) beside real spans: nothing
+    pairs them, and nothing can tell its records from the engine's, so they are kept but not counted."""
+    from conftest import DATA
+
+    folder = tmp_path / "run"
+    folder.mkdir()
+    shutil.copytree(SGLANG_RUN / "otlp", folder / "otlp")
+    llmperf = DATA / "serving" / "llmperf" / "individual__bedrock_70b.json"
+    (folder / llmperf.name).symlink_to(llmperf)
+    records = json.loads(llmperf.read_text())
+    ok = sum(1 for r in records if not r.get("error_code"))
+    doc = lltrace.analyze([folder], store=tmp_path / "s").to_dict()
+    spans = len(_raw_spans(SGLANG_RUN))
+    assert doc["requests"]["count"] == spans + len(records)
+    assert doc["requests"]["counted"] == spans
+    excluded = {e["outcome"]: e["requests"] for e in doc["requests"]["excluded"]}
+    assert excluded == {"unjoined": ok, "failed": len(records) - ok}
+    (client,) = doc["run"]["join"]["clients"]
+    assert client["matched"] == 0 and client["not_counted"] == ok

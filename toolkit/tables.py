@@ -150,7 +150,13 @@ REQUESTS = Table(
         ),
         _c("prefix_block_ids", IDS, None, "hash ids of the prompt's prefix blocks in prompt order (Mooncake hash_ids)"),
         _count("num_preemptions", "times the engine preempted the request"),
-        _c("status", S, None, "ok, error, finished, cancelled, incomplete, or the engine's finish status"),
+        _c(
+            "status",
+            S,
+            None,
+            "ok, error, finished, cancelled, incomplete, warmup, cooldown, unjoined (a client's record the join could "
+            "neither pair nor place: not counted), or the engine's finish status",
+        ),
         _seconds("ttft_s", "time to first token measured by the client"),
         _seconds("e2e_s", "end-to-end latency measured by the client"),
         _seconds("queue_s", "engine queue time (vLLM span time_in_queue, TGI x-queue-time, SGLang queue)"),

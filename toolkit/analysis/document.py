@@ -69,6 +69,7 @@ def _join(join: dict[str, Any] | None) -> dict[str, Any] | None:
         "prefix_from",
         "output_token_mismatches",
         "systematic",
+        "not_counted",
     )
     features = join.get("features") or {}
     return {
@@ -391,6 +392,8 @@ EXCLUDED_WHY: dict[str, str] = {
     "incomplete": "it had not finished when the benchmark stopped",
     "warmup": "it belongs to the benchmark's warm-up, which the tool's own statistics leave out",
     "cooldown": "it belongs to the benchmark's cool-down, which the tool's own statistics leave out",
+    "unjoined": "a client's record that no engine record joined and no send time places, in a run whose engine "
+    "records include some no client record joined: it may be one of them, and no request is counted twice",
 }
 """Why a request outside requests_latency.counted is left out of the run's figures, by outcome."""
 

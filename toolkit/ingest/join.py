@@ -509,13 +509,19 @@ def assemble_requests(stage: Path, sources: list[dict[str, Any]]) -> dict[str, A
                     joined[key] = row.get(key)
             if row.get("status") not in (None, "ok", "finished", "success"):
                 joined["status"] = row["status"]
+    # a client record no engine record joined and no send time places, beside engine records no client record
+    # joined, cannot be told from them: kept, but not counted (status unjoined), so no request is counted twice
+    left, placeless = len(spans_by_id) - len(matched), dict.fromkeys(by_client, 0)
     for b in bench:
         if id(b) in bench_matched:
             continue
         shift = client_offset.get(b["client_id"])
         arrival = b["client_start_s"] + shift if b["client_start_s"] is not None and shift is not None else None
+        status = "unjoined" if left and b["client_start_s"] is None and b["status"] == "ok" else b["status"]
+        placeless[b["client_id"]] += status == "unjoined"
         if b.get("_row") is not None:
-            out.append(b["_row"] | {"arrival_s": arrival if arrival is not None else b["_row"].get("arrival_s")})
+            row = b["_row"] | ({"status": status} if status == "unjoined" else {})
+            out.append(row | {"arrival_s": arrival if arrival is not None else b["_row"].get("arrival_s")})
             continue
         out.append(
             {
@@ -525,13 +531,16 @@ def assemble_requests(stage: Path, sources: list[dict[str, Any]]) -> dict[str, A
                 "arrival_s": arrival,
                 "input_tokens": b["input_tokens"],
                 "output_tokens": b["output_tokens"],
-                "status": b["status"],
+                "status": status,
                 "ttft_s": b["ttft_s"],
                 "e2e_s": b["e2e_s"],
                 "client_start_s": b["client_start_s"],
                 "matched_by": None,
             }
         )
+    for entry in report["clients"]:
+        if placeless.get(entry["client_id"]):
+            entry["not_counted"] = placeless[entry["client_id"]]
     events = request_events_of(spans_by_id, out)
     if events:
         (stage / "request_events").mkdir(exist_ok=True)
