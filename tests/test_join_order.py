@@ -54,6 +54,11 @@ def test_a_real_sglang_bench_without_send_times_joins_its_spans_in_the_order_it_
     assert run.metadata["join"]["unmatched_spans"] == 1  # the warm-up, on its own row
     doc = lltrace.analyze([SGLANG_RUN], store=tmp_path / "s").to_dict()
     assert doc["requests"]["count"] == 81  # each request once: 80 joined and the warm-up, not 80 + 81
+    # the joined rows keep the client's own TTFTs: they give SGLang's statistics (numpy's, as its code computes them)
+    ttft = np.array(run.sql("SELECT ttft_s FROM requests WHERE matched_by = 'order'").rows()).ravel() * 1e3
+    assert [ttft.mean(), np.median(ttft), np.percentile(ttft, 99)] == pytest.approx(
+        [bench["mean_ttft_ms"], bench["median_ttft_ms"], bench["p99_ttft_ms"]], rel=1e-12
+    )
 
 
 @pytest.mark.parametrize("name", RUNS_WITH_IDS)
