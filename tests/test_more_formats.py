@@ -517,3 +517,20 @@ def test_a_pytorch_execution_trace_is_named_not_guessed(tmp_path):
         lltrace.ingest([path], store=tmp_path / "store")
     assert "export_chrome_trace" in str(err.value) and "\n" not in str(err.value)
     assert not (tmp_path / "store").exists() or not lltrace.Store(tmp_path / "store").run_ids()
+
+
+def test_a_rocprofiler_sdk_json_is_named_not_guessed(tmp_path):
+    """rocprofv3's JSON (rocprofiler-sdk) is a profiler of its own, not a PyTorch trace: named, not "closest:
+    aiperf-export". The head and the dispatch record are a real one's (AMD-AGI/TraceLens' tests, a ROCm run),
+    cut to one record."""
+    doc = (
+        '{"rocprofiler-sdk-tool":[{"metadata":{"node":{"id":0,"hash":0,"system_name":"Linux","hardware_name":"x86_64"},'
+        '"pid":908,"init_time":63855948165371,"fini_time":63875155697841},"buffer_records":{"kernel_dispatch":[{"size":'
+        '184,"kind":11,"operation":2,"thread_id":908,"correlation_id":{"internal":1,"external":0},"start_timestamp":'
+        '63857982592000,"end_timestamp":63857982594840,"dispatch_info":{"kernel_id":8,"dispatch_id":1}}]}}]}'
+    )
+    path = tmp_path / "results.json"
+    path.write_text(doc)
+    with pytest.raises(lltrace.errors.UnknownFormat, match="not read: rocprofiler-sdk's JSON") as err:
+        lltrace.ingest([path], store=tmp_path / "store")
+    assert "PyTorch profiler trace" in str(err.value) and "\n" not in str(err.value)

@@ -10,7 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from lltrace.errors import TraceFormatError, UnknownFormat
-from lltrace.parsers import FORMATS, Format, closest_formats, detect, nothing_more, read_head, utf16_format
+from lltrace.parsers import FORMATS, Format, closest_formats, detect, read_head, utf16_format
+from lltrace.parsers.beside import nothing_more
 from lltrace.store import Skipped
 
 
