@@ -30,6 +30,13 @@ _NOTHING_MORE = (
     ),
     ("text", (b"NVIDIA AIPerf |",), "AIPerf's console tables: the figures of profile_export_aiperf.json again"),
     ("text", (b" - aiperf.",), "AIPerf's own log"),
+    # SGLang 0.5.23's bench_serving stdout (a real run: sample_traces/vllm_cpu_limits/Q_sglang_bench), after whatever
+    # warnings its imports print: "benchmark_args=Namespace(backend=…", then its result table
+    (
+        "log",
+        (b"benchmark_args=Namespace(", b"Serving Benchmark Result"),
+        "SGLang bench_serving's console output: its arguments and its result table again (its result file is read)",
+    ),
     ("text", (b"INFO", b"Profiling these models:"), "GenAI-Perf's console output: its log and its tables again"),
     (
         "json",
@@ -63,7 +70,7 @@ def nothing_more(head: bytes) -> str | None:
     is_json = text[:1] in (b"{", b"[")
     header = text.split(b"\n", 1)[0]
     for kind, markers, why in _NOTHING_MORE:
-        where = text if kind == "json" else header
+        where = header if kind == "text" else text  # "log": anywhere in a text's head (its first lines vary)
         # (a text's first line may start with "[" too: a log's "[2026-12-03 11:59:24] INFO ...")
         if (is_json if kind == "json" else text[:1] != b"{") and all(m in where for m in markers):
             return why

@@ -52,6 +52,8 @@ def test_a_real_sglang_bench_without_send_times_joins_its_spans_in_the_order_it_
     (client,) = run.metadata["join"]["clients"]
     assert (client["method"], client["matched"], client["unmatched"]) == ("order", 80, 0)
     assert run.metadata["join"]["unmatched_spans"] == 1  # the warm-up, on its own row
+    (skipped,) = run.metadata["skipped"]  # its console output, named
+    assert skipped["path"].endswith("sglang_bench.client.log") and "SGLang bench_serving" in skipped["reason"]
     doc = lltrace.analyze([SGLANG_RUN], store=tmp_path / "s").to_dict()
     assert doc["requests"]["count"] == 81  # each request once: 80 joined and the warm-up, not 80 + 81
     # the joined rows keep the client's own TTFTs: they give SGLang's statistics (numpy's, as its code computes them)
