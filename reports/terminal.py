@@ -488,7 +488,13 @@ def render(doc: dict[str, Any]) -> Group:
                 )
             )
     elif prof is not None:
-        parts.append(Text("No GPU activity in this trace (CPU-only profile).", style="dim"))
+        parts.append(
+            Text(
+                "No GPU kernels in this trace: a CPU-only profile, or a device whose activity lltrace does not read "
+                "(MTIA's, HPU's: only CUDA and ROCm kernels, copies and sets)",
+                style="dim",
+            )
+        )
     if len(parts) == 1:  # the header alone: nothing these sources measured
         parts.append(
             Text(
