@@ -71,11 +71,13 @@ def align_in_order(
 def _ties(
     client: dict[str, np.ndarray], engine: dict[str, np.ndarray], pairs: list[tuple[int, int]], systematic: dict
 ) -> set[int]:
-    """Client records the measures cannot tell apart: two within a window of each other in the send order, of the
-    same prompt and output sizes on both sides, each as close to the other's engine record as the p90 of all the
-    pairs' residuals (time to first token, end to end) and causally possible. Which got which is arbitrary."""
+    """Client records neither the order nor the measures can tell apart: two whose engine records arrived within
+    the trip's jitter of each other (so either may have been sent first), of the same prompt and output sizes on
+    both sides, each as close to the other's engine record as the p90 of all the pairs' residuals (time to first
+    token, end to end) and causally possible. Which got which is arbitrary."""
     if len(pairs) < 2:
         return set()
+    jitter = _jitter(client, engine, pairs, systematic)
     ci, ej = (np.array(x) for x in zip(*pairs, strict=True))
     p90 = {}
     for f in _CAUSAL:
@@ -90,19 +92,20 @@ def _ties(
             for f in p90
         )
 
-    def sizes(c: int, e: int) -> tuple:
-        return tuple(client[f][c] for f in ("input_tokens", "output_tokens")) + tuple(
+    def sizes(c: int, e: int) -> list[float]:
+        return [client[f][c] for f in ("input_tokens", "output_tokens")] + [
             engine[f][e] for f in ("input_tokens", "output_tokens")
-        )
+        ]
 
+    by_arrival = np.argsort(engine["arrival_s"][ej], kind="stable")
     tied: set[int] = set()
-    for k in range(len(ci)):
-        for q in range(k + 1, len(ci)):
-            if ci[q] - ci[k] >= _BLOCK:
+    for k, a in enumerate(by_arrival):
+        for b in by_arrival[k + 1 :]:
+            if engine["arrival_s"][ej[b]] - engine["arrival_s"][ej[a]] > jitter:
                 break
-            a, b = (int(ci[k]), int(ej[k])), (int(ci[q]), int(ej[q]))
-            if np.array_equal(sizes(*a), sizes(*b), equal_nan=True) and fits(a[0], b[1]) and fits(b[0], a[1]):
-                tied.update((a[0], b[0]))
+            x, y = (int(ci[a]), int(ej[a])), (int(ci[b]), int(ej[b]))
+            if np.array_equal(sizes(*x), sizes(*y), equal_nan=True) and fits(x[0], y[1]) and fits(y[0], x[1]):
+                tied.update((x[0], y[0]))
     return tied
 
 
@@ -136,14 +139,19 @@ def _uncross(
             continue
         js = np.arange(max(0, int(near.min()) - _BLOCK), min(m, int(near.max()) + _BLOCK + 1))
         js = js[(owner[js] < 0) | ((owner[js] >= start) & (owner[js] < stop))]
-        rows = []
+        allowed, at = [], []
         for ci in range(start, stop):
             before, after = partner[:ci][partner[:ci] >= 0], partner[ci + 1 :][partner[ci + 1 :] >= 0]
-            at = partner[ci] if partner[ci] >= 0 else (int(before[-1]) if len(before) else int(near.min()))
+            at.append(partner[ci] if partner[ci] >= 0 else (int(before[-1]) if len(before) else int(near.min())))
             lo = arrival[partner[ci]] if partner[ci] >= 0 else (arrival[before[-1]] if len(before) else -np.inf)
             hi = arrival[partner[ci]] if partner[ci] >= 0 else (arrival[after[0]] if len(after) else np.inf)
-            cost = _pair_cost(client, engine, ci, js, systematic, scale) + 1e-6 * np.abs(js - at)
-            rows.append(np.where((arrival[js] >= lo - jitter) & (arrival[js] <= hi + jitter), cost, np.inf))
+            allowed.append((arrival[js] >= lo - jitter) & (arrival[js] <= hi + jitter))
+        if all(partner[ci] >= 0 for ci in range(start, stop)) and all(a.sum() == 1 for a in allowed):
+            continue  # every record's only candidate is its partner: nothing here can have crossed
+        rows = [
+            np.where(ok, _pair_cost(client, engine, ci, js, systematic, scale) + 1e-6 * np.abs(js - a), np.inf)
+            for ci, ok, a in zip(range(start, stop), allowed, at, strict=True)
+        ]
         owner[partner[start:stop][partner[start:stop] >= 0]] = -1
         partner[start:stop] = -1
         for r, k in hungarian(np.array(rows)):
