@@ -146,16 +146,25 @@ def _uncross(
             lo = arrival[partner[ci]] if partner[ci] >= 0 else (arrival[before[-1]] if len(before) else -np.inf)
             hi = arrival[partner[ci]] if partner[ci] >= 0 else (arrival[after[0]] if len(after) else np.inf)
             allowed.append((arrival[js] >= lo - jitter) & (arrival[js] <= hi + jitter))
-        if all(partner[ci] >= 0 for ci in range(start, stop)) and all(a.sum() == 1 for a in allowed):
+        # only the records that may have crossed are re-paired: those unpaired or with another candidate, and
+        # those whose partner one of them could take
+        ok, mine = np.array(allowed), partner[start:stop]
+        active = (mine < 0) | (ok.sum(axis=1) > 1)
+        while (grow := (mine >= 0) & ~active & np.isin(mine, js[ok[active].any(axis=0)])).any():
+            active |= grow
+        if not active.any():
             continue  # every record's only candidate is its partner: nothing here can have crossed
+        cols = np.flatnonzero(ok[active].any(axis=0))
         rows = [
-            np.where(ok, _pair_cost(client, engine, ci, js, systematic, scale) + 1e-6 * np.abs(js - a), np.inf)
-            for ci, ok, a in zip(range(start, stop), allowed, at, strict=True)
+            np.where(ok[r, cols], _pair_cost(client, engine, start + r, js[cols], systematic, scale), np.inf)
+            + 1e-6 * np.abs(js[cols] - at[r])
+            for r in np.flatnonzero(active)
         ]
-        owner[partner[start:stop][partner[start:stop] >= 0]] = -1
-        partner[start:stop] = -1
+        owner[mine[active & (mine >= 0)]] = -1
+        partner[start + np.flatnonzero(active)] = -1
         for r, k in hungarian(np.array(rows)):
-            partner[start + r], owner[js[k]] = js[k], start + r
+            ci, ej = start + int(np.flatnonzero(active)[r]), int(js[cols[k]])
+            partner[ci], owner[ej] = ej, ci
     return [(ci, int(ej)) for ci, ej in enumerate(partner) if ej >= 0]
 
 
