@@ -8,7 +8,10 @@ moved with its send: its lag, latencies and sizes kept), written as one vLLM ben
 the same run:
 
 - ``id join``        the files as written (span ids ``cmpl-<prefix><i>-0``);
-- ``feature join``   the same files with every span id replaced by a random one.
+- ``feature join``   the same files with every span id replaced by a random one;
+- ``order join``     those, and the bench file without ``start_times`` (as SGLang's bench_serving writes its
+                     lists): the records in the order sent, aligned with the spans' arrivals
+                     (``toolkit/ingest/order.py``).
 
 Prints seconds, requests/s and peak RSS of each ingest, the ratio, and whether the feature join found the
 id join's pairs (the share, and the ties). These machines are noisy: read the ratio.
@@ -62,7 +65,7 @@ def _random_id(k: int) -> str:
     return "cmpl-" + hashlib.sha256(str(k).encode()).hexdigest()[:16] + "-x"
 
 
-def build(folder: Path, n: int, random_ids: bool, seed: int = 0) -> None:
+def build(folder: Path, n: int, random_ids: bool, seed: int = 0, send_times: bool = True) -> None:
     """One bench file and one OTLP file of ``n`` requests: Poisson sends at D's own rate, each carrying one of
     D's (bench record, span) pairs, the span moved with its send (its lag, latencies and sizes kept)."""
     import random
@@ -98,6 +101,8 @@ def build(folder: Path, n: int, random_ids: bool, seed: int = 0) -> None:
     header = json.loads((DATA / "bench" / "bench_short_100req_in128_out128_rate3.json").read_text())
     header = {k: v for k, v in header.items() if not isinstance(v, list)}  # the summary fields the format has
     bench = header | bench | {"num_prompts": n, "completed": n}
+    if not send_times:
+        del bench["start_times"]
     (folder / "bench.json").write_text(json.dumps(bench))
     (folder / "traces.otlp.jsonl").write_text("\n".join(lines) + "\n")
 
@@ -108,11 +113,11 @@ def main() -> None:
     args = ap.parse_args()
     root = Path(tempfile.mkdtemp(prefix="lltrace-join-"))
     t = time.perf_counter()
-    for name, random_ids in (("ids", False), ("random", True)):
-        build(root / name, args.requests, random_ids)
-    print(f"built {args.requests:,} requests from D's pairs, twice, in {time.perf_counter() - t:.0f} s")
+    for name, random_ids, send_times in (("ids", False, True), ("random", True, True), ("unsent", True, False)):
+        build(root / name, args.requests, random_ids, send_times=send_times)
+    print(f"built {args.requests:,} requests from D's pairs, three times, in {time.perf_counter() - t:.0f} s")
     res = {}
-    for label, name in (("id join", "ids"), ("feature join", "random")):
+    for label, name in (("id join", "ids"), ("feature join", "random"), ("order join", "unsent")):
         work = (
             f"run = lltrace.ingest([{str(root / name)!r}], store={str(root / (name + '-store'))!r})\n"
             "clients = run.metadata['join']['clients']\n"
@@ -126,23 +131,24 @@ def main() -> None:
             continue
         print(f"{label:<14} {r['seconds']:>8.1f} {args.requests / r['seconds']:>12,.0f} {r['peak_rss'] / 1e6:>12,.0f}")
     if all("seconds" in r for r in res.values()):
-        ratio = res["feature join"]["seconds"] / res["id join"]["seconds"]
-        print(f"\nthe feature join takes {ratio:.2f}x the id join's time")
+        for label in ("feature join", "order join"):
+            print(f"\nthe {label} takes {res[label]['seconds'] / res['id join']['seconds']:.2f}x the id join's time")
     import lltrace
 
-    runs = {name: lltrace.Store(root / f"{name}-store") for name in ("ids", "random")}
+    runs = {name: lltrace.Store(root / f"{name}-store") for name in ("ids", "random", "unsent")}
     pairs = {}
     for name, store in runs.items():
         (run_id,) = store.run_ids()
         rows = store.run(run_id).sql("SELECT client_index, request_id FROM requests WHERE matched_by IS NOT NULL")
         pairs[name] = dict(rows.rows())
     back = {_random_id(k): f"cmpl-{PREFIX}{k}-0" for k in range(args.requests)}
-    same = sum(back.get(rid) == pairs["ids"].get(i) for i, rid in pairs["random"].items())
-    (c,) = runs["random"].metadata(runs["random"].run_ids()[0])["join"]["clients"]
-    print(
-        f"feature join: {c['matched']:,} of {c['requests']:,} joined ({same / args.requests:.2%} the id join's pairs), "
-        f"{c['ties']:,} tied, {c['unmatched']:,} unmatched"
-    )
+    for label, name in (("feature join", "random"), ("order join", "unsent")):
+        same = sum(back.get(rid) == pairs["ids"].get(i) for i, rid in pairs[name].items())
+        (c,) = runs[name].metadata(runs[name].run_ids()[0])["join"]["clients"]
+        print(
+            f"{label}: {c['matched']:,} of {c['requests']:,} joined ({same / args.requests:.2%} the id join's "
+            f"pairs), {c['ties']:,} tied, {c['unmatched']:,} unmatched"
+        )
 
 
 if __name__ == "__main__":

@@ -141,7 +141,8 @@ def _uncross(
         js = js[(owner[js] < 0) | ((owner[js] >= start) & (owner[js] < stop))]
         allowed, at = [], []
         for ci in range(start, stop):
-            before, after = partner[:ci][partner[:ci] >= 0], partner[ci + 1 :][partner[ci + 1 :] >= 0]
+            before, after = partner[max(0, ci - _BLOCK) : ci], partner[ci + 1 : ci + 1 + _BLOCK]
+            before, after = before[before >= 0], after[after >= 0]
             at.append(partner[ci] if partner[ci] >= 0 else (int(before[-1]) if len(before) else int(near.min())))
             lo = arrival[partner[ci]] if partner[ci] >= 0 else (arrival[before[-1]] if len(before) else -np.inf)
             hi = arrival[partner[ci]] if partner[ci] >= 0 else (arrival[after[0]] if len(after) else np.inf)
@@ -211,6 +212,11 @@ def _align(
     cost = np.full((n + 1, width), inf)
     step = np.zeros((n + 1, width), dtype=np.int8)  # 1 pair, 2 pass a client record, 3 pass an engine record
     d_idx = np.arange(width)
+    # every pair the band holds, at once: client r with engine r + lo + d (the move into row r + 1)
+    r_idx = np.arange(n)[:, None]
+    e_idx = r_idx + lo + d_idx[None, :]
+    inside = (e_idx >= 0) & (e_idx < m)
+    pair = np.where(inside, _pair_cost(client, engine, r_idx, np.clip(e_idx, 0, m - 1), systematic, scale), inf)
     for i in range(n + 1):
         j = i + lo + d_idx
         valid = (j >= 0) & (j <= m)
@@ -220,12 +226,7 @@ def _align(
             row[valid & (j == 0)] = 0.0
         else:
             prev = cost[i - 1]
-            # a pair: (i-1, j-1) at the same d
-            jj = j - 1
-            ok = valid & (jj >= 0) & (jj < m)
-            c = np.full(width, inf)
-            c[ok] = _pair_cost(client, engine, i - 1, jj[ok], systematic, scale)
-            paired = prev + c
+            paired = prev + pair[i - 1]  # a pair: (i-1, j-1) at the same d
             # pass over client record i-1: from (i-1, j), one d higher there
             passed = np.full(width, inf)
             passed[:-1] = prev[1:] + skip
@@ -259,17 +260,17 @@ def _align(
 def _pair_cost(
     client: dict[str, np.ndarray],
     engine: dict[str, np.ndarray],
-    i: int,
+    ci: int | np.ndarray,
     js: np.ndarray,
     systematic: dict[str, float],
     scale: dict[str, float],
 ) -> np.ndarray:
-    """The cost of pairing client record ``i`` with each engine record of ``js``: the sum over the features both
-    know of the residual in spreads, each at most ``_CAP``; infinite where the client's time is shorter than
-    the engine's (causality)."""
-    total = np.zeros(len(js))
+    """The cost of pairing client record(s) ``ci`` with the engine records ``js`` (broadcast together): the sum
+    over the features both know of the residual in spreads, each at most ``_CAP``; infinite where the client's
+    time is shorter than the engine's (causality)."""
+    total = np.zeros(np.broadcast(ci, js).shape)
     for f in FEATURES:
-        diff = client[f][i] - engine[f][js]
+        diff = client[f][ci] - engine[f][js]
         known = np.isfinite(diff)
         if f in _CAUSAL:
             total[known & (diff < -_TICK)] = np.inf
