@@ -511,11 +511,16 @@ def test_a_pytorch_execution_trace_is_named_not_guessed(tmp_path):
         '        "outputs": {"values": [], "shapes": [], "types": [], "strides": []}, "attrs": []}\n  ],\n'
         '  "finish_ts": 9870412\n}\n'
     )
-    path = tmp_path / "et.json"
-    path.write_text(head)
-    with pytest.raises(lltrace.errors.UnknownFormat, match="not read: a PyTorch execution trace") as err:
+    _refused_as(head, tmp_path, "not read: a PyTorch execution trace", "export_chrome_trace")
+
+
+def _refused_as(text: str, tmp_path, said: str, hint: str) -> None:
+    """A file of ``text``, named alone, is refused with one line that says ``said`` and ``hint``; nothing stored."""
+    path = tmp_path / "file.json"
+    path.write_text(text)
+    with pytest.raises(lltrace.errors.UnknownFormat, match=said) as err:
         lltrace.ingest([path], store=tmp_path / "store")
-    assert "export_chrome_trace" in str(err.value) and "\n" not in str(err.value)
+    assert hint in str(err.value) and "\n" not in str(err.value)
     assert not (tmp_path / "store").exists() or not lltrace.Store(tmp_path / "store").run_ids()
 
 
@@ -529,8 +534,4 @@ def test_a_rocprofiler_sdk_json_is_named_not_guessed(tmp_path):
         '184,"kind":11,"operation":2,"thread_id":908,"correlation_id":{"internal":1,"external":0},"start_timestamp":'
         '63857982592000,"end_timestamp":63857982594840,"dispatch_info":{"kernel_id":8,"dispatch_id":1}}]}}]}'
     )
-    path = tmp_path / "results.json"
-    path.write_text(doc)
-    with pytest.raises(lltrace.errors.UnknownFormat, match="not read: rocprofiler-sdk's JSON") as err:
-        lltrace.ingest([path], store=tmp_path / "store")
-    assert "PyTorch profiler trace" in str(err.value) and "\n" not in str(err.value)
+    _refused_as(doc, tmp_path, "not read: rocprofiler-sdk's JSON", "PyTorch profiler trace")
