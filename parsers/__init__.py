@@ -70,8 +70,10 @@ FORMATS: tuple[Format, ...] = (
         versions=(
             "2021 (capitalised categories, string tids): real file",
             "2022-2025 (async_cpu_to_gpu flows, ns decimals, baseTimeNanoseconds): real files",
-            "ROCm (MI300X): real file",
+            "ROCm (MI300X): real file; ROCm 6.2 (MI250, hex stream handles in HIP runtime events): real file (HTA)",
             "post-processed without metadata events (TraceLens): real file",
+            "graph capture (launches recorded into a graph) and the CUPTI range profiler (counter ranges in place "
+            "of kernels): real files (TraceLens, HTA), said in a warning",
             "the bare event-array form: fixture from source",
         ),
     ),
