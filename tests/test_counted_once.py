@@ -86,7 +86,8 @@ def _raw_spans(folder: Path) -> int:
 def test_each_vllm_run_holds_each_request_once(folder, tmp_path):
     """Every request of these runs reached the engine: its bench record and its span are one request (the
     ground truth says so where the run has one: no span missing, none unjoined). SGLang's bench lists its
-    requests one result per line and sends warm-up requests it does not list (``warmup_requests`` in its log)."""
+    requests one result per line and sends warm-up requests it does not list (``warmup_requests`` in the arguments
+    its log prints once per run as ``benchmark_args``)."""
     bench = sum(_client_records(json.loads(f.read_text())) for f in (folder / "bench").rglob("*.json")) + sum(
         len(f.read_text().splitlines())
         for f in (folder / "bench").glob("profile_export.jsonl")  # AIPerf's records
@@ -99,7 +100,7 @@ def test_each_vllm_run_holds_each_request_once(folder, tmp_path):
     warm = sum(
         int(n)
         for f in (folder / "bench").glob("sglang*.log")
-        for n in re.findall(r"warmup_requests=(\d+)", f.read_text())[:1]
+        for n in re.findall(r"benchmark_args=Namespace\(.*warmup_requests=(\d+)", f.read_text())
     )
     spans = _raw_spans(folder)
     truth = folder / "GROUND_TRUTH.json"

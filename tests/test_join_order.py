@@ -145,3 +145,22 @@ def test_client_records_nothing_joins_or_places_are_not_counted_twice(tmp_path):
     assert excluded == {"unjoined": ok, "failed": len(records) - ok}
     (client,) = doc["run"]["join"]["clients"]
     assert client["matched"] == 0 and client["not_counted"] == ok
+
+
+def test_a_real_sglang_rate_sweep_file_joins_each_run_to_its_own_spans(tmp_path):
+    """lltrace's own R_sglang_rates: two bench_serving runs appended to one file (40 requests at 4 req/s, then 40 at
+    16 req/s) with one seed, so both runs have the same sizes in the same order: only the order of the runs can
+    tell them apart. From the raw files: each run's unlisted warm-up comes first, then its 40 requests."""
+    folder = SAMPLES / "vllm_cpu_limits" / "R_sglang_rates"
+    lines = [json.loads(x) for x in (folder / "bench" / "sglang_bench.jsonl").read_text().splitlines()]
+    assert [d["request_rate"] for d in lines] == [4.0, 16.0] and lines[0]["output_lens"] == lines[1]["output_lens"]
+    assert (folder / "bench" / "sglang_bench.client.log").read_text().count("warmup_requests=1") == 4  # 2 per run
+    spans = _raw_spans(folder)
+    layout = {("sglang_bench.jsonl", i): spans[1 + i] for i in range(40)}
+    layout |= {("sglang_bench.jsonl#1", i): spans[42 + i] for i in range(40)}
+    out = {k: lines[k[0].endswith("#1")]["output_lens"][k[1]] for k in layout}
+    assert all(int(s["gen_ai.usage.completion_tokens"]) == out[k] for k, s in layout.items())
+    run = lltrace.ingest([folder], store=tmp_path / "s")
+    got = {(c, i): r for c, i, r in run.sql("SELECT client_id, client_index, request_id FROM requests").rows() if c}
+    assert got == {k: s["id"] for k, s in layout.items()}
+    assert [(c["method"], c["matched"]) for c in run.metadata["join"]["clients"]] == [("order", 40), ("order", 40)]

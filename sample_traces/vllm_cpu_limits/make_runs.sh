@@ -76,10 +76,14 @@ run() {  # $1 run dir name, $2 client args (quoted string), rest = extra server 
     timeout 600 "$GENAI_PERF" profile --model tiny-llama --url "127.0.0.1:$PORT" --endpoint-type completions \
        --streaming --tokenizer "$MODEL" --artifact-dir "$d/bench" $client > "$WORK/genai-perf.$name.log" 2>&1
   elif [ -n "${SGLANG_PY:-}" ]; then  # the client is SGLang's bench_serving (SGLANG_PY=a python with sglang importable)
-    # shellcheck disable=SC2086
-    timeout 600 "$SGLANG_PY" -m sglang.benchmark.serving --backend vllm --host 127.0.0.1 --port "$PORT" \
-       --model tiny-llama --tokenizer "$MODEL" --output-file "$d/bench/sglang_bench.jsonl" --output-details \
-       --disable-tqdm $client > "$d/bench/sglang_bench.client.log" 2>&1
+    # one run per rate of SGLANG_RATES (default: the rate in the client args), each appending its line to one file
+    for rate in ${SGLANG_RATES:-as-given}; do
+      local rate_arg=""; [ "$rate" = as-given ] || rate_arg="--request-rate $rate"
+      # shellcheck disable=SC2086
+      timeout 600 "$SGLANG_PY" -m sglang.benchmark.serving --backend vllm --host 127.0.0.1 --port "$PORT" \
+         --model tiny-llama --tokenizer "$MODEL" --output-file "$d/bench/sglang_bench.jsonl" --output-details \
+         --disable-tqdm $client $rate_arg >> "$d/bench/sglang_bench.client.log" 2>&1
+    done
   elif [ -n "${GUIDELLM:-}" ]; then  # the client is guidellm (a venv of its own: GUIDELLM=/path/to/bin/guidellm)
     # shellcheck disable=SC2086
     timeout 600 "$GUIDELLM" run --backend "kind=openai_http,target=http://127.0.0.1:$PORT,model=tiny-llama,request_format=/v1/completions" \
@@ -167,4 +171,10 @@ want P_genai_perf && GENAI_PERF="${GENAI_PERF:?P_genai_perf needs GENAI_PERF=pat
 want Q_sglang_bench && SGLANG_PY="${SGLANG_PY:?Q_sglang_bench needs SGLANG_PY=path/to/python}" run Q_sglang_bench \
   "--dataset-name random-ids --random-input-len 256 --random-output-len 64 --random-range-ratio 0.5 \
    --num-prompts 80 --request-rate 4 --seed 74" --max-num-seqs 16
+# the same, two runs appended to one file as SGLang writes a rate sweep: 40 requests at 4 req/s, then 40 at 16 req/s,
+# with one seed (the same prompt and output lengths in both: a join that took one run's spans for the other's could
+# not be told by the sizes)
+want R_sglang_rates && SGLANG_PY="${SGLANG_PY:?R_sglang_rates needs SGLANG_PY=path/to/python}" SGLANG_RATES="4 16" \
+  run R_sglang_rates "--dataset-name random-ids --random-input-len 256 --random-output-len 64 --random-range-ratio 0.5 \
+   --num-prompts 40 --seed 75" --max-num-seqs 16
 echo "runs in $OUT"

@@ -289,17 +289,22 @@ def join_in_order(
     unjoined: dict[str, list[dict]], free: list[dict]
 ) -> tuple[list[tuple[dict, dict]], list[dict], dict[str, list[dict]]]:
     """Join the bench clients among ``unjoined`` that kept no send time (their rows in send order, ``idx``) with
-    the ``free`` spans, one client after another in the order given; returns the (client row, span) pairs, each
-    such client's report entry, and the clients left for the join on features."""
+    the ``free`` spans, one file after another in the order given; returns the (client row, span) pairs, each
+    such client's report entry, and the clients left for the join on features. The results of one file (a run
+    per line, appended as each ended: SGLang's ``--output-file``) are one sequence in send order, aligned at once:
+    so a run cannot take the spans of a later run of the same shape."""
     pairs: list[tuple[dict, dict]] = []
     entries: list[dict] = []
     rest: dict[str, list[dict]] = {}
-    taken: set[str] = set()
+    files: dict[str, list[str]] = {}
     for client_id, rows in unjoined.items():
         if rows[0].get("_row") is not None or any(b["client_start_s"] is not None for b in rows):
             rest[client_id] = rows
-            continue
-        rows = sorted(rows, key=lambda b: b["idx"])
+        else:
+            files.setdefault(rows[0]["client_file"], []).append(client_id)
+    taken: set[str] = set()
+    for ids in files.values():
+        rows = [b for client_id in ids for b in sorted(unjoined[client_id], key=lambda b: b["idx"])]
         spans = sorted(
             (s for s in free if s["request_id"] not in taken and s["start_ns"] is not None), key=lambda s: s["start_ns"]
         )
@@ -317,17 +322,20 @@ def join_in_order(
         for ci, ej in found:
             pairs.append((rows[ci], spans[ej]))
             taken.add(spans[ej]["request_id"])
-        entries.append(
-            {
-                "client_id": client_id,
-                "requests": len(rows),
-                "method": "order",
-                "method_note": ORDER_METHOD,
-                "matched": len(found),
-                "unmatched": len(rows) - len(found),
-                "unmatched_why": "no engine record in its place in the arrival order with its measures",
-                "systematic": systematic,
-                "ties": len(tied),
-            }
-        )
+        for client_id in ids:
+            mine = [ci for ci, b in enumerate(rows) if b["client_id"] == client_id]
+            matched = sum(1 for ci, _ in found if rows[ci]["client_id"] == client_id)
+            entries.append(
+                {
+                    "client_id": client_id,
+                    "requests": len(mine),
+                    "method": "order",
+                    "method_note": ORDER_METHOD,
+                    "matched": matched,
+                    "unmatched": len(mine) - matched,
+                    "unmatched_why": "no engine record in its place in the arrival order with its measures",
+                    "systematic": systematic,
+                    "ties": sum(1 for ci in tied if rows[ci]["client_id"] == client_id),
+                }
+            )
     return pairs, entries, rest
