@@ -17,9 +17,10 @@ allows for the clocks' rounding). Within that, a pair costs its residuals in rob
 scales come from the run, a first alignment scored by how much the client's own records differ from each other,
 then each feature's systematic difference (the median over the first pairs: network and frontend, a
 tokeniser's difference) and spread (their MAD) for the final one. Passing over a record costs every feature's
-cap, so a possible pair always beats leaving both unpaired. Requests sent within a fraction of a millisecond of
-each other may reach the engine in the other order; an order-preserving alignment pairs them in send order,
-which for requests of one shape is a tie.
+cap, so a possible pair always beats leaving both unpaired. Requests sent a moment apart may reach the engine in
+the other order, which no order-preserving alignment can follow: where their engine arrivals lie within the trip's
+jitter of each other they are re-paired by their measures (``_uncross``); requests neither the order nor the
+measures tell apart are reported as ties (``_ties``).
 """
 
 from __future__ import annotations
@@ -43,8 +44,8 @@ def align_in_order(
 ) -> tuple[list[tuple[int, int]], dict[str, float], set[int]]:
     """The pairs (client index, engine index) of an order-preserving alignment (see the module docstring), each
     feature's systematic difference (client minus engine) over them, and the tied client records (``_ties``: the
-    measures cannot tell them apart). ``client`` and ``engine`` hold the
-    ``FEATURES`` as arrays (NaN where unknown), the client's in send order, the engine's in arrival order;
+    measures cannot tell them apart). ``client`` and ``engine`` hold the ``FEATURES`` as arrays (NaN where
+    unknown), the client's in send order, the engine's in arrival order with its arrival times (``arrival_s``);
     ``client_errors``: the client's failed requests (they may have no engine record)."""
     n, m = len(client["ttft_s"]), len(engine["ttft_s"])
     k = _MARGIN + client_errors
