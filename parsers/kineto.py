@@ -17,6 +17,7 @@ import os
 import queue
 import re
 import threading
+import time
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import closing
@@ -202,7 +203,9 @@ def ingest(
         done = _ingest_whole(con, path, scratch, stage, part, keep_python, progress, info)
         if not done:
             _ingest_streaming(con, path, scratch, keep_python, progress, info)
+        clock = time.perf_counter()
         finalize(con, path, scratch, stage, part, info, done if isinstance(done, kineto_fast.FastResult) else None)
+        info.details["tables_seconds"] = round(time.perf_counter() - clock, 3)  # the kernels' links, the tables
     finally:
         con.close()
         for f in scratch.glob("*"):
@@ -349,6 +352,7 @@ def _ingest_whole(
             doc.unlink(missing_ok=True)
     if isinstance(done, kineto_fast.FastResult):
         info.details["reader"] = "compiled" if not done.declined else "compiled, pieces with DuckDB"
+        info.details["reader_seconds"] = done.seconds
         if done.declined:
             info.details["readers"] = _byte_ranges(done, loc)
     else:

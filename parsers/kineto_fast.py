@@ -19,6 +19,7 @@ import gc
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,6 +74,10 @@ class FastResult:
     staged: dict[str, list[Path]] = field(default_factory=dict)
     declined: list[tuple[int, int, str]] = field(default_factory=list)  # (start, end, why): for DuckDB
     declined_counts: dict[str, int | None] = field(default_factory=dict)  # DuckDB's staging of those
+    # where the time went: the reader threads' wall time summed over them, reading the file's bytes (the copy from
+    # the page cache), parsing them (the compiled reader, without the GIL) and writing the tables (Arrow batches,
+    # Parquet encoding and compression); then, once they are done, counting the distinct rows ("duplicates")
+    seconds: dict[str, float] = field(default_factory=dict)
 
 
 class _Stop(Exception):
@@ -113,6 +118,7 @@ class _Piece:
         self.counts: list[list[int | None]] = []
         self.rows = dict.fromkeys(SINKS, 0)
         self.hashes: list[np.ndarray] = []
+        self.seconds = dict.fromkeys(("read", "parse", "write", "sort"), 0.0)
 
     def open(self) -> None:
         # Dictionary encoding costs more time than it saves space here; zstd alone compresses these tables better.
@@ -142,6 +148,15 @@ class _Piece:
         for s, w in self.writers.items():
             self.flush(s)
             w.close()
+
+    def sort_hashes(self) -> None:
+        """The piece's row hashes as one sorted array: the trace's distinct count then merges sorted runs."""
+        clock = time.perf_counter()
+        if self.hashes:  # one array of its own (the blocks' arrays are the reader's read-only buffers)
+            joined = np.concatenate(self.hashes)
+            joined.sort()
+            self.hashes = [joined]
+        self.seconds["sort"] = time.perf_counter() - clock
 
     def remove(self) -> None:
         for p in self.paths.values():
@@ -186,7 +201,10 @@ def _read_piece(
             if stop.is_set():
                 raise _Stop
             want = min(len(buf) - carry, end - pos)
+            clock = time.perf_counter()
             n = f.readinto(memoryview(buf)[carry : carry + want]) if want else 0
+            read_at = time.perf_counter()
+            piece.seconds["read"] += read_at - clock
             if want and n <= 0:
                 raise _kineto_fast.Unsupported(pos, "the file shrank while being read")
             pos += n
@@ -198,6 +216,8 @@ def _read_piece(
                 )
             except _kineto_fast.Unsupported as exc:  # its offset is within buf, which starts at pos - size
                 raise _kineto_fast.Unsupported(pos - size + exc.args[0], exc.args[1]) from None
+            parsed_at = time.perf_counter()
+            piece.seconds["parse"] += parsed_at - read_at
             if consumed:
                 first = False
             for name, (rows, columns) in zip(SINKS, sinks, strict=True):
@@ -213,6 +233,7 @@ def _read_piece(
             row_hashes = np.frombuffer(hashes, dtype=np.uint64)
             if row_hashes.size:
                 piece.hashes.append(row_hashes)
+            piece.seconds["write"] += time.perf_counter() - parsed_at
             advance(consumed)
             if final:
                 return
@@ -284,7 +305,10 @@ def stage(
                     piece.close()
                     piece.remove()
                     raise
-                piece.close()
+                clock = time.perf_counter()
+                piece.close()  # (the last row groups written)
+                piece.seconds["write"] += time.perf_counter() - clock
+                piece.sort_hashes()  # on this reader's core (NumPy sorts without the GIL)
                 with lock:
                     read.append(piece)
         except _Stop:
@@ -317,16 +341,19 @@ def stage(
     read.sort(key=lambda s: s.k)
     names = _kineto_fast.COUNT_NAMES.split()
     counts = merge_counts(names, [c for s in read for c in s.counts])
+    clock = time.perf_counter()
     distinct = 0
     if any(s.hashes for s in read):
-        allh = np.concatenate([h for s in read for h in s.hashes])  # 8 bytes per event, sorted in place
+        allh = np.concatenate([h for s in read for h in s.hashes])  # 8 bytes per event: the pieces' sorted runs
         for s in read:
             s.hashes.clear()
-        allh.sort()
+        allh.sort(kind="stable")  # timsort finds the runs and merges them: linear, not a sort from scratch
         distinct = int(np.count_nonzero(allh[1:] != allh[:-1])) + 1
     rows = {name: sum(s.rows[name] for s in read) for name in SINKS}
     staged = {s: [st.paths[s] for st in read] for s in STAGED_SINKS}
-    return FastResult(counts, rows, distinct, staged, sorted(declined))
+    seconds = {k: round(sum(s.seconds[k] for s in read), 3) for k in ("read", "parse", "write", "sort")}
+    seconds["duplicates"] = round(time.perf_counter() - clock, 3)  # after the threads: the distinct rows counted
+    return FastResult(counts, rows, distinct, staged, sorted(declined), seconds=seconds)
 
 
 def remove_outputs(result: FastResult, stage_dir: Path, part: int) -> None:

@@ -43,9 +43,11 @@ ProgressFn = Callable[[str, int, int], None]
 
 def _sha256(path: Path) -> str:
     h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
+    buf = bytearray(1 << 20)  # one buffer, read into again and again: no fresh megabyte (zeroed pages) per read
+    view = memoryview(buf)
+    with open(path, "rb", buffering=0) as f:
+        while n := f.readinto(buf):
+            h.update(view[:n])
     return h.hexdigest()
 
 
@@ -58,6 +60,7 @@ class _Hashing:
 
     def __init__(self, files: list[Path]) -> None:
         self._hashes: list[str] = []
+        self.seconds: list[float] = []  # each file's hashing, on the hash's thread (wall, beside the reading)
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, args=(files,), name="lltrace-sha256", daemon=True)
         self._thread.start()
@@ -69,7 +72,10 @@ class _Hashing:
             except OSError:
                 pass
         try:
-            self._hashes = [_sha256(f) for f in files]
+            for f in files:
+                clock = time.perf_counter()
+                self._hashes.append(_sha256(f))
+                self.seconds.append(round(time.perf_counter() - clock, 3))
         except BaseException as exc:  # raised in the caller by result()
             self._error = exc
 
@@ -218,8 +224,9 @@ def ingest(
         clock = time.perf_counter()
         run_id = identify()  # the content hashes, computed beside the reading: what is left of them is waited for
         seconds["hash_wait"] = time.perf_counter() - clock
-        for src, sha in zip(sources, hashing.result(), strict=True):
+        for src, sha, took in zip(sources, hashing.result(), hashing.seconds, strict=True):
             src["sha256"] = sha
+            src["sha256_seconds"] = took
         meta = {
             "run_id": run_id,
             "name": run or run_id,
