@@ -164,3 +164,16 @@ def test_a_real_sglang_rate_sweep_file_joins_each_run_to_its_own_spans(tmp_path)
     got = {(c, i): r for c, i, r in run.sql("SELECT client_id, client_index, request_id FROM requests").rows() if c}
     assert got == {k: s["id"] for k, s in layout.items()}
     assert [(c["method"], c["matched"]) for c in run.metadata["join"]["clients"]] == [("order", 40), ("order", 40)]
+
+
+def test_a_client_too_large_to_align_says_so(tmp_path, monkeypatch):
+    """Beyond the alignment's size the records are left unjoined with that reason, not "no engine record in its
+    place" (which would claim the alignment was tried): the real SGLang run with the limit set below its size."""
+    from lltrace.ingest import order
+
+    monkeypatch.setattr(order, "_CELLS", 100)
+    run = lltrace.ingest([SGLANG_RUN], store=tmp_path / "s")
+    (client,) = run.metadata["join"]["clients"]
+    assert (client["method"], client["matched"], client["unmatched"]) == ("order", 0, 80)
+    assert client["unmatched_why"].startswith("not aligned: 80 client records against 81 engine records")
+    assert order.too_large(80, 81) and order.too_large(80, 81, 3) and not order.too_large(1, 1)

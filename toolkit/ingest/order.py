@@ -36,7 +36,26 @@ _TICK = 1e-3  # seconds: how much shorter than the engine's a client's time may 
 _CAUSAL = ("ttft_s", "e2e_s")  # the client's time is the engine's plus the network and the frontend
 _MARGIN = 8  # records either side may pass over beyond the difference in the two counts (and the client's errors)
 _BLOCK = 16  # client records re-paired at once where requests crossed on the way (_uncross)
-_CELLS = 20_000_000  # beyond this many states the alignment is not tried (reported unmatched)
+_CELLS = 20_000_000  # beyond this many states the alignment is not tried (reported so: too_large)
+
+
+def _band(n: int, m: int, client_errors: int) -> tuple[int, int]:
+    """The alignment's band: how far (engine index minus client index) a pair may lie off the diagonal."""
+    k = _MARGIN + client_errors
+    return min(0, m - n) - k, max(0, m - n) + k
+
+
+def too_large(n: int, m: int, client_errors: int = 0) -> str | None:
+    """Why ``n`` client records against ``m`` engine records are not aligned at all, or None: the alignment's
+    states (one per client record and place in the band) beyond ``_CELLS`` (about a million records each side)."""
+    lo, hi = _band(n, m, client_errors)
+    cells = n * (hi - lo + 1)
+    if cells <= _CELLS:
+        return None
+    return (
+        f"not aligned: {n:,} client records against {m:,} engine records make {cells:,} alignment states, beyond the "
+        f"{_CELLS:,} lltrace aligns at once (toolkit/ingest/order.py)"
+    )
 
 
 def align_in_order(
@@ -48,9 +67,8 @@ def align_in_order(
     unknown), the client's in send order, the engine's in arrival order with its arrival times (``arrival_s``);
     ``client_errors``: the client's failed requests (they may have no engine record)."""
     n, m = len(client["ttft_s"]), len(engine["ttft_s"])
-    k = _MARGIN + client_errors
-    lo, hi = min(0, m - n) - k, max(0, m - n) + k
-    if n == 0 or m == 0 or n * (hi - lo + 1) > _CELLS:
+    lo, hi = _band(n, m, client_errors)
+    if n == 0 or m == 0 or too_large(n, m, client_errors):
         return [], {}, set()
     # first: no systematic difference, each feature scaled by how much the client's own records differ
     scale = {f: _spread(client[f], _FLOOR[f]) for f in FEATURES}
@@ -320,6 +338,9 @@ def join_in_order(
         engine["arrival_s"] = np.array([s["start_ns"] / 1e9 for s in spans])
         errors = sum(1 for b in rows if b["status"] == "error")
         found, systematic, tied = align_in_order(client, engine, errors)
+        why = too_large(len(rows), len(spans), errors) or (
+            "no engine record in its place in the arrival order with its measures"
+        )
         for ci, ej in found:
             pairs.append((rows[ci], spans[ej]))
             taken.add(spans[ej]["request_id"])
@@ -334,7 +355,7 @@ def join_in_order(
                     "method_note": ORDER_METHOD,
                     "matched": matched,
                     "unmatched": len(mine) - matched,
-                    "unmatched_why": "no engine record in its place in the arrival order with its measures",
+                    "unmatched_why": why,
                     "systematic": systematic,
                     "ties": sum(1 for ci in tied if rows[ci]["client_id"] == client_id),
                 }
