@@ -210,6 +210,7 @@ def _where_the_seconds_go(path: Path, store: Path) -> None:
             f"links and tables (DuckDB) {src.get('tables_seconds', 0):.2f} s; the SHA-256 beside them all, on its own "
             f"low-priority thread: {src.get('sha256_seconds', 0):.2f} s"
         )
+    shutil.rmtree(store, ignore_errors=True)
 
 
 def main() -> None:
