@@ -200,15 +200,15 @@ def _where_the_seconds_go(path: Path, store: Path) -> None:
     rest = max(0.0, ingest - sum(phases.values()))
     line = " · ".join(f"{named.get(k, k)} {v:.2f} s" for k, v in phases.items())
     print(f"  ingest {ingest:.2f} s: {line} · commit and the rest {rest:.2f} s; analysis {r['seconds'] - ingest:.2f} s")
-    src = (meta.get("sources") or [{}])[0]
-    split = src.get("reader_seconds")
+    src = (meta.get("source_seconds") or [{}])[0]
+    split = src.get("reader")
     if split:  # the compiled reader's threads: how each spent its time, summed over them
         threads = " · ".join(f"{k} {split[k]:.2f} s" for k in ("read", "parse", "write", "sort"))
         print(
             f"  of the reading's {phases.get('read', 0):.2f} s: the compiled reader's threads ({threads}: wall time "
             f"summed over the threads), then the distinct-row count {split.get('duplicates', 0):.2f} s, the kernels' "
-            f"links and tables (DuckDB) {src.get('tables_seconds', 0):.2f} s; the SHA-256 beside them all, on its own "
-            f"low-priority thread: {src.get('sha256_seconds', 0):.2f} s"
+            f"links and tables (DuckDB) {src.get('tables', 0):.2f} s; the SHA-256 beside them all, on its own "
+            f"low-priority thread: {src.get('sha256', 0):.2f} s"
         )
     shutil.rmtree(store, ignore_errors=True)
 

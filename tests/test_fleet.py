@@ -21,7 +21,7 @@ from lltrace.cli import app
 from lltrace.ingest.many import batch_items, ingest_each
 
 H100 = SAMPLES / "hf_transformers_qwen1.5-0.5b_h100_prefill_forward_bs16x559.json.gz"
-TIMINGS = {"created", "ingest_seconds", "seconds", "generation", "superseded"}  # when and which write, not what
+TIMINGS = {"created", "ingest_seconds", "seconds", "source_seconds", "generation", "superseded"}  # when, not what
 
 
 @pytest.fixture

@@ -41,6 +41,10 @@ ProgressFn = Callable[[str, int, int], None]
 """Called as ``progress(path, bytes_done, bytes_total)`` while a file is read."""
 
 
+# Timings a reader records in its source's details (parsers/kineto.py): moved to the run's ``source_seconds``.
+_SOURCE_TIMINGS = ("reader_seconds", "tables_seconds")
+
+
 def _sha256(path: Path) -> str:
     h = hashlib.sha256()
     buf = bytearray(1 << 20)  # one buffer, read into again and again: no fresh megabyte (zeroed pages) per read
@@ -135,6 +139,7 @@ def ingest(
             return Run(run_id, st, skipped, reused=True)
     started = time.time()
     seconds: dict[str, float] = dict.fromkeys(("read", "steps", "assemble", "checks", "hash_wait"), 0.0)
+    took: list[dict[str, Any]] = []  # per source: the timings its reader recorded (_SOURCE_TIMINGS), its hash
     sources: list[dict[str, Any]] = []
     detection: list[dict[str, Any]] = []
     with st.write_run(identify) as stage:
@@ -163,6 +168,9 @@ def ingest(
                 warnings.warn(w, TruncatedInput if info.truncated else InputWarning, stacklevel=2)
             src = info.to_dict() | {"part": part, "sha256": None, "size_bytes": size}
             src.setdefault("rows", {})
+            # how long its reading took goes with the run's timings, not with what was read (a source is the same
+            # whoever reads it, and when)
+            took.append({k.removesuffix("_seconds"): src.pop(k) for k in _SOURCE_TIMINGS if k in src})
             if fmt.post_ingest is not None:  # e.g. the profiler's step detection
                 clock = time.perf_counter()
                 summary = fmt.post_ingest(stage, part)
@@ -224,15 +232,16 @@ def ingest(
         clock = time.perf_counter()
         run_id = identify()  # the content hashes, computed beside the reading: what is left of them is waited for
         seconds["hash_wait"] = time.perf_counter() - clock
-        for src, sha, took in zip(sources, hashing.result(), hashing.seconds, strict=True):
+        for src, sha, hashed, timing in zip(sources, hashing.result(), hashing.seconds, took, strict=True):
             src["sha256"] = sha
-            src["sha256_seconds"] = took
+            timing["sha256"] = hashed
         meta = {
             "run_id": run_id,
             "name": run or run_id,
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
             "ingest_seconds": round(time.time() - started, 3),
             "seconds": {k: round(v, 3) for k, v in seconds.items()},
+            "source_seconds": took,  # per source, in their order: its reader's phases, its hash (on its own thread)
             "lltrace_version": __version__,
             "input_digest": ident["digest"],
             "options": {"keep_python": keep_python},
