@@ -30,10 +30,10 @@ from lltrace.cores import usable_cores
 from lltrace.errors import TraceFormatError, TruncatedInput
 from lltrace.parsers import kineto_fast
 from lltrace.parsers._jsonscan import (
-    BLOCK_BYTES,
     ArrayLocation,
     Batch,
     EventArrayScanner,
+    gunzip_to,
     locate_event_array,
     read_blocks,
     split_event_array,
@@ -280,11 +280,7 @@ def _ingest_whole(
     if gz:
         doc = scratch / "document.json"
         cut: list[str] = []
-        with open(doc, "wb") as out:
-            for block in read_blocks(
-                path, BLOCK_BYTES, cut.append, (lambda pos: progress(pos // 2)) if progress else None
-            ):
-                out.write(block)
+        gunzip_to(path, doc, cut.append, (lambda pos: progress(pos // 2)) if progress else None)
         if cut:
             doc.unlink()
             return False

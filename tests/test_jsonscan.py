@@ -148,6 +148,43 @@ def test_gzip_multimember_and_truncation(tmp_path):
     assert events == json.loads(data, parse_float=Decimal)["traceEvents"][: len(events)]
 
 
+def _gunzipped(path, dest):
+    cut: list[str] = []
+    _jsonscan.gunzip_to(str(path), dest, cut.append)
+    return dest.read_bytes(), cut
+
+
+def _blocks(path, block):
+    cut: list[str] = []
+    return b"".join(_jsonscan.read_blocks(str(path), block, cut.append)), cut
+
+
+def test_gunzip_to_writes_what_read_blocks_reads(tmp_path):
+    """The fast path's gunzip (inflating and writing on two threads) against the streaming reader's blocks, and
+    against the bytes compressed: several members with zero padding after them, a stream cut short, corrupt data."""
+    import gzip
+
+    data = _doc(TRICKY) * 50
+    third = len(data) // 3
+    multi = tmp_path / "multi.json.gz"
+    multi.write_bytes(gzip.compress(data[:third]) + gzip.compress(data[third:]) + b"\x00" * 1000)
+    assert _gunzipped(multi, tmp_path / "multi.json") == (data, [])
+    assert _blocks(multi, 4096) == (data, [])
+    whole = gzip.compress(data)
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes(whole[: len(whole) // 2])
+    written, why = _gunzipped(cut, tmp_path / "cut.json")
+    assert (written, why) == _blocks(cut, 4096)
+    assert written and data.startswith(written)
+    assert why == [f"gzip stream ends early after {len(written)} decompressed bytes"]
+    bad = tmp_path / "bad.json.gz"
+    bad.write_bytes(whole[:20] + bytes(b ^ 0xFF for b in whole[20:60]) + whole[60:])
+    with pytest.raises(lltrace.TraceFormatError, match="corrupt gzip data"):
+        _gunzipped(bad, tmp_path / "bad.json")
+    with pytest.raises(lltrace.TraceFormatError, match="corrupt gzip data"):
+        _blocks(bad, 4096)
+
+
 def test_block_constant_is_sane():
     assert _jsonscan.BLOCK_BYTES >= 1 << 20
 
