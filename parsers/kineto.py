@@ -29,13 +29,12 @@ import duckdb
 from lltrace.cores import usable_cores
 from lltrace.errors import TraceFormatError, TruncatedInput
 from lltrace.parsers import kineto_fast
+from lltrace.parsers._blocks import gunzip_to, read_blocks
 from lltrace.parsers._jsonscan import (
     ArrayLocation,
     Batch,
     EventArrayScanner,
-    gunzip_to,
     locate_event_array,
-    read_blocks,
     split_event_array,
 )
 from lltrace.parsers.kineto_tables import OTHER_CLOCK_NS, finalize, staged_counts

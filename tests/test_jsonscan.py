@@ -8,7 +8,7 @@ from decimal import Decimal
 import pytest
 
 import lltrace
-from lltrace.parsers import _jsonscan
+from lltrace.parsers import _blocks, _jsonscan
 from lltrace.parsers._jsonscan import EventArrayScanner, locate_event_array
 
 TRICKY = [
@@ -150,13 +150,13 @@ def test_gzip_multimember_and_truncation(tmp_path):
 
 def _gunzipped(path, dest):
     cut: list[str] = []
-    _jsonscan.gunzip_to(str(path), dest, cut.append)
+    _blocks.gunzip_to(str(path), dest, cut.append)
     return dest.read_bytes(), cut
 
 
-def _blocks(path, block):
+def _read(path, block):
     cut: list[str] = []
-    return b"".join(_jsonscan.read_blocks(str(path), block, cut.append)), cut
+    return b"".join(_blocks.read_blocks(str(path), block, cut.append)), cut
 
 
 def test_gunzip_to_writes_what_read_blocks_reads(tmp_path):
@@ -169,12 +169,12 @@ def test_gunzip_to_writes_what_read_blocks_reads(tmp_path):
     multi = tmp_path / "multi.json.gz"
     multi.write_bytes(gzip.compress(data[:third]) + gzip.compress(data[third:]) + b"\x00" * 1000)
     assert _gunzipped(multi, tmp_path / "multi.json") == (data, [])
-    assert _blocks(multi, 4096) == (data, [])
+    assert _read(multi, 4096) == (data, [])
     whole = gzip.compress(data)
     cut = tmp_path / "cut.json.gz"
     cut.write_bytes(whole[: len(whole) // 2])
     written, why = _gunzipped(cut, tmp_path / "cut.json")
-    assert (written, why) == _blocks(cut, 4096)
+    assert (written, why) == _read(cut, 4096)
     assert written and data.startswith(written)
     assert why == [f"gzip stream ends early after {len(written)} decompressed bytes"]
     bad = tmp_path / "bad.json.gz"
@@ -182,7 +182,7 @@ def test_gunzip_to_writes_what_read_blocks_reads(tmp_path):
     with pytest.raises(lltrace.TraceFormatError, match="corrupt gzip data"):
         _gunzipped(bad, tmp_path / "bad.json")
     with pytest.raises(lltrace.TraceFormatError, match="corrupt gzip data"):
-        _blocks(bad, 4096)
+        _read(bad, 4096)
 
 
 def test_block_constant_is_sane():

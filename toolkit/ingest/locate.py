@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from lltrace.errors import TraceFormatError
-from lltrace.parsers._jsonscan import read_blocks
+from lltrace.parsers._blocks import read_blocks
 
 _BLOCK = 1 << 20
 _NL = b"\n"
