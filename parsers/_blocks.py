@@ -22,7 +22,7 @@ def is_gzip(path: str | Path) -> bool:
         return f.read(2) == b"\x1f\x8b"
 
 
-class _Inflate:
+class Inflate:
     """A gzip file's decompressed bytes (every member; zero padding after the last is skipped), in chunks of at most
     ``chunk_bytes`` (so a bomb, GiB of one byte, never sits in memory). Corrupt compressed data raises
     ``TraceFormatError``; a stream that ends early is not an error here: after the last chunk, ``truncated_at``
@@ -89,7 +89,7 @@ def read_blocks(
                 yield block
             return
         f.seek(0)
-        stream = _Inflate(f, path, block_bytes, on_position)
+        stream = Inflate(f, path, block_bytes, on_position)
         out = bytearray()
         for chunk in stream:
             if not out and len(chunk) == block_bytes:  # the usual case: a whole block as inflated, not copied
@@ -130,7 +130,7 @@ def gunzip_to(
     writer = threading.Thread(target=write, name="lltrace-gunzip-write", daemon=True)
     writer.start()
     with open(path, "rb") as f:
-        stream = _Inflate(f, path, BLOCK_BYTES, on_position)
+        stream = Inflate(f, path, BLOCK_BYTES, on_position)
         try:
             for chunk in stream:
                 if failed:

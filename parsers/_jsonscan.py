@@ -338,7 +338,7 @@ def locate_event_array(path: str, size: int) -> ArrayLocation | None:
             start = size - window
             f.seek(start)
             tail = f.read(window)
-            found = _close_from_tail(path, tail, start, head._ev_depth)
+            found = close_from_tail(path, tail, start, head._ev_depth)
             if found is None:
                 return None
             close, tail_bytes = found
@@ -348,7 +348,14 @@ def locate_event_array(path: str, size: int) -> ArrayLocation | None:
         with open(path, "rb") as f:
             f.seek(close + 1)
             tail_bytes = f.read()
-    doc = bytes(head._head[: head._head_end]).removeprefix(_BOM) + b'"traceEvents": null' + tail_bytes
+    meta = metadata_of(path, bytes(head._head[: head._head_end]).removeprefix(_BOM), tail_bytes)
+    return None if meta is None else ArrayLocation(head.array_open, close, meta, False)
+
+
+def metadata_of(path: str, head: bytes, tail: bytes) -> dict | None:
+    """The trace's metadata: the document's bytes before the ``traceEvents`` key (``head``) and after its array
+    (``tail``) read as one object; None where they do not make one (the one-line error where a key repeats)."""
+    doc = head + b'"traceEvents": null' + tail
     try:
         meta = orjson.loads(doc)
     except orjson.JSONDecodeError:
@@ -357,7 +364,33 @@ def locate_event_array(path: str, size: int) -> ArrayLocation | None:
         return None
     unique_metadata_keys(path, doc)
     meta.pop("traceEvents", None)
-    return ArrayLocation(head.array_open, close, meta, False)
+    return meta
+
+
+@dataclass
+class ArrayHead:
+    """Where a document's event array opens, found in its first bytes (``array_head``)."""
+
+    open: int  # offset of the array's "["
+    ev_depth: int  # the nesting depth of an event (1 in the bare array form, else 2)
+    array_form: bool
+    text: bytes  # the document before the "traceEvents" key (empty in the bare array form)
+
+
+def array_head(path: str, head: bytes) -> ArrayHead | None:
+    """Where the event array opens within ``head``, the document's first bytes (as ``locate_event_array`` finds it
+    reading a file); None where it does not open within them."""
+    scanner = EventArrayScanner(path)
+    for at in range(0, len(head), 1 << 20):
+        for _ in scanner._feed(head[at : at + (1 << 20)], at):
+            pass
+        if scanner._phase != _HEAD:
+            break
+    if scanner.array_open is None:
+        return None
+    form = scanner.result.array_form
+    text = b"" if form else bytes(scanner._head[: scanner._head_end]).removeprefix(_BOM)
+    return ArrayHead(scanner.array_open, scanner._ev_depth, form, text)
 
 
 def unique_metadata_keys(path: str, doc: bytes) -> None:
@@ -378,7 +411,9 @@ def _is_event(obj: object) -> bool:
     return isinstance(obj, dict) and "ph" in obj
 
 
-def _close_from_tail(path: str, tail: bytes, base: int, ev_depth: int) -> tuple[int, bytes] | None:
+def close_from_tail(path: str, tail: bytes, base: int, ev_depth: int) -> tuple[int, bytes] | None:
+    """The event array's close in ``tail``, the document's last bytes (``base``: the offset of the first): its offset
+    and the bytes after it, or None (see ``locate_event_array``)."""
     window = 64 << 10  # the last 64 candidate event starts: look at the end first
     while True:
         start = max(0, len(tail) - window)
@@ -421,17 +456,25 @@ def split_event_array(path: str, loc: ArrayLocation, parts: int, window: int = 2
         for k in range(1, parts):
             target = loc.open + span * k // parts
             f.seek(target)
-            buf = f.read(window)
-            for m in re.finditer(rb",\s*\{", buf):
-                p = m.end() - 1
-                probe = EventArrayScanner.inside_array(path, ev_depth)
-                try:
-                    lines = b"".join(b.data for b in probe._feed(buf[p:], target + p)).split(b"\n")
-                    complete = [ln for ln in lines if ln.strip()]
-                    if not complete or not all(isinstance(orjson.loads(ln), dict) for ln in complete):
-                        continue
-                except (TraceFormatError, orjson.JSONDecodeError):
-                    continue
-                cuts.append((target + m.start(), target + p))
-                break
+            cut = find_cut(path, f.read(window), target, ev_depth)
+            if cut is not None:
+                cuts.append(cut)
     return cuts
+
+
+def find_cut(path: str, buf: bytes, base: int, ev_depth: int) -> tuple[int, int] | None:
+    """The first place in ``buf`` (bytes of the event array from offset ``base``) where it can be cut between two
+    events: a candidate event start that a forward scan of the rest of ``buf`` confirms (every event it completes
+    parses on its own). (end, start) as ``split_event_array`` gives them, or None."""
+    for m in re.finditer(rb",\s*\{", buf):
+        p = m.end() - 1
+        probe = EventArrayScanner.inside_array(path, ev_depth)
+        try:
+            lines = b"".join(b.data for b in probe._feed(buf[p:], base + p)).split(b"\n")
+            complete = [ln for ln in lines if ln.strip()]
+            if not complete or not all(isinstance(orjson.loads(ln), dict) for ln in complete):
+                continue
+        except (TraceFormatError, orjson.JSONDecodeError):
+            continue
+        return base + m.start(), base + p
+    return None

@@ -22,14 +22,13 @@ import warnings
 from collections.abc import Callable, Iterator
 from contextlib import closing
 from pathlib import Path
-from typing import Any
 
 import duckdb
 
 from lltrace.cores import usable_cores
 from lltrace.errors import TraceFormatError, TruncatedInput
-from lltrace.parsers import kineto_fast
-from lltrace.parsers._blocks import gunzip_to, read_blocks
+from lltrace.parsers import kineto_fast, kineto_stream
+from lltrace.parsers._blocks import gunzip_to, is_gzip, read_blocks
 from lltrace.parsers._jsonscan import (
     ArrayLocation,
     Batch,
@@ -259,6 +258,14 @@ def _old_external_id(path: str) -> bool:
 _BOMB_RATIO = 100
 
 
+def _bomb(info: SourceInfo, path: str, doc_size: int, size: int) -> None:
+    if doc_size > _BOMB_RATIO * size:
+        info.warnings.append(
+            f"{path}: decompresses {doc_size / size:,.0f}x ({doc_size:,} bytes from {size:,}): far beyond a real "
+            f"trace's 3-20x, mostly filler (read in bounded memory all the same)"
+        )
+
+
 def _ingest_whole(
     con: duckdb.DuckDBPyConnection,
     path: str,
@@ -269,14 +276,16 @@ def _ingest_whole(
     progress: Callable[[int], None] | None,
     info: SourceInfo,
 ) -> kineto_fast.FastResult | bool:
-    """The fast path: the compiled reader's result (tables ``ops`` and ``flows`` written, the rest staged),
-    True when DuckDB's reader staged the events, or False (having written nothing) when the file must be
-    streamed instead."""
+    """The fast path: the compiled reader's result (tables ``ops`` and ``flows`` written, the rest staged), True when
+    DuckDB's reader staged the events, or False (having written nothing) when the file must be streamed instead."""
     size = os.path.getsize(path)
-    with open(path, "rb") as f:
-        gz = f.read(2) == b"\x1f\x8b"
+    gz = is_gzip(path)
     doc = Path(path)
+    streamed = _streamed(con, path, scratch, stage, part, keep_python, progress, info) if gz else None
+    if isinstance(streamed, kineto_fast.FastResult):
+        return streamed
     if gz:
+        info.details["gzip"] = "decompressed to a scratch file, then read"
         doc = scratch / "document.json"
         cut: list[str] = []
         gunzip_to(path, doc, cut.append, (lambda pos: progress(pos // 2)) if progress else None)
@@ -285,11 +294,8 @@ def _ingest_whole(
             return False
     try:
         doc_size = doc.stat().st_size
-        if gz and doc_size > _BOMB_RATIO * size:
-            info.warnings.append(
-                f"{path}: decompresses {doc_size / size:,.0f}x ({doc_size:,} bytes from {size:,}): far beyond a "
-                f"real trace's 3-20x, mostly filler (read in bounded memory all the same)"
-            )
+        if gz:
+            _bomb(info, path, doc_size, size)
         loc = locate_event_array(str(doc), doc_size)
         if loc is None:
             return False
@@ -297,7 +303,7 @@ def _ingest_whole(
         # each, files in parallel); the compiled reader takes more pieces than cores, a free thread taking
         # the next (balanced load), and checks each cut itself (a piece must end in a whole event exactly
         # where the next begins), so its cuts need only a short look.
-        compiled = kineto_fast.available()
+        compiled = kineto_fast.available() and streamed is None  # (a string: why its rows could not stand)
         readers = usable_cores()
         if compiled:
             # (at least two: one event it declines sends only its piece to DuckDB, even on one core)
@@ -345,18 +351,68 @@ def _ingest_whole(
     finally:
         if gz:
             doc.unlink(missing_ok=True)
+    if streamed is not None:
+        info.details["reader_note"] = f"compiled reader declined ({streamed}); read with DuckDB"
+    _describe(info, done, loc, progress, size)
+    return done
+
+
+def _describe(
+    info: SourceInfo,
+    done: kineto_fast.FastResult | bool,
+    loc: ArrayLocation,
+    progress: Callable[[int], None] | None,
+    size: int,
+) -> None:
+    """Which reader read the trace (and which byte ranges each, where both did), and the metadata around it."""
     if isinstance(done, kineto_fast.FastResult):
         info.details["reader"] = "compiled" if not done.declined else "compiled, pieces with DuckDB"
         info.details["reader_seconds"] = done.seconds
         if done.declined:
-            info.details["readers"] = _byte_ranges(done, loc)
+            info.details["readers"] = kineto_fast.byte_ranges(done, loc)
     else:
         info.details["reader"] = "duckdb"
     info.details["metadata"] = loc.metadata
     info.details["array_form"] = loc.array_form
     if progress is not None:
         progress(size)
-    return done
+
+
+def _streamed(
+    con: duckdb.DuckDBPyConnection,
+    path: str,
+    scratch: Path,
+    stage: Path,
+    part: int,
+    keep_python: bool,
+    progress: Callable[[int], None] | None,
+    info: SourceInfo,
+) -> kineto_fast.FastResult | str | None:
+    """The compiled reader on the gzip stream as it is inflated (``kineto_stream``): its result, why its rows cannot
+    stand (nothing kept: the whole array is DuckDB's), or None (nothing kept: the file is read the other ways)."""
+    if not kineto_fast.available():
+        return None
+    old_ext = _old_external_id(path)
+    got = kineto_stream.stage_gzip(path, scratch, stage, part, keep_python, old_ext, usable_cores(), progress)
+    if got is None:
+        return None
+    res, size = got.result, os.path.getsize(path)
+    try:
+        doc_size = got.document.stat().st_size
+        why = _needs_cleaning(res)
+        if why is None and res.declined:
+            why = _read_declined(con, got.document, res, scratch, keep_python, old_ext)
+    finally:
+        got.document.unlink(missing_ok=True)
+    if why is not None:
+        kineto_fast.remove_outputs(res, stage, part)
+        for f in scratch.glob("ev-*.parquet"):
+            f.unlink()
+        return why
+    _bomb(info, path, doc_size, size)
+    info.details["gzip"] = "read as inflated"
+    _describe(info, res, got.location, progress, size)
+    return res
 
 
 def _needs_cleaning(res: kineto_fast.FastResult) -> str | None:
@@ -400,20 +456,6 @@ def _read_declined(
     if (theirs["max_x_ts"] or 0) > 0 and (c["zero_ts"] or c["null_ts"]):
         return "zeroed or missing timestamps"
     return None
-
-
-def _byte_ranges(res: kineto_fast.FastResult, loc: ArrayLocation) -> list[dict[str, Any]]:
-    """Which byte ranges of the event array each reader read (the declined ones with why)."""
-    out: list[dict[str, Any]] = []
-    at = loc.open + 1
-    for start, end, why in res.declined:
-        if start > at:
-            out.append({"bytes": [at, start], "reader": "compiled"})
-        out.append({"bytes": [start, end], "reader": "duckdb", "why": why})
-        at = end
-    if at < loc.close:
-        out.append({"bytes": [at, loc.close], "reader": "compiled"})
-    return out
 
 
 def _duckdb_pieces(

@@ -17,17 +17,20 @@ from __future__ import annotations
 
 import gc
 import os
+import queue
 import sys
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from lltrace.parsers._jsonscan import ArrayLocation
 from lltrace.tables import FLOWS, OPS
 
 try:
@@ -119,6 +122,8 @@ class _Piece:
         self.rows = dict.fromkeys(SINKS, 0)
         self.hashes: list[np.ndarray] = []
         self.seconds = dict.fromkeys(("read", "parse", "write", "sort"), 0.0)
+        self.held: list[tuple[str, pa.RecordBatch]] | None = None  # a streamed piece's batches, until it is whole
+        self.marks = (0, 0)
 
     def open(self) -> None:
         # Dictionary encoding costs more time than it saves space here; zstd alone compresses these tables better.
@@ -129,8 +134,26 @@ class _Piece:
         for t, schema in (("ops", OPS.schema), ("flows", FLOWS.schema)):
             self.writers[t] = pq.ParquetWriter(self.paths[t], schema, compression="zstd", use_dictionary=False)
 
+    def hold(self) -> None:
+        """Hold what is written from now on until ``commit`` (one piece of a stream read whole) or ``rollback`` (the
+        piece declined: its rows, counts and hashes dropped, the earlier pieces' kept)."""
+        self.held = []
+        self.marks = (len(self.counts), len(self.hashes))
+
+    def commit(self) -> None:
+        held, self.held = self.held or [], None
+        for sink, batch in held:
+            self.write(sink, batch)
+
+    def rollback(self) -> None:
+        self.held = None
+        del self.counts[self.marks[0] :], self.hashes[self.marks[1] :]
+
     def write(self, sink: str, batch: pa.RecordBatch) -> None:
         """Write a batch: staged rows at once, final tables in row groups of about ``_ROW_GROUP`` rows."""
+        if self.held is not None:
+            self.held.append((sink, batch))
+            return
         self.rows[sink] += batch.num_rows
         if sink in STAGED_SINKS:
             self.writers[sink].write_batch(batch)
@@ -178,6 +201,90 @@ def merge_counts(names: list[str], parts: list[list[int | None]]) -> dict[str, i
     return out
 
 
+def _take(piece: _Piece, sinks: tuple, counts: tuple, hashes: object) -> None:
+    """One block's rows, counts and row hashes into the piece."""
+    clock = time.perf_counter()
+    for name, (rows, columns) in zip(SINKS, sinks, strict=True):
+        if not rows:
+            continue
+        batch = _batch(name, rows, columns)
+        if name == "ops":
+            batch = _final(batch, OPS_COLUMNS, OPS.schema, piece.part)
+        elif name == "flows":
+            batch = _final(batch, FLOWS_COLUMNS, FLOWS.schema, piece.part)
+        piece.write(name, batch)
+    piece.counts.append(list(counts))
+    row_hashes = np.frombuffer(hashes, dtype=np.uint64)  # type: ignore[call-overload]
+    if row_hashes.size:
+        piece.hashes.append(row_hashes)
+    piece.seconds["write"] += time.perf_counter() - clock
+
+
+def _read_bytes(
+    data: bytes, start: int, piece: _Piece, base_ns: int, keep_python: bool, ext_key: str, stop: threading.Event
+) -> None:
+    """Read a piece of the array held in memory (``data``, whole events, from offset ``start``: a ``Feed``'s)."""
+    view = memoryview(data)
+    pos, want, first = 0, _BLOCK, True
+    while True:
+        if stop.is_set():
+            raise _Stop
+        end = min(len(data), pos + want)
+        final = end >= len(data)
+        clock = time.perf_counter()
+        try:
+            consumed, sinks, counts, hashes = _kineto_fast.read_events(
+                view[pos:end], first, final, keep_python, ext_key, base_ns, MAX_EVENT_BYTES
+            )
+        except _kineto_fast.Unsupported as exc:
+            raise _kineto_fast.Unsupported(start + pos + exc.args[0], exc.args[1]) from None
+        piece.seconds["parse"] += time.perf_counter() - clock
+        _take(piece, sinks, counts, hashes)
+        if final:
+            return
+        if consumed:
+            pos, want, first = pos + consumed, _BLOCK, False
+        elif want >= _BLOCK + MAX_EVENT_BYTES:
+            raise _kineto_fast.Unsupported(start + pos, "an event longer than the largest one read")
+        else:  # one event longer than the block: a longer look
+            want *= 2
+
+
+class Feed:
+    """Pieces of the event array handed to ``stage`` as they are made (``kineto_stream``): (start, end, bytes), whole
+    events each. ``keep(start, bytes)`` is given each piece the compiled reader declines; ``stop`` is set when the
+    readers give up (the maker stops too) or are done."""
+
+    def __init__(self, readers: int, keep: Callable[[int, bytes], None]) -> None:
+        self._pieces: queue.Queue[tuple[int, int, bytes]] = queue.Queue(maxsize=max(1, readers))
+        self._ended = threading.Event()
+        self.stop = threading.Event()
+        self.keep = keep
+
+    def put(self, start: int, end: int, data: bytes) -> None:
+        """Hand a piece over (waits while the readers are busy; gives up once they stop)."""
+        while not self.stop.is_set():
+            try:
+                self._pieces.put((start, end, data), timeout=0.05)
+                return
+            except queue.Full:
+                continue
+
+    def end(self) -> None:
+        """No more pieces."""
+        self._ended.set()
+
+    def get(self) -> tuple[int, int, bytes] | None:
+        """The next piece, or None after the last one (or once the readers stop)."""
+        while not self.stop.is_set():
+            try:
+                return self._pieces.get(timeout=0.05)
+            except queue.Empty:
+                if self._ended.is_set() and self._pieces.empty():
+                    return None
+        return None
+
+
 def _read_piece(
     path: Path,
     start: int,
@@ -194,7 +301,6 @@ def _read_piece(
     carry = 0  # bytes at the front of buf not consumed yet
     pos = start
     first = True
-    ops_schema, flows_schema = OPS.schema, FLOWS.schema
     with open(path, "rb") as f:
         f.seek(start)
         while True:
@@ -216,24 +322,10 @@ def _read_piece(
                 )
             except _kineto_fast.Unsupported as exc:  # its offset is within buf, which starts at pos - size
                 raise _kineto_fast.Unsupported(pos - size + exc.args[0], exc.args[1]) from None
-            parsed_at = time.perf_counter()
-            piece.seconds["parse"] += parsed_at - read_at
+            piece.seconds["parse"] += time.perf_counter() - read_at
             if consumed:
                 first = False
-            for name, (rows, columns) in zip(SINKS, sinks, strict=True):
-                if not rows:
-                    continue
-                batch = _batch(name, rows, columns)
-                if name == "ops":
-                    batch = _final(batch, OPS_COLUMNS, ops_schema, piece.part)
-                elif name == "flows":
-                    batch = _final(batch, FLOWS_COLUMNS, flows_schema, piece.part)
-                piece.write(name, batch)
-            piece.counts.append(list(counts))
-            row_hashes = np.frombuffer(hashes, dtype=np.uint64)
-            if row_hashes.size:
-                piece.hashes.append(row_hashes)
-            piece.seconds["write"] += time.perf_counter() - parsed_at
+            _take(piece, sinks, counts, hashes)
             advance(consumed)
             if final:
                 return
@@ -248,7 +340,7 @@ def _read_piece(
 
 def stage(
     path: Path,
-    pieces: list[tuple[int, int]],
+    pieces: list[tuple[int, int]] | Feed,
     scratch: Path,
     stage_dir: Path,
     part: int,
@@ -258,16 +350,18 @@ def stage(
     progress: Callable[[int], None] | None,
     readers: int = 2,
 ) -> FastResult | str:
-    """Read the event array's pieces (byte ranges of whole events) on ``readers`` threads.
+    """Read the event array's pieces (byte ranges of whole events of the file ``path``, or a ``Feed``'s pieces as they
+    come) on ``readers`` threads.
 
-    Each piece writes ``stage_dir/{ops,flows}/part-<part>[.<k>].parquet`` in final form and its kernels,
-    annotations and metadata rows to ``scratch/fast-<sink>-<k>.parquet``. A piece the compiled reader cannot
-    read (``Unsupported``) leaves no file and is listed in ``FastResult.declined`` with why, for the DuckDB
-    reader; the other pieces stay read. Returns the ``FastResult``, or why the DuckDB reader must read the
-    whole array (every piece declined; then no file is left)."""
+    Each piece of the file (each reader, of a feed) writes ``stage_dir/{ops,flows}/part-<part>[.<k>].parquet`` in
+    final form and its kernels, annotations and metadata rows to ``scratch/fast-<sink>-<k>.parquet``. A piece the
+    compiled reader cannot read (``Unsupported``) leaves no row and is listed in ``FastResult.declined`` with why,
+    for the DuckDB reader (a feed's is given to its ``keep``); the other pieces stay read. Returns the
+    ``FastResult``, or why the DuckDB reader must read the whole array (every piece declined; then no file is
+    left)."""
     assert _kineto_fast is not None
     ext_key = "external id" if old_external_id else "External id"
-    stop = threading.Event()
+    stop = pieces.stop if isinstance(pieces, Feed) else threading.Event()
     failures: list[BaseException] = []
     lock = threading.Lock()
     done = [0]
@@ -282,10 +376,47 @@ def stage(
                 done[0] += n
                 progress(done[0])
 
-    todo = list(range(len(pieces)))  # taken in order by whichever reader is free: load stays balanced
-
-    def work() -> None:
+    def stream(feed: Feed, k: int) -> None:
+        piece: _Piece | None = None
+        kept = 0
         try:
+            while (item := feed.get()) is not None:
+                start, end, data = item
+                if piece is None:
+                    piece = _Piece(k, scratch, stage_dir, part)
+                    piece.open()
+                piece.hold()
+                try:
+                    _read_bytes(data, start, piece, base_ns, keep_python, ext_key, stop)
+                except _kineto_fast.Unsupported as exc:
+                    piece.rollback()
+                    feed.keep(start, data)
+                    with lock:
+                        declined.append((start, end, f"byte {exc.args[0]}: {exc.args[1]}"))
+                    continue
+                piece.commit()
+                kept += 1
+        except BaseException:
+            if piece is not None:
+                piece.close()
+                piece.remove()
+            raise
+        if piece is None:
+            return
+        piece.close()
+        if not kept:
+            piece.remove()
+            return
+        piece.sort_hashes()
+        with lock:
+            read.append(piece)
+
+    todo = [] if isinstance(pieces, Feed) else list(range(len(pieces)))  # taken in order by whichever reader is free
+
+    def work(k: int = 0) -> None:
+        try:
+            if isinstance(pieces, Feed):
+                stream(pieces, k)
             while not stop.is_set():
                 with lock:
                     if not todo:
@@ -294,12 +425,12 @@ def stage(
                 piece = _Piece(i, scratch, stage_dir, part)
                 piece.open()
                 try:
-                    _read_piece(path, *pieces[i], piece, base_ns, keep_python, ext_key, stop, advance)
+                    _read_piece(path, *pieces[i], piece, base_ns, keep_python, ext_key, stop, advance)  # type: ignore[index]
                 except _kineto_fast.Unsupported as exc:
                     piece.close()
                     piece.remove()
                     with lock:
-                        declined.append((*pieces[i], f"byte {exc.args[0]}: {exc.args[1]}"))
+                        declined.append((*pieces[i], f"byte {exc.args[0]}: {exc.args[1]}"))  # type: ignore[index]
                     continue
                 except BaseException:
                     piece.close()
@@ -317,7 +448,8 @@ def stage(
             failures.append(exc)
             stop.set()
 
-    threads = [threading.Thread(target=work, name=f"lltrace-read-{k}") for k in range(1, min(readers, len(pieces)))]
+    count = readers if isinstance(pieces, Feed) else min(readers, len(pieces))
+    threads = [threading.Thread(target=work, args=(k,), name=f"lltrace-read-{k}") for k in range(1, count)]
     collecting = gc.isenabled()
     gc.disable()  # nothing here makes reference cycles; collections would scan every module's objects
     interval = sys.getswitchinterval()
@@ -337,7 +469,7 @@ def stage(
             s.remove()
         if failures:
             raise failures[0]
-        return min(declined)[2]
+        return min(declined)[2] if declined else "no piece to read"
     read.sort(key=lambda s: s.k)
     names = _kineto_fast.COUNT_NAMES.split()
     counts = merge_counts(names, [c for s in read for c in s.counts])
@@ -364,3 +496,17 @@ def remove_outputs(result: FastResult, stage_dir: Path, part: int) -> None:
     for t in ("ops", "flows"):
         for p in (stage_dir / t).glob(f"part-{part:05d}.*parquet"):
             p.unlink()
+
+
+def byte_ranges(res: FastResult, loc: ArrayLocation) -> list[dict[str, Any]]:
+    """Which byte ranges of the event array each reader read (the declined ones with why)."""
+    out: list[dict[str, Any]] = []
+    at = loc.open + 1
+    for start, end, why in res.declined:
+        if start > at:
+            out.append({"bytes": [at, start], "reader": "compiled"})
+        out.append({"bytes": [start, end], "reader": "duckdb", "why": why})
+        at = end
+    if at < loc.close:
+        out.append({"bytes": [at, loc.close], "reader": "compiled"})
+    return out

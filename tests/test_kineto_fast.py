@@ -8,6 +8,7 @@ inputs of tests/data/bad.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import shutil
@@ -22,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lltrace.errors import LltraceError
-from lltrace.parsers import kineto, kineto_fast
+from lltrace.parsers import kineto, kineto_fast, kineto_stream
 
 TABLES = ("kernels", "ops", "annotations", "flows")
 
@@ -74,6 +75,7 @@ def _same(info_pure: object, info_fast: object) -> None:
         d.pop("readers", None)
         d.pop("reader_seconds", None)
         d.pop("tables_seconds", None)
+        d.pop("gzip", None)  # how a gzipped file was read: as inflated, or decompressed to a file first
     assert a == b
 
 
@@ -453,3 +455,64 @@ def test_the_16_byte_string_scan_reads_what_the_32_byte_one_reads(tmp_path: Path
     assert runs["0"][1:] == runs["1"][1:]
     declined = [r for r in runs["0"][1:] if r.startswith("(")]
     assert 0 < len(declined) < len(events)  # raw control characters are declined, the rest read
+
+
+# --- a gzipped trace read as it is inflated (parsers/kineto_stream.py)
+
+
+def _base_comes_first(path: Path) -> bool:
+    """From the raw file: whether the clock base comes before the events (or the document is a bare event array)."""
+    text = gzip.decompress(path.read_bytes())
+    events = text.find(b'"traceEvents"')
+    base = text.find(b'"baseTimeNanoseconds"')
+    return text.lstrip().startswith(b"[") or 0 <= base < events
+
+
+@pytest.mark.parametrize("path", torch_traces(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_a_real_gzip_trace_is_read_as_inflated_where_its_clock_base_comes_first(path, tmp_path, monkeypatch):
+    """Read as it is inflated exactly where the base the readers add is known before the events (every vLLM trace
+    here); else decompressed to a file first. In pieces of 64 KB (hundreds of cuts on the larger traces), the tables
+    are still the DuckDB reader's."""
+    monkeypatch.setattr(kineto_stream, "PIECE_BYTES", 64 << 10)
+    fast = _check(path, tmp_path, monkeypatch)
+    first = _base_comes_first(path)
+    assert fast.details["gzip"] == ("read as inflated" if first else "decompressed to a scratch file, then read")
+    assert fast.details["reader"] == "compiled", fast.details.get("reader_note")
+
+
+def test_a_streamed_piece_the_compiled_reader_declines_is_read_by_duckdb(tmp_path: Path, monkeypatch):
+    """An event the compiled reader cannot reproduce, in a gzipped trace read as inflated: its piece alone goes to
+    DuckDB (from a sparse copy holding the declined pieces), the tables are the DuckDB reader's, and the ranges say
+    which reader took which bytes of the decompressed document."""
+    monkeypatch.setattr(kineto_stream, "PIECE_BYTES", 256 << 10)
+    text = _long_trace(_ODD, 0.5).encode()
+    path = tmp_path / "trace.json.gz"
+    path.write_bytes(gzip.compress(text))
+    fast = _check(path, tmp_path / "stages", monkeypatch)
+    assert fast.details["gzip"] == "read as inflated"
+    assert fast.details["reader"] == "compiled, pieces with DuckDB"
+    ranges = fast.details["readers"]
+    (declined,) = [r for r in ranges if r["reader"] == "duckdb"]
+    assert declined["bytes"][0] <= text.index(b'"name": "odd"') < declined["bytes"][1]
+    assert declined["bytes"][1] - declined["bytes"][0] < 2 * (256 << 10)  # one piece, not the document
+    assert ranges[0]["bytes"][0] == text.index(b"[") + 1 and ranges[-1]["bytes"][1] == text.rindex(b"]")
+    assert all(a["bytes"][1] == b["bytes"][0] for a, b in zip(ranges, ranges[1:], strict=False))
+
+
+def test_a_gzipped_trace_with_its_base_after_the_events_or_cut_short_is_read_the_other_ways(tmp_path, monkeypatch):
+    """The base after the events (unknown until the end): decompressed first, as before. A stream cut short: what
+    the readers had is dropped and the file is read as far as it is valid, as the DuckDB reader reads it."""
+    monkeypatch.setattr(kineto_stream, "PIECE_BYTES", 256 << 10)
+    text = _long_trace(json.dumps(_X), 0.5)
+    base = '"baseTimeNanoseconds": 1700000000000000000'
+    assert base + ", " in text
+    late = text.replace(base + ", ", "")[:-1] + ", " + base + "}"
+    path = tmp_path / "late.json.gz"
+    path.write_bytes(gzip.compress(late.encode()))
+    fast = _check(path, tmp_path / "late", monkeypatch)
+    assert fast.details["gzip"] == "decompressed to a scratch file, then read"
+    whole = gzip.compress(text.encode())
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes(whole[: len(whole) * 2 // 3])
+    fast = _check(cut, tmp_path / "cut", monkeypatch)
+    assert fast.details.get("gzip") != "read as inflated" and fast.truncated

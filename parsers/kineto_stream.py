@@ -1,0 +1,180 @@
+"""The compiled reader on a gzipped trace as it is inflated, with no decompressed copy written first.
+
+A ``.json.gz`` trace (the form the PyTorch profiler writes in vLLM, ``*.pt.trace.json.gz``) is inflated on a thread
+of its own (zlib releases the GIL) and cut, as it comes, into pieces of whole events; the compiled reader's threads
+take each piece as it is made (``kineto_fast.stage`` with a ``Feed``). Without this, the document is first
+decompressed into a scratch file on one core, which on a 2 GB trace took longer than reading it.
+
+It applies where the clock base the readers add is known before the events: the document's head (what comes
+before ``traceEvents``) holds ``baseTimeNanoseconds`` (PyTorch writes it there in every vLLM trace in
+../shared/data), or the document is a bare event array (no base). Where the head has none, the base may still come
+after the events, so the caller decompresses to a file first, as before. A piece the compiled reader declines is
+written at its offset into a sparse copy of the document, for DuckDB's reader. A stream cut short, or a document
+that does not end as a trace does, gives None, having kept nothing: the caller reads the file the other ways.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from lltrace.parsers import kineto_fast
+from lltrace.parsers._blocks import Inflate
+from lltrace.parsers._jsonscan import ArrayHead, ArrayLocation, array_head, close_from_tail, find_cut, metadata_of
+
+PIECE_BYTES = 4 << 20  # bytes of events per piece (about: it ends at the first event boundary after); the bytes
+# inflated but not read yet are about (2 x readers + 3) x this: a few pieces, not the document
+_CUT_WINDOW = 16 << 10  # bytes looked at for an event boundary: dozens of events confirm it (and each piece
+# is checked whole by the reader: one ending inside an event is declined)
+_TAIL_BYTES = 8 << 20  # bytes at the end looked at for the array's close (locate_event_array's)
+_HEAD_BYTES = 8 << 20  # the most inflated to find where the array opens
+_MAX_BASE = 2**62  # a clock base the readers take (as for a plain file)
+
+
+@dataclass
+class Streamed:
+    """What the compiled reader made of the stream: its result, where the array lay, and the sparse document that
+    holds the pieces it declined (at their offsets), for DuckDB's reader."""
+
+    result: kineto_fast.FastResult
+    location: ArrayLocation
+    document: Path
+
+
+def _head(path: str) -> tuple[ArrayHead, int] | None:
+    """Where the array opens and the clock base, from the document's first bytes; None where either is not there."""
+    inflater = zlib.decompressobj(wbits=31)
+    with open(path, "rb") as f:
+        try:
+            head = inflater.decompress(f.read(1 << 20), _HEAD_BYTES)
+        except zlib.error:
+            return None  # corrupt from the start: the file path says so, with its offset
+    found = array_head(path, head)
+    if found is None:
+        return None
+    if found.array_form:
+        return found, 0
+    meta = metadata_of(path, found.text, b"}")
+    base = None if meta is None else meta.get("baseTimeNanoseconds")
+    if type(base) is not int or not -_MAX_BASE < base < _MAX_BASE:
+        return None
+    return found, base
+
+
+class _Cutter:
+    """Inflates the stream on its own thread and feeds pieces of whole events to the readers."""
+
+    def __init__(self, path: str, head: ArrayHead, feed: kineto_fast.Feed, progress: Callable[[int], None] | None):
+        self.path, self.head, self.feed, self.progress = path, head, feed, progress
+        self.error: BaseException | None = None
+        self.why_not: str | None = None  # why the stream cannot be read this way (then nothing is kept)
+        self.close: int | None = None
+        self.tail = b""
+        self.size = 0
+        self.thread = threading.Thread(target=self._run, name="lltrace-inflate", daemon=True)
+
+    def _run(self) -> None:
+        try:
+            self._cut()
+        except BaseException as exc:  # raised in the caller
+            self.error = exc
+        finally:
+            self.feed.end()
+
+    def _cut(self) -> None:
+        head, path = self.head, self.path
+        with open(path, "rb") as f:
+            stream = Inflate(f, path, PIECE_BYTES, self.progress)
+            buf = bytearray()
+            at = head.open + 1  # the offset of buf[0]: just after the array's "["
+            seen = 0  # bytes inflated
+            look = PIECE_BYTES  # where in buf to look for the next cut
+            for chunk in stream:
+                if self.feed.stop.is_set():
+                    return
+                skip = max(0, at - seen)  # the head, before the array
+                seen += len(chunk)
+                buf += memoryview(chunk)[skip:] if skip else chunk
+                while len(buf) >= look + _CUT_WINDOW:
+                    cut = find_cut(path, bytes(buf[look : look + _CUT_WINDOW]), at + look, head.ev_depth)
+                    if cut is None:  # no event boundary there (a very long event): look further on
+                        look += _CUT_WINDOW
+                        if look > PIECE_BYTES + 2 * kineto_fast.MAX_EVENT_BYTES:  # longer than any event read
+                            self.why_not = f"no boundary between events within {look:,} bytes"
+                            return
+                        continue
+                    end, start = cut
+                    with memoryview(buf) as view:
+                        piece = bytes(view[: end - at])  # (one copy: a slice of buf would be a second)
+                    self.feed.put(at, end, piece)
+                    del buf[: start - at]
+                    at, look = start, PIECE_BYTES
+            self.size = seen
+            if stream.truncated_at is not None:
+                self.why_not = f"gzip stream ends early after {stream.truncated_at} decompressed bytes"
+                return
+            window = min(len(buf), _TAIL_BYTES)
+            found = close_from_tail(path, bytes(buf[len(buf) - window :]), at + len(buf) - window, head.ev_depth)
+            if found is None:
+                self.why_not = "the document does not end as a trace does"
+                return
+            self.close, self.tail = found
+            with memoryview(buf) as view:
+                piece = bytes(view[: self.close - at])  # (empty where the array is)
+            self.feed.put(at, self.close, piece)
+
+
+def stage_gzip(
+    path: str,
+    scratch: Path,
+    stage_dir: Path,
+    part: int,
+    keep_python: bool,
+    old_external_id: bool,
+    readers: int,
+    progress: Callable[[int], None] | None,
+) -> Streamed | None:
+    """Read the gzipped trace ``path`` with the compiled reader as it is inflated (``kineto_fast.stage``'s outputs);
+    None, keeping nothing, where the clock base is not in the document's head, every piece was declined, or the
+    stream is not a whole trace (the caller then reads the file the other ways). Corrupt gzip data raises
+    ``TraceFormatError``."""
+    found = _head(path)
+    if found is None:
+        return None
+    head, base = found
+    document = scratch / "document.json"  # sparse: the declined pieces' bytes at their offsets
+    fd = os.open(document, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    lock = threading.Lock()
+
+    def keep(start: int, data: bytes) -> None:
+        with lock:
+            os.pwrite(fd, data, start)
+
+    feed = kineto_fast.Feed(readers, keep)
+    cutter = _Cutter(path, head, feed, progress)
+    cutter.thread.start()
+    try:
+        res = kineto_fast.stage(path, feed, scratch, stage_dir, part, base, keep_python, old_external_id, None, readers)
+    finally:
+        feed.stop.set()  # (the readers are done: the cutter stops if it is not)
+        cutter.thread.join()
+        os.close(fd)
+    if cutter.error is not None or cutter.why_not is not None or isinstance(res, str):
+        if not isinstance(res, str):
+            kineto_fast.remove_outputs(res, stage_dir, part)
+        document.unlink(missing_ok=True)
+        if cutter.error is not None:
+            raise cutter.error
+        return None
+    assert cutter.close is not None
+    meta = {} if head.array_form else metadata_of(path, head.text, cutter.tail)
+    if meta is None or (not head.array_form and meta.get("baseTimeNanoseconds") != base):
+        kineto_fast.remove_outputs(res, stage_dir, part)
+        document.unlink(missing_ok=True)
+        return None
+    os.truncate(document, cutter.size)
+    return Streamed(res, ArrayLocation(head.open, cutter.close, meta, head.array_form), document)
