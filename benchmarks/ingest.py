@@ -195,6 +195,30 @@ def _cat_seconds(path: Path) -> float:
     return min(times[1:])
 
 
+def _analyze_gzipped(gz: Path, plain_size: int, store: Path) -> None:
+    """``lltrace analyze`` of the gzipped file end to end in a fresh process, against the inflate alone, and how
+    lltrace read it (as inflated, or decompressed to a file first)."""
+    import shutil
+
+    shutil.rmtree(store, ignore_errors=True)
+    r = run_child("import lltrace\n", "lltrace.analyze([PATH], store=STORE)\n", {"PATH": str(gz), "STORE": str(store)})
+    if "error" in r:
+        print(f"analyze of the gzipped file failed: {r['error']}")
+        return
+    from lltrace import Store
+
+    st = Store(store)
+    how = st.metadata(st.run_ids()[0])["sources"][0].get("gzip")
+    inflate = _inflate_seconds(gz)
+    print(
+        f"analyze end to end, the same file gzipped ({gz.stat().st_size / 1e6:,.0f} MB): {r['seconds']:.2f} s, peak "
+        f"{r['peak_rss'] / 1e6:,.0f} MB ({r['peak_rss'] / plain_size:.2f}x the JSON); the inflate alone "
+        f"{inflate:.2f} s; "
+        f"{r['cpu_seconds']:.1f} CPU-seconds; {how}"
+    )
+    shutil.rmtree(store, ignore_errors=True)
+
+
 def _where_the_seconds_go(path: Path, store: Path) -> None:
     """``lltrace analyze`` of the file end to end in a fresh process, against ``cat`` in the same run, and its
     ingest's phases from the run's metadata (read, parse and write together: the compiled reader does all three
@@ -332,6 +356,8 @@ def main() -> None:
         _gzip_case(big, gz, size / ll["seconds"])
     if not args.skip_analyze:
         _where_the_seconds_go(big, work / "analyze-store")
+        if gz.exists():
+            _analyze_gzipped(gz, size, work / "analyze-store")
     if args.workdir is None:
         gz.unlink(missing_ok=True)
         noisy.unlink(missing_ok=True)

@@ -5,12 +5,13 @@ of its own (zlib releases the GIL) and cut, as it comes, into pieces of whole ev
 take each piece as it is made (``kineto_fast.stage`` with a ``Feed``). Without this, the document is first
 decompressed into a scratch file on one core, which on a 2 GB trace took longer than reading it.
 
-It applies where the clock base the readers add is known before the events: the document's head (what comes
-before ``traceEvents``) holds ``baseTimeNanoseconds`` (PyTorch writes it there in every vLLM trace in
-../shared/data), or the document is a bare event array (no base). Where the head has none, the base may still come
-after the events, so the caller decompresses to a file first, as before. A piece the compiled reader declines is
-written at its offset into a sparse copy of the document, for DuckDB's reader. A stream cut short, or a document
-that does not end as a trace does, gives None, having kept nothing: the caller reads the file the other ways.
+It applies where the clock base the readers add is known before the events: the document's head (what comes before
+``traceEvents``) holds ``baseTimeNanoseconds`` (there in every vLLM and SGLang trace in ../shared/data; the HTA and
+Hugging Face ones have it after their events, or none), or the document is a bare event array (no base). Where the
+head has none, the base may still come after the events, so the caller decompresses to a file first, as before. A
+piece the compiled reader declines is written at its offset into a sparse copy of the document, for DuckDB's reader.
+A stream cut short, a document that does not end as a trace does, or no boundary between events where one is looked
+for give None, having kept nothing: the caller reads the file the other ways.
 """
 
 from __future__ import annotations
