@@ -47,10 +47,12 @@ class Inflate:
                 data = b""
                 continue  # zero padding after the last member
             member_open = True
+            before = inflater.copy()  # (to say where the data goes bad, should it)
             try:
                 out = inflater.decompress(data, self.chunk_bytes)
             except zlib.error as exc:
-                raise TraceFormatError(self.path, f"decompressed byte {done}", f"corrupt gzip data ({exc})") from None
+                where = f"decompressed byte {done + _good_bytes(before, data)}"
+                raise TraceFormatError(self.path, where, f"corrupt gzip data ({exc})") from None
             data = inflater.unconsumed_tail
             if inflater.eof:
                 data = inflater.unused_data
@@ -63,6 +65,18 @@ class Inflate:
                 yield out
         if member_open:
             self.truncated_at = done
+
+
+def _good_bytes(inflater: zlib._Decompress, data: bytes) -> int:
+    """How many bytes ``inflater`` gives of ``data``, fed a kilobyte at a time, before the data goes bad: where the
+    damage is, to within the little one kilobyte of compressed data holds."""
+    good = 0
+    for at in range(0, len(data), 1024):
+        try:
+            good += len(inflater.decompress(data[at : at + 1024]))
+        except zlib.error:
+            break
+    return good
 
 
 def _truncated(done: int) -> str:

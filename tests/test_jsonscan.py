@@ -185,6 +185,31 @@ def test_gunzip_to_writes_what_read_blocks_reads(tmp_path):
         _read(bad, 4096)
 
 
+def test_corrupt_gzip_data_is_named_where_it_goes_bad(tmp_path):
+    """Damage half way through a compressed trace is named at the decompressed byte where zlib, fed a byte at a
+    time, stops (to within what a kilobyte of compressed data holds), not at the start of the block read."""
+    import gzip
+    import random
+    import zlib
+
+    rng = random.Random(7)
+    data = b"".join(b'{"ph": "X", "ts": %d, "name": "op%d"},' % (rng.randrange(10**9), i) for i in range(200_000))
+    whole = gzip.compress(data)
+    mid = len(whole) // 2
+    bad = tmp_path / "bad.json.gz"
+    bad.write_bytes(whole[:mid] + b"\xff" * 64 + whole[mid + 64 :])
+    inflater, good = zlib.decompressobj(31), 0
+    for b in bad.read_bytes():
+        try:
+            good += len(inflater.decompress(bytes([b])))
+        except zlib.error:
+            break
+    with pytest.raises(lltrace.TraceFormatError, match="corrupt gzip data") as err:
+        _gunzipped(bad, tmp_path / "bad.json")
+    named = int(str(err.value).split("decompressed byte ")[1].split(":")[0])
+    assert 0 < good - 64 * 1024 <= named <= good
+
+
 def test_block_constant_is_sane():
     assert _jsonscan.BLOCK_BYTES >= 1 << 20
 
