@@ -148,12 +148,13 @@ def stage_gzip(
         return None
     head, base = found
     document = scratch / "document.json"  # sparse: the declined pieces' bytes at their offsets
-    fd = os.open(document, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    out = open(document, "wb")  # noqa: SIM115 (closed below, once the readers are done)
     lock = threading.Lock()
 
     def keep(start: int, data: bytes) -> None:
         with lock:
-            os.pwrite(fd, data, start)
+            out.seek(start)
+            out.write(data)
 
     feed = kineto_fast.Feed(readers, keep)
     cutter = _Cutter(path, head, feed, progress)
@@ -163,7 +164,7 @@ def stage_gzip(
     finally:
         feed.stop.set()  # (the readers are done: the cutter stops if it is not)
         cutter.thread.join()
-        os.close(fd)
+        out.close()
     if cutter.error is not None or cutter.why_not is not None or isinstance(res, str):
         if not isinstance(res, str):
             kineto_fast.remove_outputs(res, stage_dir, part)
