@@ -201,6 +201,8 @@ def ingest(
         done = _ingest_whole(con, path, scratch, stage, part, keep_python, progress, info)
         if not done:
             _ingest_streaming(con, path, scratch, keep_python, progress, info)
+        if progress is not None:
+            progress(os.path.getsize(path))
         clock = time.perf_counter()
         finalize(con, path, scratch, stage, part, info, done if isinstance(done, kineto_fast.FastResult) else None)
         info.details["tables_seconds"] = round(time.perf_counter() - clock, 3)  # the kernels' links, the tables
@@ -285,13 +287,13 @@ def _ingest_whole(
     if isinstance(streamed, kineto_fast.FastResult):
         return streamed
     if gz:
-        info.details["gzip"] = "decompressed to a scratch file, then read"
         doc = scratch / "document.json"
         cut: list[str] = []
         gunzip_to(path, doc, cut.append, (lambda pos: progress(pos // 2)) if progress else None)
         if cut:
             doc.unlink()
             return False
+        info.details["gzip"] = "decompressed to a scratch file, then read"
     try:
         doc_size = doc.stat().st_size
         if gz:
@@ -353,17 +355,11 @@ def _ingest_whole(
             doc.unlink(missing_ok=True)
     if streamed is not None:
         info.details["reader_note"] = f"compiled reader declined ({streamed}); read with DuckDB"
-    _describe(info, done, loc, progress, size)
+    _describe(info, done, loc)
     return done
 
 
-def _describe(
-    info: SourceInfo,
-    done: kineto_fast.FastResult | bool,
-    loc: ArrayLocation,
-    progress: Callable[[int], None] | None,
-    size: int,
-) -> None:
+def _describe(info: SourceInfo, done: kineto_fast.FastResult | bool, loc: ArrayLocation) -> None:
     """Which reader read the trace (and which byte ranges each, where both did), and the metadata around it."""
     if isinstance(done, kineto_fast.FastResult):
         info.details["reader"] = "compiled" if not done.declined else "compiled, pieces with DuckDB"
@@ -374,8 +370,6 @@ def _describe(
         info.details["reader"] = "duckdb"
     info.details["metadata"] = loc.metadata
     info.details["array_form"] = loc.array_form
-    if progress is not None:
-        progress(size)
 
 
 def _streamed(
@@ -411,7 +405,7 @@ def _streamed(
         return why
     _bomb(info, path, doc_size, size)
     info.details["gzip"] = "read as inflated"
-    _describe(info, res, got.location, progress, size)
+    _describe(info, res, got.location)
     return res
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import duckdb
 import pyarrow.parquet as pq
 import pytest
-from conftest import REPO, SAMPLES, torch_traces
+from conftest import DATA, REPO, SAMPLES, torch_traces
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -516,3 +516,21 @@ def test_a_gzipped_trace_with_its_base_after_the_events_or_cut_short_is_read_the
     cut.write_bytes(whole[: len(whole) * 2 // 3])
     fast = _check(cut, tmp_path / "cut", monkeypatch)
     assert fast.details.get("gzip") != "read as inflated" and fast.truncated
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["vllm_b200_tp8_gptoss_mxfp4_prefill_eager.rank0.json.gz", "hta_a100_ddp_nccl_2rank.rank0.json.gz"],
+)
+def test_progress_of_a_gzipped_trace_rises_to_its_size(name: str, tmp_path: Path):
+    """Read as inflated (the vLLM trace) or decompressed first (the HTA one), the progress a command's bar draws
+    never goes back and ends at the file's size."""
+    import lltrace
+
+    path = DATA / "torch" / name
+    seen: list[tuple[int, int]] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lltrace.ingest([path], store=tmp_path / "store", progress=lambda _p, done, total: seen.append((done, total)))
+    dones = [d for d, _ in seen]
+    assert len(seen) > 1 and dones == sorted(dones) and seen[-1] == (path.stat().st_size, path.stat().st_size)
