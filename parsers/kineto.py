@@ -388,11 +388,10 @@ def _streamed(
         return None
     old_ext = _old_external_id(path)
     got = kineto_stream.stage_gzip(path, scratch, stage, part, keep_python, old_ext, usable_cores(), progress)
-    if got is None:
-        return None
-    res, size = got.result, os.path.getsize(path)
+    if got is None or isinstance(got, str):
+        return got
+    res, size, doc_size = got.result, os.path.getsize(path), got.size
     try:
-        doc_size = got.document.stat().st_size
         why = _needs_cleaning(res)
         if why is None and res.declined:
             why = _read_declined(con, got.document, res, scratch, keep_python, old_ext)

@@ -16,7 +16,6 @@ for give None, having kept nothing: the caller reads the file the other ways.
 
 from __future__ import annotations
 
-import os
 import threading
 import zlib
 from collections.abc import Callable
@@ -44,6 +43,7 @@ class Streamed:
     result: kineto_fast.FastResult
     location: ArrayLocation
     document: Path
+    size: int  # bytes decompressed: the document's size
 
 
 def _head(path: str) -> tuple[ArrayHead, int] | None:
@@ -138,11 +138,11 @@ def stage_gzip(
     old_external_id: bool,
     readers: int,
     progress: Callable[[int], None] | None,
-) -> Streamed | None:
-    """Read the gzipped trace ``path`` with the compiled reader as it is inflated (``kineto_fast.stage``'s outputs);
-    None, keeping nothing, where the clock base is not in the document's head, every piece was declined, or the
-    stream is not a whole trace (the caller then reads the file the other ways). Corrupt gzip data raises
-    ``TraceFormatError``."""
+) -> Streamed | str | None:
+    """Read the gzipped trace ``path`` with the compiled reader as it is inflated (``kineto_fast.stage``'s outputs).
+    Keeping nothing: why DuckDB's reader must read the whole array, where every piece was declined; or None, where the
+    clock base is not in the document's head or the stream is not a whole trace (the caller then reads the file the
+    other ways). Corrupt gzip data raises ``TraceFormatError``."""
     found = _head(path)
     if found is None:
         return None
@@ -171,12 +171,11 @@ def stage_gzip(
         document.unlink(missing_ok=True)
         if cutter.error is not None:
             raise cutter.error
-        return None
+        return res if isinstance(res, str) and cutter.why_not is None else None
     assert cutter.close is not None
     meta = {} if head.array_form else metadata_of(path, head.text, cutter.tail)
     if meta is None or (not head.array_form and meta.get("baseTimeNanoseconds") != base):
         kineto_fast.remove_outputs(res, stage_dir, part)
         document.unlink(missing_ok=True)
         return None
-    os.truncate(document, cutter.size)
-    return Streamed(res, ArrayLocation(head.open, cutter.close, meta, head.array_form), document)
+    return Streamed(res, ArrayLocation(head.open, cutter.close, meta, head.array_form), document, cutter.size)

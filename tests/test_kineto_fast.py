@@ -534,3 +534,19 @@ def test_progress_of_a_gzipped_trace_rises_to_its_size(name: str, tmp_path: Path
         lltrace.ingest([path], store=tmp_path / "store", progress=lambda _p, done, total: seen.append((done, total)))
     dones = [d for d, _ in seen]
     assert len(seen) > 1 and dones == sorted(dones) and seen[-1] == (path.stat().st_size, path.stat().st_size)
+
+
+def test_a_streamed_trace_whose_every_piece_is_declined_goes_to_duckdb_without_a_second_try(tmp_path, monkeypatch):
+    """Every piece declined while inflating: the whole array is DuckDB's at once (the compiled reader does not read
+    the decompressed file again, which would decline the same events), and the tables are the DuckDB reader's."""
+    monkeypatch.setattr(kineto_stream, "PIECE_BYTES", 64 << 10)
+    odd = json.loads(_ODD)
+    events = [{**odd, "ts": 1000 + i} for i in range(5000)]
+    path = tmp_path / "odd.json.gz"
+    path.write_bytes(gzip.compress(_doc(events, baseTimeNanoseconds=1_700_000_000_000_000_000).encode()))
+    calls = []
+    real_stage = kineto_fast.stage
+    monkeypatch.setattr(kineto_fast, "stage", lambda *a, **k: calls.append(1) or real_stage(*a, **k))
+    fast = _check(path, tmp_path / "stages", monkeypatch)
+    assert fast.details["reader"] == "duckdb" and "escaped nested value" in fast.details["reader_note"]
+    assert len(calls) == 1
