@@ -316,8 +316,8 @@ def _ingest_whole(
         bounds = [loc.open, *(x for cut in cuts for x in cut), loc.close + 1]
         old_ext = _old_external_id(path)
         done: kineto_fast.FastResult | bool = False
-        base = loc.metadata.get("baseTimeNanoseconds", 0)
-        if compiled and type(base) is int and -(2**62) < base < 2**62:
+        base = kineto_fast.reader_base(loc.metadata)
+        if compiled and base is not None:
             pieces = [
                 (bounds[2 * k] + (k == 0), bounds[2 * k + 1] - (k == len(bounds) // 2 - 1))
                 for k in range(len(bounds) // 2)

@@ -22,12 +22,14 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from lltrace.parsers._jsonscan import ArrayLocation
@@ -60,6 +62,20 @@ FLOWS_COLUMNS = [(c, _SOURCE.get(c, c)) for c in FLOWS.names if c != "part"]
 _BLOCK = 4 << 20  # bytes read per call of the compiled reader, per thread
 _ROW_GROUP = 65536  # rows per row group written
 MAX_EVENT_BYTES = 8 << 20  # one event larger than this is not a real trace event (DuckDB's maximum_object_size)
+_MAX_BASE = 2**62  # the largest clock base the readers add (far beyond any real one: the sums cannot overflow)
+# How each kind of file is written. Dictionary encoding costs more time than it saves space in the final tables;
+# zstd alone compresses them better. The staged ones are read once, soon: no compression; kernel names are long
+# and few.
+_STAGED_WRITE: dict[str, Any] = {"compression": "none", "use_dictionary": ["name"], "write_statistics": False}
+_FINAL_WRITE: dict[str, Any] = {"compression": "zstd", "use_dictionary": False}
+
+
+def reader_base(metadata: dict[str, Any]) -> int | None:
+    """The clock base the compiled reader adds to the rows' times: the document's ``baseTimeNanoseconds`` (0 where
+    it has none), or None where that is not one it takes (not an integer, or beyond +-2^62): DuckDB's reader then
+    reads the trace and judges it."""
+    base = metadata.get("baseTimeNanoseconds", 0)
+    return base if type(base) is int and -_MAX_BASE < base < _MAX_BASE else None
 
 
 def available() -> bool:
@@ -77,6 +93,8 @@ class FastResult:
     staged: dict[str, list[Path]] = field(default_factory=dict)
     declined: list[tuple[int, int, str]] = field(default_factory=list)  # (start, end, why): for DuckDB
     declined_counts: dict[str, int | None] = field(default_factory=dict)  # DuckDB's staging of those
+    base_ns: int = 0  # the clock base the readers added to the times
+    staged_shift_ns: int = 0  # added to the staged rows' times as they are read (shift_outputs)
     # where the time went: the reader threads' wall time summed over them, reading the file's bytes (the copy from
     # the page cache), parsing them (the compiled reader, without the GIL) and writing the tables (Arrow batches,
     # Parquet encoding and compression); then, once they are done, counting the distinct rows ("duplicates")
@@ -126,13 +144,10 @@ class _Piece:
         self.marks = (0, 0)
 
     def open(self) -> None:
-        # Dictionary encoding costs more time than it saves space here; zstd alone compresses these tables better.
-        for s in STAGED_SINKS:  # read once, soon: no compression; kernel names are long and few
-            self.writers[s] = pq.ParquetWriter(
-                self.paths[s], SINK_SCHEMAS[s], compression="none", use_dictionary=["name"], write_statistics=False
-            )
+        for s in STAGED_SINKS:
+            self.writers[s] = pq.ParquetWriter(self.paths[s], SINK_SCHEMAS[s], **_STAGED_WRITE)
         for t, schema in (("ops", OPS.schema), ("flows", FLOWS.schema)):
-            self.writers[t] = pq.ParquetWriter(self.paths[t], schema, compression="zstd", use_dictionary=False)
+            self.writers[t] = pq.ParquetWriter(self.paths[t], schema, **_FINAL_WRITE)
 
     def hold(self) -> None:
         """Hold what is written from now on until ``commit`` (one piece of a stream read whole) or ``rollback`` (the
@@ -485,7 +500,12 @@ def stage(
     staged = {s: [st.paths[s] for st in read] for s in STAGED_SINKS}
     seconds = {k: round(sum(s.seconds[k] for s in read), 3) for k in ("read", "parse", "write", "sort")}
     seconds["duplicates"] = round(time.perf_counter() - clock, 3)  # after the threads: the distinct rows counted
-    return FastResult(counts, rows, distinct, staged, sorted(declined), seconds=seconds)
+    return FastResult(counts, rows, distinct, staged, sorted(declined), base_ns=base_ns, seconds=seconds)
+
+
+def _final_files(stage_dir: Path, part: int) -> list[Path]:
+    """The ``ops`` and ``flows`` files ``stage`` wrote for ``part`` (every reader's)."""
+    return [p for t in ("ops", "flows") for p in (stage_dir / t).glob(f"part-{part:05d}.*parquet")]
 
 
 def remove_outputs(result: FastResult, stage_dir: Path, part: int) -> None:
@@ -493,9 +513,40 @@ def remove_outputs(result: FastResult, stage_dir: Path, part: int) -> None:
     for paths in result.staged.values():
         for p in paths:
             p.unlink(missing_ok=True)
-    for t in ("ops", "flows"):
-        for p in (stage_dir / t).glob(f"part-{part:05d}.*parquet"):
-            p.unlink()
+    for p in _final_files(stage_dir, part):
+        p.unlink()
+
+
+def _shift_file(path: Path, by_ns: int) -> None:
+    """Rewrite one of the final tables ``stage`` wrote with ``by_ns`` added to its times, row group by row group."""
+    out = path.with_name(path.name + ".shifted")
+    try:
+        with pq.ParquetFile(path) as src, pq.ParquetWriter(out, src.schema_arrow, **_FINAL_WRITE) as w:
+            at = src.schema_arrow.get_field_index("ts_ns")
+            for g in range(src.num_row_groups):
+                rows = src.read_row_group(g)
+                w.write_table(rows.set_column(at, "ts_ns", pc.add_checked(rows.column(at), by_ns)))
+    except BaseException:
+        out.unlink(missing_ok=True)
+        raise
+    os.replace(out, path)
+
+
+def shift_outputs(result: FastResult, stage_dir: Path, part: int, by_ns: int, threads: int) -> bool:
+    """Add ``by_ns`` to the times of every row ``stage`` wrote: the clock base, where the document gives it only after
+    its events and they were read with none (``kineto_stream``). ``ops`` and ``flows`` are rewritten; the staged rows
+    are moved as ``kineto_tables.finalize`` reads them (``result.staged_shift_ns``). False, changing nothing, where a
+    time could pass 64-bit nanoseconds (the compiled reader declines such a row: the caller reads the trace the
+    other way)."""
+    ends = [result.counts[k] for k in ("min_ts", "max_ts")]  # the rows' times, less the base they carry
+    if any(t is not None and not -(2**63) <= t + result.base_ns + by_ns < 2**63 for t in ends):
+        return False
+    with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:  # (pyarrow works without the GIL)
+        for job in [pool.submit(_shift_file, p, by_ns) for p in _final_files(stage_dir, part)]:
+            job.result()
+    pa.default_memory_pool().release_unused()  # (what the rewriting held goes back before the next phase)
+    result.staged_shift_ns = by_ns
+    return True
 
 
 def byte_ranges(res: FastResult, loc: ArrayLocation) -> list[dict[str, Any]]:

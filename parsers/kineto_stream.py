@@ -5,13 +5,17 @@ of its own (zlib releases the GIL) and cut, as it comes, into pieces of whole ev
 take each piece as it is made (``kineto_fast.stage`` with a ``Feed``). Without this, the document is first
 decompressed into a scratch file on one core, which on a 2 GB trace took longer than reading it.
 
-It applies where the clock base the readers add is known before the events: the document's head (what comes before
-``traceEvents``) holds ``baseTimeNanoseconds`` (there in every vLLM and SGLang trace in ../shared/data; the HTA and
-Hugging Face ones have it after their events, or none), or the document is a bare event array (no base). Where the
-head has none, the base may still come after the events, so the caller decompresses to a file first, as before. A
-piece the compiled reader declines is written at its offset into a sparse copy of the document, for DuckDB's reader.
-A stream cut short, a document that does not end as a trace does, or no boundary between events where one is looked
-for give None, having kept nothing: the caller reads the file the other ways.
+The readers add the document's clock base (``baseTimeNanoseconds``) to the times they write. Where the document's
+head (what comes before ``traceEvents``) holds it, as in every vLLM and SGLang trace in ../shared/data, or the document
+is a bare event array (no base), it is known before the events. Where the head has none, the base may still come after
+the events: Kineto wrote it in the document's closing lines (``finalizeTrace``) before it moved it ahead of the events
+(``handleTraceStart``), so the HTA and Hugging Face traces here have it last, and traces older than PyTorch 2.4 have
+none. Then the events are read with none, and once the stream's end shows the base, the times written are moved by
+it (``kineto_fast.shift_outputs``: ``ops`` and ``flows`` rewritten, under a second for 2 GB of trace against several
+for decompressing it to a file first; the staged rows moved as they are joined). A piece the compiled
+reader declines is written at its offset into a sparse copy of the document, for DuckDB's reader. A stream cut short,
+a document that does not end as a trace does, a clock base the readers do not take, or no boundary between events
+where one is looked for give None, having kept nothing: the caller reads the file the other ways.
 """
 
 from __future__ import annotations
@@ -32,7 +36,6 @@ _CUT_WINDOW = 16 << 10  # bytes looked at for an event boundary: dozens of event
 # is checked whole by the reader: one ending inside an event is declined)
 _TAIL_BYTES = 8 << 20  # bytes at the end looked at for the array's close (locate_event_array's)
 _HEAD_BYTES = 8 << 20  # the most inflated to find where the array opens
-_MAX_BASE = 2**62  # a clock base the readers take (as for a plain file)
 
 
 @dataclass
@@ -47,7 +50,9 @@ class Streamed:
 
 
 def _head(path: str) -> tuple[ArrayHead, int] | None:
-    """Where the array opens and the clock base, from the document's first bytes; None where either is not there."""
+    """Where the array opens, from the document's first bytes, and the clock base the readers add (0 where the head has
+    none: it may come after the events); None where the array's opening is not there or the head's base is not one the
+    readers take."""
     inflater = zlib.decompressobj(wbits=31)
     with open(path, "rb") as f:
         try:
@@ -60,10 +65,8 @@ def _head(path: str) -> tuple[ArrayHead, int] | None:
     if found.array_form:
         return found, 0
     meta = metadata_of(path, found.text, b"}")
-    base = None if meta is None else meta.get("baseTimeNanoseconds")
-    if type(base) is not int or not -_MAX_BASE < base < _MAX_BASE:
-        return None
-    return found, base
+    base = None if meta is None else kineto_fast.reader_base(meta)
+    return None if base is None else (found, base)
 
 
 class _Cutter:
@@ -141,12 +144,12 @@ def stage_gzip(
 ) -> Streamed | str | None:
     """Read the gzipped trace ``path`` with the compiled reader as it is inflated (``kineto_fast.stage``'s outputs).
     Keeping nothing: why DuckDB's reader must read the whole array, where every piece was declined; or None, where the
-    clock base is not in the document's head or the stream is not a whole trace (the caller then reads the file the
+    stream is not a whole trace or its clock base is not one the readers take (the caller then reads the file the
     other ways). Corrupt gzip data raises ``TraceFormatError``."""
     found = _head(path)
     if found is None:
         return None
-    head, base = found
+    head, base = found  # the base the readers add: the head's, else 0 until the end shows whether there is one
     document = scratch / "document.json"  # sparse: the declined pieces' bytes at their offsets
     out = open(document, "wb")  # noqa: SIM115 (closed below, once the readers are done)
     lock = threading.Lock()
@@ -174,7 +177,8 @@ def stage_gzip(
         return res if isinstance(res, str) and cutter.why_not is None else None
     assert cutter.close is not None
     meta = {} if head.array_form else metadata_of(path, head.text, cutter.tail)
-    if meta is None or (not head.array_form and meta.get("baseTimeNanoseconds") != base):
+    whole = None if meta is None else kineto_fast.reader_base(meta)  # the document's base, head and tail read
+    if whole is None or (whole != base and not kineto_fast.shift_outputs(res, stage_dir, part, whole - base, readers)):
         kineto_fast.remove_outputs(res, stage_dir, part)
         document.unlink(missing_ok=True)
         return None

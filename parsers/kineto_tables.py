@@ -288,9 +288,11 @@ def finalize(
             return "read_parquet([" + ", ".join(f"'{p}'" for p in paths) + "])"
 
         ops_files = f"read_parquet('{stage}/ops/part-{part:05d}.*parquet')"
-        sources = {  # the compiled reader's rows carry the clock base already
-            "k_src": f"SELECT * FROM {files(fast.staged['kernels'])}",
-            "a_src": f"SELECT * FROM {files(fast.staged['annotations'])}",
+        # the compiled reader's rows carry the clock base already (the staged ones once moved by a base learnt late)
+        moved_by = f" REPLACE (ts_ns + {fast.staged_shift_ns} AS ts_ns)" if fast.staged_shift_ns else ""
+        sources = {
+            "k_src": f"SELECT *{moved_by} FROM {files(fast.staged['kernels'])}",
+            "a_src": f"SELECT *{moved_by} FROM {files(fast.staged['annotations'])}",
             "m_src": f"SELECT * FROM {files(fast.staged['meta'])}",
             "l_src": f"SELECT cat, name, pid, tid, ts_ns, correlation FROM {ops_files}",
         }

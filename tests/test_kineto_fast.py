@@ -460,23 +460,31 @@ def test_the_16_byte_string_scan_reads_what_the_32_byte_one_reads(tmp_path: Path
 # --- a gzipped trace read as it is inflated (parsers/kineto_stream.py)
 
 
-def _base_comes_first(path: Path) -> bool:
-    """From the raw file: whether the clock base comes before the events (or the document is a bare event array)."""
+def _where_the_base_is(path: Path) -> str:
+    """From the raw file: whether the clock base comes before the events ("first", or a bare event array), after them
+    ("last"), or nowhere ("none")."""
     text = gzip.decompress(path.read_bytes())
     events = text.find(b'"traceEvents"')
     base = text.find(b'"baseTimeNanoseconds"')
-    return text.lstrip().startswith(b"[") or 0 <= base < events
+    if text.lstrip().startswith(b"[") or 0 <= base < events:
+        return "first"
+    return "last" if base > events else "none"
+
+
+def test_the_real_gzip_traces_have_their_clock_base_first_last_and_nowhere():
+    """The real traces below cover each case the stream must handle: the base before the events (every vLLM and SGLang
+    trace), after them (PyTorch 2.4-2.6: the HTA and Hugging Face traces) and none (older PyTorch: absolute times)."""
+    assert {_where_the_base_is(p) for p in torch_traces()} == {"first", "last", "none"}
 
 
 @pytest.mark.parametrize("path", torch_traces(), ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_a_real_gzip_trace_is_read_as_inflated_where_its_clock_base_comes_first(path, tmp_path, monkeypatch):
-    """Read as it is inflated exactly where the base the readers add is known before the events (every vLLM trace
-    here); else decompressed to a file first. In pieces of 64 KB (hundreds of cuts on the larger traces), the tables
-    are still the DuckDB reader's."""
+def test_a_real_gzip_trace_is_read_as_inflated_wherever_its_clock_base_is(path, tmp_path, monkeypatch):
+    """Read as it is inflated wherever the base the readers add comes: before the events, after them (read with none,
+    the times moved once the stream's end shows it) or nowhere. In pieces of 64 KB (hundreds of cuts on the larger
+    traces), the tables are still the DuckDB reader's."""
     monkeypatch.setattr(kineto_stream, "PIECE_BYTES", 64 << 10)
     fast = _check(path, tmp_path, monkeypatch)
-    first = _base_comes_first(path)
-    assert fast.details["gzip"] == ("read as inflated" if first else "decompressed to a scratch file, then read")
+    assert fast.details["gzip"] == "read as inflated"
     assert fast.details["reader"] == "compiled", fast.details.get("reader_note")
 
 
@@ -499,19 +507,63 @@ def test_a_streamed_piece_the_compiled_reader_declines_is_read_by_duckdb(tmp_pat
     assert all(a["bytes"][1] == b["bytes"][0] for a, b in zip(ranges, ranges[1:], strict=False))
 
 
-def test_a_gzipped_trace_with_its_base_after_the_events_or_cut_short_is_read_the_other_ways(tmp_path, monkeypatch):
-    """The base after the events (unknown until the end): decompressed first, as before. A stream cut short: what
-    the readers had is dropped and the file is read as far as it is valid, as the DuckDB reader reads it."""
+def _late(text: str, base: str = "1700000000000000000") -> bytes:
+    """``text`` (a _long_trace) gzipped with its clock base moved after the events, and set to ``base``."""
+    first = '"baseTimeNanoseconds": 1700000000000000000'
+    assert first + ", " in text
+    return gzip.compress((text.replace(first + ", ", "")[:-1] + f', "baseTimeNanoseconds": {base}}}').encode())
+
+
+def test_a_gzipped_trace_with_its_clock_base_after_the_events_is_read_as_inflated(tmp_path, monkeypatch):
+    """The base after the events (unknown until the end): the events are read with none and their times moved once
+    the end shows it; with a declined piece too (DuckDB adds the base to its rows itself). The tables are the DuckDB
+    reader's, and the times are on the epoch clock."""
     monkeypatch.setattr(kineto_stream, "PIECE_BYTES", 256 << 10)
-    text = _long_trace(json.dumps(_X), 0.5)
-    base = '"baseTimeNanoseconds": 1700000000000000000'
-    assert base + ", " in text
-    late = text.replace(base + ", ", "")[:-1] + ", " + base + "}"
+    for name, odd, reader in (("late", json.dumps(_X), "compiled"), ("late_odd", _ODD, "compiled, pieces with DuckDB")):
+        path = tmp_path / f"{name}.json.gz"
+        path.write_bytes(_late(_long_trace(odd, 0.5)))
+        fast = _check(path, tmp_path / name, monkeypatch)
+        assert fast.details["gzip"] == "read as inflated" and fast.details["reader"] == reader
+        ops = pq.read_table(tmp_path / name / "compiled" / "ops").column("ts_ns").to_pylist()
+        assert min(ops) == 1_700_000_000_000_000_000 + 1_000_000  # the first op: 1000 us after the base
+
+
+@pytest.mark.parametrize(
+    "base, why",
+    [("9000000000000000000", "beyond the base the readers add"), ('"1700000000000000000"', "not an integer")],
+)
+def test_a_late_clock_base_the_readers_do_not_take_is_read_the_other_ways(base, why, tmp_path, monkeypatch):
+    """A base after the events that the readers do not take: what they read is dropped and the trace is read the other
+    ways, with the DuckDB reader's result (the tables, or its error)."""
+    monkeypatch.setattr(kineto_stream, "PIECE_BYTES", 256 << 10)
     path = tmp_path / "late.json.gz"
-    path.write_bytes(gzip.compress(late.encode()))
+    path.write_bytes(_late(_long_trace(json.dumps(_X), 0.5), base))
     fast = _check(path, tmp_path / "late", monkeypatch)
-    assert fast.details["gzip"] == "decompressed to a scratch file, then read"
-    whole = gzip.compress(text.encode())
+    assert isinstance(fast, str) or fast.details["gzip"] == "decompressed to a scratch file, then read", why
+
+
+def test_a_time_past_64_bits_once_a_late_base_is_added_drops_what_was_read(tmp_path, monkeypatch):
+    """A time that passes 64-bit nanoseconds only once the late base is added: moving the times fails, nothing the
+    readers wrote is kept, and the trace is read the other ways (with the DuckDB reader's result)."""
+    monkeypatch.setattr(kineto_stream, "PIECE_BYTES", 256 << 10)
+    far = json.dumps({**_X, "ts": 4_700_000_000_000_000})  # 4.7e18 ns: beyond int64 with a 4.6e18 base
+    text = _long_trace(far, 0.5, base=1_700_000_000_000_000_000)
+    path = tmp_path / "late.json.gz"
+    path.write_bytes(_late(text, str(4_600_000_000_000_000_000)))
+    calls = []
+    real = kineto_fast.shift_outputs
+    monkeypatch.setattr(kineto_fast, "shift_outputs", lambda *a: calls.append(real(*a)) or calls[-1])
+    fast = _check(path, tmp_path / "late", monkeypatch)
+    assert calls == [False]
+    assert isinstance(fast, str) or fast.details["gzip"] == "decompressed to a scratch file, then read"
+    assert not list((tmp_path / "late").rglob("*.shifted"))
+
+
+def test_a_gzipped_trace_cut_short_is_read_the_other_ways(tmp_path, monkeypatch):
+    """A stream cut short: what the readers had is dropped and the file is read as far as it is valid, as the DuckDB
+    reader reads it."""
+    monkeypatch.setattr(kineto_stream, "PIECE_BYTES", 256 << 10)
+    whole = gzip.compress(_long_trace(json.dumps(_X), 0.5).encode())
     cut = tmp_path / "cut.json.gz"
     cut.write_bytes(whole[: len(whole) * 2 // 3])
     fast = _check(cut, tmp_path / "cut", monkeypatch)
@@ -519,14 +571,20 @@ def test_a_gzipped_trace_with_its_base_after_the_events_or_cut_short_is_read_the
 
 
 @pytest.mark.parametrize(
-    "name",
-    ["vllm_b200_tp8_gptoss_mxfp4_prefill_eager.rank0.json.gz", "hta_a100_ddp_nccl_2rank.rank0.json.gz"],
+    "name, streamed",
+    [
+        ("vllm_b200_tp8_gptoss_mxfp4_prefill_eager.rank0.json.gz", True),
+        ("hta_a100_ddp_nccl_2rank.rank0.json.gz", True),
+        ("hta_a100_ddp_nccl_2rank.rank0.json.gz", False),
+    ],
 )
-def test_progress_of_a_gzipped_trace_rises_to_its_size(name: str, tmp_path: Path):
-    """Read as inflated (the vLLM trace) or decompressed first (the HTA one), the progress a command's bar draws
-    never goes back and ends at the file's size."""
+def test_progress_of_a_gzipped_trace_rises_to_its_size(name: str, streamed: bool, tmp_path: Path, monkeypatch):
+    """Read as inflated (the vLLM trace, its base first; the HTA one, its base last) or decompressed first (the HTA
+    one, the stream not taken), the progress a command's bar draws never goes back and ends at the file's size."""
     import lltrace
 
+    if not streamed:
+        monkeypatch.setattr(kineto_stream, "_head", lambda _path: None)
     path = DATA / "torch" / name
     seen: list[tuple[int, int]] = []
     with warnings.catch_warnings():
