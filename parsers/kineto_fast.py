@@ -22,7 +22,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -532,7 +531,7 @@ def _shift_file(path: Path, by_ns: int) -> None:
     os.replace(out, path)
 
 
-def shift_outputs(result: FastResult, stage_dir: Path, part: int, by_ns: int, threads: int) -> bool:
+def shift_outputs(result: FastResult, stage_dir: Path, part: int, by_ns: int) -> bool:
     """Add ``by_ns`` to the times of every row ``stage`` wrote: the clock base, where the document gives it only after
     its events and they were read with none (``kineto_stream``). ``ops`` and ``flows`` are rewritten; the staged rows
     are moved as ``kineto_tables.finalize`` reads them (``result.staged_shift_ns``). False, changing nothing, where a
@@ -541,9 +540,8 @@ def shift_outputs(result: FastResult, stage_dir: Path, part: int, by_ns: int, th
     ends = [result.counts[k] for k in ("min_ts", "max_ts")]  # the rows' times, less the base they carry
     if any(t is not None and not -(2**63) <= t + result.base_ns + by_ns < 2**63 for t in ends):
         return False
-    with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:  # (pyarrow works without the GIL)
-        for job in [pool.submit(_shift_file, p, by_ns) for p in _final_files(stage_dir, part)]:
-            job.result()
+    for p in _final_files(stage_dir, part):  # one at a time, on this thread: two at once save 0.3 s on 2 GB but
+        _shift_file(p, by_ns)  # hold 80 MB more, and their threads' allocations stay held through the later phases
     pa.default_memory_pool().release_unused()  # (what the rewriting held goes back before the next phase)
     result.staged_shift_ns = by_ns
     return True

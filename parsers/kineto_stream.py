@@ -178,7 +178,7 @@ def stage_gzip(
     assert cutter.close is not None
     meta = {} if head.array_form else metadata_of(path, head.text, cutter.tail)
     whole = None if meta is None else kineto_fast.reader_base(meta)  # the document's base, head and tail read
-    if whole is None or (whole != base and not kineto_fast.shift_outputs(res, stage_dir, part, whole - base, readers)):
+    if whole is None or (whole != base and not kineto_fast.shift_outputs(res, stage_dir, part, whole - base)):
         kineto_fast.remove_outputs(res, stage_dir, part)
         document.unlink(missing_ok=True)
         return None
