@@ -537,7 +537,7 @@ def shift_outputs(result: FastResult, stage_dir: Path, part: int, by_ns: int) ->
     are moved as ``kineto_tables.finalize`` reads them (``result.staged_shift_ns``). False, changing nothing, where a
     time could pass 64-bit nanoseconds (the compiled reader declines such a row: the caller reads the trace the
     other way)."""
-    ends = [result.counts[k] for k in ("min_ts", "max_ts")]  # the rows' times, less the base they carry
+    ends = [result.counts[k] for k in ("min_ts", "max_ts")]  # the rows' times before any base
     if any(t is not None and not -(2**63) <= t + result.base_ns + by_ns < 2**63 for t in ends):
         return False
     for p in _final_files(stage_dir, part):  # one at a time, on this thread: two at once save 0.3 s on 2 GB but

@@ -11,8 +11,8 @@ is a bare event array (no base), it is known before the events. Where the head h
 the events: Kineto wrote it in the document's closing lines (``finalizeTrace``) before it moved it ahead of the events
 (``handleTraceStart``), so the HTA and Hugging Face traces here have it last, and traces older than PyTorch 2.4 have
 none. Then the events are read with none, and once the stream's end shows the base, the times written are moved by
-it (``kineto_fast.shift_outputs``: ``ops`` and ``flows`` rewritten, under a second for 2 GB of trace against several
-for decompressing it to a file first; the staged rows moved as they are joined). A piece the compiled
+it (``kineto_fast.shift_outputs``: ``ops`` and ``flows`` rewritten, about a second for 2 GB of trace, where writing
+it decompressed to a file first cost more; the staged rows moved as they are joined). A piece the compiled
 reader declines is written at its offset into a sparse copy of the document, for DuckDB's reader. A stream cut short,
 a document that does not end as a trace does, a clock base the readers do not take, or no boundary between events
 where one is looked for give None, having kept nothing: the caller reads the file the other ways.
