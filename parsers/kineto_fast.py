@@ -92,8 +92,7 @@ class FastResult:
     staged: dict[str, list[Path]] = field(default_factory=dict)
     declined: list[tuple[int, int, str]] = field(default_factory=list)  # (start, end, why): for DuckDB
     declined_counts: dict[str, int | None] = field(default_factory=dict)  # DuckDB's staging of those
-    base_ns: int = 0  # the clock base the readers added to the times
-    staged_shift_ns: int = 0  # added to the staged rows' times as they are read (shift_outputs)
+    base_ns: int = 0  # the clock base the readers added to the times (shift_outputs: ops and flows then moved on)
     # where the time went: the reader threads' wall time summed over them, reading the file's bytes (the copy from
     # the page cache), parsing them (the compiled reader, without the GIL) and writing the tables (Arrow batches,
     # Parquet encoding and compression); then, once they are done, counting the distinct rows ("duplicates")
@@ -534,7 +533,8 @@ def _shift_file(path: Path, by_ns: int) -> None:
 def shift_outputs(result: FastResult, stage_dir: Path, part: int, by_ns: int) -> bool:
     """Add ``by_ns`` to the times of every row ``stage`` wrote: the clock base, where the document gives it only after
     its events and they were read with none (``kineto_stream``). ``ops`` and ``flows`` are rewritten; the staged rows
-    are moved as ``kineto_tables.finalize`` reads them (``result.staged_shift_ns``). False, changing nothing, where a
+    are moved as ``kineto_tables.finalize`` reads them (by the document's base less ``result.base_ns``). False,
+    changing nothing, where a
     time could pass 64-bit nanoseconds (the compiled reader declines such a row: the caller reads the trace the
     other way)."""
     ends = [result.counts[k] for k in ("min_ts", "max_ts")]  # the rows' times before any base
@@ -543,7 +543,6 @@ def shift_outputs(result: FastResult, stage_dir: Path, part: int, by_ns: int) ->
     for p in _final_files(stage_dir, part):  # one at a time, on this thread: two at once save 0.3 s on 2 GB but
         _shift_file(p, by_ns)  # hold 80 MB more, and their threads' allocations stay held through the later phases
     pa.default_memory_pool().release_unused()  # (what the rewriting held goes back before the next phase)
-    result.staged_shift_ns = by_ns
     return True
 
 

@@ -288,8 +288,10 @@ def finalize(
             return "read_parquet([" + ", ".join(f"'{p}'" for p in paths) + "])"
 
         ops_files = f"read_parquet('{stage}/ops/part-{part:05d}.*parquet')"
-        # the compiled reader's rows carry the clock base already (the staged ones once moved by a base learnt late)
-        moved_by = f" REPLACE (ts_ns + {fast.staged_shift_ns} AS ts_ns)" if fast.staged_shift_ns else ""
+        # the compiled reader's rows carry the clock base already: ops and flows the document's, the staged ones the
+        # base it read them with (0 where the document gives its base only after the events: kineto_stream)
+        late = base_ns - fast.base_ns
+        moved_by = f" REPLACE (ts_ns + {late} AS ts_ns)" if late else ""
         sources = {
             "k_src": f"SELECT *{moved_by} FROM {files(fast.staged['kernels'])}",
             "a_src": f"SELECT *{moved_by} FROM {files(fast.staged['annotations'])}",
