@@ -474,6 +474,16 @@ def render(doc: dict[str, Any]) -> Group:
             for b in prof["gpu_busy"]
         )
         parts.append(Text(f"GPU busy: {busy}"))
+        summed, union = sum(r["total_s"] for r in prof["kernel_time"]), sum(b["busy_s"] for b in prof["gpu_busy"])
+        if summed > union and _ms(summed) != _ms(union):  # the two figures on screen disagree: say why
+            parts.append(
+                Text(
+                    f"The classes sum to {_ms(summed)} ms, more than the {_ms(union)} ms the GPU was busy: kernels on "
+                    "concurrent streams ran at the same time, each counted in full above and the overlap once in the "
+                    "busy time",
+                    style="dim",
+                )
+            )
         variants = ", ".join(
             f"{v['variant'] or 'phase not in name'} {_ms(v['total_s'])} ms" for v in prof["attention_variants"]
         )
