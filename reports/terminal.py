@@ -478,9 +478,9 @@ def render(doc: dict[str, Any]) -> Group:
         if summed > union and _ms(summed) != _ms(union):  # the two figures on screen disagree: say why
             parts.append(
                 Text(
-                    f"The classes sum to {_ms(summed)} ms, more than the {_ms(union)} ms the GPU was busy: kernels on "
-                    "concurrent streams ran at the same time, each counted in full above and the overlap once in the "
-                    "busy time",
+                    f"The classes sum to {_ms(summed)} ms, more than the {_ms(union)} ms the GPU was busy: GPU ops ran "
+                    "at the same time (on concurrent streams, or on one stream with programmatic dependent launch), "
+                    "each counted in full above and the overlap once in the busy time",
                     style="dim",
                 )
             )

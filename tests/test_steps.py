@@ -324,14 +324,16 @@ def test_a_cpu_step_without_shapes_says_why_it_has_no_kind(store, tmp_path):
 @pytest.mark.parametrize(
     "name, overlap",
     [
-        ("hta_a100_recsys_8rank_oldformat.rank3.json.gz", True),  # all_to_all beside compute, on other streams
-        ("vllm_v1_mi300x_mixed_piecewise_8155p37d.AMD.json.gz", False),
+        ("hta_a100_recsys_8rank_oldformat.rank3.json.gz", True),  # NCCL's stream beside the compute stream: 113 ms
+        ("vllm_b200_tp8_gptoss_mxfp4_prefill_eager.rank0.json.gz", True),  # MoE kernels on one stream: 69 us
+        ("vllm_v1_mi300x_mixed_piecewise_8155p37d.AMD.json.gz", False),  # 0.1 us: below the display's 0.01 ms
     ],
 )
 def test_kernel_classes_summing_past_the_busy_time_are_explained(name, overlap, tmp_path):
-    """Kernels on concurrent streams count in full in the kernel-class table but once in the GPU busy time, so the
-    classes can sum past it; where the two figures on screen disagree, a line says why. The premise (whether GPU ops
-    overlap at all) from the raw file."""
+    """GPU ops that overlap in time (on concurrent streams, or on one stream with programmatic dependent launch, as the
+    B200 trace's MoE kernels do) count in full in the kernel-class table but once in the GPU busy time, so the classes
+    can sum past it; where the two figures on screen disagree, a line says why. The premise (how much the GPU ops
+    overlap) from the raw file."""
     path = shared_file("torch", name)
     ev = raw_trace(str(path))["traceEvents"]
     ivs = sorted(
@@ -339,7 +341,7 @@ def test_kernel_classes_summing_past_the_busy_time_are_explained(name, overlap, 
         for e in ev
         if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") and e["dur"] > 0
     )
-    assert (sum(b - a for a, b in ivs) - _union(ivs) > 1000) == overlap  # more than a millisecond overlapped
+    assert (sum(b - a for a, b in ivs) - _union(ivs) >= 10) == overlap  # 10 us: the display's 0.01 ms
     doc = lltrace.analyze([path], store=tmp_path / "s").to_dict()
     console = Console(width=300, record=True)
     print_summary(doc, console)
@@ -348,4 +350,4 @@ def test_kernel_classes_summing_past_the_busy_time_are_explained(name, overlap, 
     union = sum(b["busy_s"] for b in doc["profile"]["gpu_busy"])
     line = f"The classes sum to {summed * 1e3:.2f} ms, more than the {union * 1e3:.2f} ms the GPU was busy"
     assert (line in text) == overlap
-    assert ("kernels on concurrent streams ran at the same time" in text) == overlap
+    assert ("GPU ops ran at the same time" in text) == overlap
