@@ -129,6 +129,7 @@ static void col_free(Col *c) {
 /* ---------------------------------------------------------------- strict JSON scanning */
 
 static inline const char *skip_ws(const char *p, const char *end) {
+    if (p < end && (unsigned char)*p > ' ') return p; /* compact JSON: no whitespace at all */
     if (p < end && *p == '\n') { /* pretty-printed: a newline, then indentation, eight spaces at a time */
         p++;
         uint64_t w;
@@ -244,7 +245,7 @@ static inline const unsigned char *skip_plain(const unsigned char *p, const unsi
 }
 
 /* *pp at the opening quote; leaves *pp after the closing quote. */
-static int scan_string(const char **pp, const char *end_, Val *v, Err *err) {
+static int scan_string_any(const char **pp, const char *end_, Val *v, Err *err) {
     const unsigned char *p = (const unsigned char *)*pp + 1, *end = (const unsigned char *)end_;
     const unsigned char *start = p;
     int escaped = 0;
@@ -308,10 +309,47 @@ static int scan_string(const char **pp, const char *end_, Val *v, Err *err) {
     return OK;
 }
 
+/* scan_string, inline where the string is short (most are keys): its closing quote is the first byte of the 16
+ * after the opening one that is not PLAIN. */
+static inline __attribute__((always_inline)) int scan_string(const char **pp, const char *end, Val *v, Err *err) {
+#ifdef __SSE2__
+    const unsigned char *p = (const unsigned char *)*pp + 1;
+    if ((const unsigned char *)end - p >= 16) {
+        int mask = stop_mask16(p);
+        if (mask) {
+            int at = __builtin_ctz((unsigned)mask);
+            if (p[at] == '"') {
+                v->kind = V_STR;
+                v->p = (const char *)p;
+                v->len = (size_t)at;
+                v->escaped = 0;
+                *pp = (const char *)p + at + 1;
+                return OK;
+            }
+        }
+    }
+#endif
+    return scan_string_any(pp, end, v, err);
+}
+
+/* The first byte at or after p that is not a digit, or end: 16 bytes at a time (times have 16 or more). */
+static inline const char *skip_digits(const char *p, const char *end) {
+#ifdef __SSE2__
+    const __m128i below = _mm_set1_epi8('0' - 1), above = _mm_set1_epi8('9' + 1);
+    for (; end - p >= 16; p += 16) { /* a bit per byte that is not a digit (bytes >= 0x80 are below '0', signed) */
+        __m128i x = _mm_loadu_si128((const __m128i *)p);
+        int digit = _mm_movemask_epi8(_mm_and_si128(_mm_cmpgt_epi8(x, below), _mm_cmplt_epi8(x, above)));
+        if (digit != 0xFFFF) return p + __builtin_ctz(~(unsigned)digit);
+    }
+#endif
+    while (p < end && *p >= '0' && *p <= '9') p++;
+    return p;
+}
+
 /* One or more digits (a fraction or an exponent); NEED_MORE where the block ends inside them. */
 static int scan_digits(const char **pp, const char *end, Err *err) {
     const char *p = *pp, *d = p;
-    while (p < end && *p >= '0' && *p <= '9') p++;
+    p = skip_digits(p, end);
     if (p >= end) return NEED_MORE;
     if (p == d) {
         err->bad_at = p;
@@ -330,7 +368,7 @@ static int scan_number(const char **pp, const char *end, Val *v, Err *err) {
     if (*p == '0') {
         p++;
     } else if (*p >= '1' && *p <= '9') {
-        while (p < end && *p >= '0' && *p <= '9') p++;
+        p = skip_digits(p, end);
     } else {
         err->bad_at = p;
         err->reason = "invalid number";
@@ -554,9 +592,26 @@ static void put_decoded(Buf *b, const char *p, size_t len) {
     }
 }
 
+/* Whether any byte in [p, end) is a space, a tab or a line break (or another byte <= 0x20). */
+static int has_space(const char *p, const char *end) {
+#ifdef __SSE2__
+    const __m128i above = _mm_set1_epi8(0x21);
+    for (; end - p >= 16; p += 16) /* bytes >= 0x80 are negative, so below 0x21: those (in strings) say maybe */
+        if (_mm_movemask_epi8(_mm_cmplt_epi8(_mm_loadu_si128((const __m128i *)p), above))) return 1;
+#endif
+    for (; p < end; p++)
+        if ((unsigned char)*p <= ' ') return 1;
+    return 0;
+}
+
 /* Appends a plain nested value's text with the whitespace outside strings removed (room as above). */
 static void put_minified(Buf *b, const char *p, size_t len) {
     const char *end = p + len;
+    if (!has_space(p, end)) { /* compact JSON: nothing to remove */
+        memcpy(b->p + b->len, p, len);
+        b->len += len;
+        return;
+    }
     while (p < end) {
         char c = *p;
         if (c == '"') {
@@ -586,7 +641,7 @@ typedef struct {
 
 /* The VARCHAR DuckDB reads for a JSON value; escaped and nested text is written to scratch (which has
  * room for the whole event). BAD where DuckDB's text would differ from what is read here. */
-static int text_of(const Val *v, Buf *scratch, Text *t, Err *err) {
+static inline __attribute__((always_inline)) int text_of(const Val *v, Buf *scratch, Text *t, Err *err) {
     t->null = 0;
     switch (v->kind) {
     case V_ABSENT:
@@ -663,6 +718,16 @@ static int try_bigint(const Text *t, Int *out, const char *at, Err *err) {
     size_t n = t->n, i = 0;
     int neg = 0;
     if (n && p[0] == '-') neg = 1, i = 1;
+    if (i < n && n - i <= 18) { /* the common case, in one pass: up to 18 digits, which no int64 overflows */
+        uint64_t acc = 0;
+        size_t k = i;
+        for (; k < n && (unsigned)(p[k] - '0') <= 9; k++) acc = acc * 10 + (unsigned)(p[k] - '0');
+        if (k == n) {
+            out->null = 0;
+            out->v = neg ? -(int64_t)acc : (int64_t)acc;
+            return OK;
+        }
+    }
     int digits_only = i < n;
     for (size_t k = i; k < n; k++)
         if (p[k] < '0' || p[k] > '9') digits_only = 0;
@@ -699,11 +764,11 @@ static int micros_to_ns(const Val *v, Int *out, Err *err) {
     int neg = 0;
     if (*p == '-') neg = 1, p++;
     const char *int_start = p;
-    while (p < end && *p >= '0' && *p <= '9') p++;
+    p = skip_digits(p, end);
     const char *int_end = p, *frac_start = p, *frac_end = p;
     if (p < end && *p == '.') {
         frac_start = ++p;
-        while (p < end && *p >= '0' && *p <= '9') p++;
+        p = skip_digits(p, end);
         frac_end = p;
     }
     long exp = 0;
@@ -721,8 +786,13 @@ static int micros_to_ns(const Val *v, Int *out, Err *err) {
     long total = int_len + frac_len, kept = int_len + 3 + exp;
 #define DIGIT(k) ((k) < int_len ? int_start[(k)] - '0' : frac_start[(k) - int_len] - '0')
     uint64_t acc = 0;
-    long k = 0;
-    for (; k < total && k < kept; k++) {
+    long k = 0, upto = total < kept ? total : kept;
+    if (upto <= 19) { /* no 19 digits overflow 64 bits: no check per digit */
+        long in_int = upto < int_len ? upto : int_len;
+        for (; k < in_int; k++) acc = acc * 10 + (unsigned)(int_start[k] - '0');
+        for (; k < upto; k++) acc = acc * 10 + (unsigned)(frac_start[k - int_len] - '0');
+    }
+    for (; k < upto; k++) {
         unsigned d = (unsigned)DIGIT(k);
         if (acc > (UINT64_MAX - d) / 10) goto bad;
         acc = acc * 10 + d;

@@ -125,6 +125,29 @@ _X = {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 
 _K = {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 1001, "dur": 1, "args": {"correlation": 5}}
 _L = {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1000.7, "dur": 0.2}
 
+
+def _compact(events: list) -> str:
+    return json.dumps(events, separators=(",", ":"), ensure_ascii=False)
+
+
+_AROUND = [
+    {
+        **_K,
+        "name": "g" * n,
+        "ts": 1712195495519695 + n,
+        "args": {"correlation": 10**d - 1, "stream": -(10**d) + 1, "bytes": str(10**d)},
+    }
+    for n, d in zip(range(12, 21), range(15, 24), strict=True)
+] + [
+    {**_X, "name": "a" * 15, "ts": 1712195495519695.8125, "dur": 12345678901234.567, "args": {"Ev Idx": -(2**63)}},
+    {**_X, "ts": 1712195495519695.123, "dur": 1, "args": {"External id": 2**63 - 1, "Input Dims": [[10**25, 1], []]}},
+    {**_X, "ts": 1712195495519697, "args": {"External id": "000000000000000000007", "correlation": "-" + "9" * 18}},
+]
+_NESTED_TEXT = [
+    {**_X, "args": {"Input Dims": [["a b", "é", "1234567890123456789"], [1, 2]], "External id": 4}},
+    {**_K, "args": {"correlation": 5, "grid": [1, 2, 3], "block": ["x y", "€"]}},
+]
+
 # (case, events as JSON text or a list, whether the compiled reader reads it itself)
 CASES = [
     ("plain", [_X, _K, {**_L, "args": {"correlation": 5}}], True),
@@ -185,6 +208,10 @@ CASES = [
     ("bare_array", None, True),
     ("event_over_8_mb", [{**_X, "name": "n" * (9 << 20)}, _X], False),
     ("missing_timestamp", [{**_X, "ts": None}, _X], False),
+    # compact text (no byte <= 0x20 between tokens), as Kineto writes it: the fast paths of the string, digit and
+    # nested-value scans, at and around their widths (16 bytes; 18 digits, the most no int64 overflows)
+    ("compact_around_the_fast_paths", _compact(_AROUND), True),
+    ("compact_nested_with_spaces_and_utf8_inside", _compact(_NESTED_TEXT), True),
     ("another_clock_without_complete_events", [{"ph": "M", "ts": 86_400_000_002}, {"ph": None, "ts": 1}], False),
 ]
 
