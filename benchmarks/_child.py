@@ -1,11 +1,15 @@
-"""Run one measured piece of code in a fresh Python process: seconds (imports not timed), the CPU-seconds it used
-(all its threads) and peak RSS."""
+"""Measured runs in fresh Python processes: a piece of code (``run_child``: seconds with its imports not timed), or
+an ``lltrace`` command as a user types it (``run_command``: from the launch to the exit); each with the CPU-seconds
+it used (all its threads) and its peak RSS."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 # the process's own peak: VmHWM is reset by exec, while ru_maxrss keeps the parent's peak at the fork (a
 # benchmark that built its input in memory would see that peak in every step)
@@ -38,3 +42,47 @@ def run_child(imports: str, work: str, variables: dict[str, object]) -> dict:
     if proc.returncode != 0:
         return {"error": (proc.stderr.strip().splitlines() or ["failed"])[-1]}
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def compile_bytecode() -> None:
+    """Write lltrace's bytecode cache, as ``pip install`` does: a command run afterwards (``run_command``) then
+    starts as it does for a user, even where ``PYTHONDONTWRITEBYTECODE`` is set in this shell."""
+    import compileall
+
+    import lltrace
+
+    for folder in {Path(m.__path__[0]) for m in _packages(lltrace)}:
+        compileall.compile_dir(folder, quiet=1, maxlevels=0)
+
+
+def _packages(root: object) -> list:
+    import importlib
+    import pkgutil
+
+    out = [root]
+    for info in pkgutil.iter_modules(root.__path__, root.__name__ + "."):  # type: ignore[attr-defined]
+        if info.ispkg:
+            out.extend(_packages(importlib.import_module(info.name)))
+    return out
+
+
+def run_command(args: list[str]) -> dict:
+    """``lltrace ARGS`` as a user types it (its console script's entry point, in a fresh interpreter): the wall
+    seconds from the launch to the exit, the CPU-seconds of all its threads, and its peak RSS; or {error}."""
+    code = (
+        "import atexit, resource, sys\n"
+        + _PEAK
+        + "atexit.register(lambda: print('PEAK', peak(), file=sys.stderr, flush=True))\n"
+        + f"sys.argv = ['lltrace', *{args!r}]\n"
+        + "from lltrace.cli import main\nmain()\n"
+    )
+    clock = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    err = proc.stderr.read() if proc.stderr else ""
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - clock
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    lines = err.strip().splitlines()
+    if proc.returncode != 0 or not lines or not lines[-1].startswith("PEAK "):
+        return {"error": ([ln for ln in lines if not ln.startswith("PEAK ")] or ["failed"])[-1]}
+    return {"seconds": seconds, "cpu_seconds": usage.ru_utime + usage.ru_stime, "peak_rss": int(lines[-1].split()[1])}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import warnings
 from collections.abc import Callable, Iterator
@@ -488,6 +489,9 @@ def sql_cli(
 
 def main() -> None:
     """Console-script entry point."""
+    # lltrace does no large linear algebra (the replay's fits have a few columns): NumPy's OpenBLAS threads would
+    # only spin beside the readers after it loads (about 0.1 CPU-second a run). A user's own setting stands.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     app()
 
 
