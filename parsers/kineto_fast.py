@@ -58,7 +58,7 @@ STAGED_SINKS = ("kernels", "annotations", "meta")  # the others are written in f
 _SOURCE = {"flow_id": "flow_id_int", "bp": "flow_bp"}
 OPS_COLUMNS = [(c, _SOURCE.get(c, c)) for c in OPS.names if c != "part"]
 FLOWS_COLUMNS = [(c, _SOURCE.get(c, c)) for c in FLOWS.names if c != "part"]
-_BLOCK = 4 << 20  # bytes read per call of the compiled reader, per thread
+BLOCK_BYTES = 4 << 20  # bytes read per call of the compiled reader, per thread
 _ROW_GROUP = 65536  # rows per row group written
 MAX_EVENT_BYTES = 8 << 20  # one event larger than this is not a real trace event (DuckDB's maximum_object_size)
 _MAX_BASE = 2**62  # the largest clock base the readers add (far beyond any real one: the sums cannot overflow)
@@ -238,7 +238,7 @@ def _read_bytes(
 ) -> None:
     """Read a piece of the array held in memory (``data``, whole events, from offset ``start``: a ``Feed``'s)."""
     view = memoryview(data)
-    pos, want, first = 0, _BLOCK, True
+    pos, want, first = 0, BLOCK_BYTES, True
     while True:
         if stop.is_set():
             raise _Stop
@@ -256,8 +256,8 @@ def _read_bytes(
         if final:
             return
         if consumed:
-            pos, want, first = pos + consumed, _BLOCK, False
-        elif want >= _BLOCK + MAX_EVENT_BYTES:
+            pos, want, first = pos + consumed, BLOCK_BYTES, False
+        elif want >= BLOCK_BYTES + MAX_EVENT_BYTES:
             raise _kineto_fast.Unsupported(start + pos, "an event longer than the largest one read")
         else:  # one event longer than the block: a longer look
             want *= 2
@@ -310,7 +310,7 @@ def _read_piece(
     advance: Callable[[int], None],
 ) -> None:
     """Read bytes [start, end) of the array (whole events) through the compiled reader."""
-    buf = bytearray(_BLOCK)
+    buf = bytearray(BLOCK_BYTES)
     carry = 0  # bytes at the front of buf not consumed yet
     pos = start
     first = True
@@ -344,7 +344,7 @@ def _read_piece(
                 return
             carry = size - consumed
             if consumed == 0 and carry == len(buf):  # one event longer than the buffer
-                if len(buf) >= _BLOCK + MAX_EVENT_BYTES:
+                if len(buf) >= BLOCK_BYTES + MAX_EVENT_BYTES:
                     raise _kineto_fast.Unsupported(pos, "an event longer than the largest one read")
                 buf.extend(bytes(len(buf)))
             elif consumed:
