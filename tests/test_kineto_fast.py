@@ -396,6 +396,33 @@ def test_a_declined_piece_on_another_clock_sends_the_whole_array_to_duckdb(tmp_p
     assert fast.dropped["another_clock"] == 1
 
 
+def test_an_event_repeated_in_another_piece_is_counted_once(tmp_path: Path, monkeypatch):
+    """The pieces' row hashes are merged where they lie (``count_distinct``): an exact copy, in the second piece,
+    of an event of the first makes the distinct count fall short of the events, and the trace is read as DuckDB
+    reads it, the copy dropped."""
+    copy = json.dumps({**_X, "ts": 1000 + 2 * 3.5, "args": {"External id": 2, "Input Dims": [[1, 2]]}})
+    path = tmp_path / "trace.json"
+    path.write_text(_long_trace(copy, 0.9))
+    fast = _check(path, tmp_path / "stages", monkeypatch)
+    assert fast.dropped["duplicate_events"] == 1 and "duplicate events" in fast.details["reader_note"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 2**64 - 1) | st.integers(0, 5), max_size=60), max_size=9))
+def test_the_distinct_count_of_sorted_runs_is_numpys(runs: list[list[int]]):
+    """``count_distinct`` (a k-way merge of the pieces' sorted row hashes) counts what ``np.unique`` of them all
+    counts: runs empty or not, values repeated within and across runs, 0 and 2^64-1."""
+    import numpy as np
+
+    from lltrace.parsers import _kineto_fast
+
+    if _kineto_fast is None:
+        pytest.skip("no compiled reader")
+    arrays = [np.sort(np.array(r, dtype=np.uint64)) for r in runs]
+    want = len(np.unique(np.concatenate(arrays))) if arrays else 0
+    assert _kineto_fast.count_distinct(arrays) == want
+
+
 def test_launch_links_graph_and_shared(tmp_path: Path, monkeypatch):
     """A graph launch links every kernel of its correlation id; two kernels under one ordinary launch's id are
     damage: neither is linked (orphans, placed by time) and the warning counts them. Both readers alike."""
