@@ -66,9 +66,10 @@ def _packages(root: object) -> list:
     return out
 
 
-def run_command(args: list[str]) -> dict:
+def run_command(args: list[str], prefix: list[str] | None = None) -> dict:
     """``lltrace ARGS`` as a user types it (its console script's entry point, in a fresh interpreter): the wall
-    seconds from the launch to the exit, the CPU-seconds of all its threads, and its peak RSS; or {error}."""
+    seconds from the launch to the exit, the CPU-seconds of all its threads, and its peak RSS; or {error}.
+    ``prefix``: a command that runs it (a profiler), counted with it."""
     code = (
         "import atexit, resource, sys\n"
         + _PEAK
@@ -77,7 +78,8 @@ def run_command(args: list[str]) -> dict:
         + "from lltrace.cli import main\nmain()\n"
     )
     clock = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    argv = [*(prefix or []), sys.executable, "-c", code]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     err = proc.stderr.read() if proc.stderr else ""
     _, status, usage = os.wait4(proc.pid, 0)
     seconds = time.perf_counter() - clock

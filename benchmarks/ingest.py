@@ -293,6 +293,54 @@ def _where_the_seconds_go(path: Path, store: Path) -> None:
     shutil.rmtree(store, ignore_errors=True)
 
 
+# the shared objects a CPU sample can fall in, by what they do for lltrace (first match of the object's name)
+_LIBRARIES = (
+    ("_kineto_fast", "compiled reader"),
+    ("_duckdb", "DuckDB"),
+    ("[kernel", "kernel (copies from the page cache, page faults)"),
+    ("libcrypto", "SHA-256 (OpenSSL)"),
+    ("libc.so", "libc (memcpy, malloc)"),
+    ("libarrow", "Arrow and Parquet"),
+    ("libparquet", "Arrow and Parquet"),
+    ("libpython", "Python"),
+    ("_multiarray", "NumPy"),
+)
+
+
+def _cpu_by_library(path: Path, store: Path) -> None:
+    """Where the CPU-seconds of ``lltrace analyze FILE`` go, by library: ``perf``'s CPU-clock samples of a second
+    run (the timed one runs without a profiler), each placed by the shared object it fell in."""
+    import shutil
+
+    if shutil.which("perf") is None:
+        print("  (no perf here: no CPU split by library)")
+        return
+    shutil.rmtree(store, ignore_errors=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp) / "perf.data"
+        record = ["perf", "record", "-q", "-e", "cpu-clock", "-F", "999", "-o", str(data), "--"]
+        r = run_command(["analyze", str(path), "--store", str(store), "--quiet"], prefix=record)
+        report = subprocess.run(
+            ["perf", "report", "-i", str(data), "--sort", "dso", "--stdio", "-n", "-q"], capture_output=True, text=True
+        )
+    shutil.rmtree(store, ignore_errors=True)
+    samples: dict[str, int] = {}
+    for line in report.stdout.splitlines():  # "    26.63%   3003  _kineto_fast.cpython-311-x86_64-linux-gnu.so"
+        parts = line.split()
+        if len(parts) < 3 or not parts[0].endswith("%") or not parts[1].isdigit():
+            continue
+        what = next((label for key, label in _LIBRARIES if key in parts[2]), "other")
+        samples[what] = samples.get(what, 0) + int(parts[1])
+    total = sum(samples.values())
+    if "error" in r or not total:
+        print(f"  (perf gave no samples: {r.get('error') or report.stderr.strip()[:120]})")
+        return
+    split = " · ".join(
+        f"{what} {n / total * r['cpu_seconds']:.2f}" for what, n in sorted(samples.items(), key=lambda kv: -kv[1])
+    )
+    print(f"  CPU-seconds by library (perf, {total:,} samples of a second run, {r['cpu_seconds']:.1f} CPU-s): {split}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--source", type=Path, default=DEFAULT_SOURCE, help="real trace to repeat")
@@ -306,6 +354,7 @@ def main() -> None:
     ap.add_argument("--skip-analyze", action="store_true", help="do not run analyze end to end against cat")
     ap.add_argument("--skip-odd", action="store_true", help="do not run the one-declined-event case")
     ap.add_argument("--skip-gzip", action="store_true", help="do not run the gzipped-file case")
+    ap.add_argument("--perf", action="store_true", help="split analyze's CPU-seconds by library (needs perf)")
     args = ap.parse_args()
     if args.pure:
         os.environ["LLTRACE_PURE"] = "1"  # the children inherit it
@@ -384,6 +433,8 @@ def main() -> None:
             _gzip_case(big, gz, size / ll["seconds"], what)
     if not args.skip_analyze:
         _where_the_seconds_go(big, work / "analyze-store")
+        if args.perf:
+            _cpu_by_library(big, work / "analyze-store")
         for what, gz in gzips.items():
             if gz.exists() and not args.skip_gzip:
                 _analyze_gzipped(gz, size, work / "analyze-store", what)
