@@ -493,8 +493,9 @@ def main() -> None:
     # only spin beside the readers after it loads (about 0.1 CPU-second a run). A user's own setting stands.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     # Arrow's buffers from the C library's allocator rather than Arrow's bundled mimalloc, which keeps what is freed
-    # for a second in huge pages: the 2 GB trace's peak is 0.19-0.20x the file against 0.21-0.24x, 0.21x against
-    # 0.25-0.26x gzipped (benchmarks/ingest.py), the CPU-seconds the same within the noise. A user's own setting stands.
+    # for a second in huge pages: the 2 GB trace's peak is 0.19-0.20x the file against 0.20-0.24x, 0.21-0.22x
+    # against 0.25-0.27x gzipped (benchmarks/ingest.py), the CPU-seconds the same within the noise. A user's own
+    # setting stands.
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
     app()
 
