@@ -1377,24 +1377,25 @@ static PyObject *read_events(PyObject *self, PyObject *a) {
 
 /* ---------------------------------------------------------------- distinct rows across pieces */
 
+/* Move heap[at] down until its run's head is no greater than its children's (a min-heap of n runs by head). */
+static inline void sift_down(const uint64_t **pos, Py_ssize_t *heap, Py_ssize_t n, Py_ssize_t at) {
+    for (;;) {
+        Py_ssize_t c = 2 * at + 1;
+        if (c >= n) return;
+        if (c + 1 < n && *pos[heap[c + 1]] < *pos[heap[c]]) c++;
+        if (*pos[heap[at]] <= *pos[heap[c]]) return;
+        Py_ssize_t t = heap[at];
+        heap[at] = heap[c], heap[c] = t, at = c;
+    }
+}
+
 /* The number of distinct values in runs of uint64 row hashes, each sorted ascending (one run per piece read):
  * a k-way merge over a binary heap of the runs' heads, without copying them into one array. */
 static int64_t merge_distinct(const uint64_t **pos, const uint64_t **end, Py_ssize_t *heap, Py_ssize_t k) {
     Py_ssize_t n = 0;
     for (Py_ssize_t i = 0; i < k; i++)
         if (pos[i] < end[i]) heap[n++] = i;
-    /* heapify: heap[0] the run whose head is smallest */
-    for (Py_ssize_t start = n / 2 - 1; start >= 0; start--) {
-        Py_ssize_t at = start;
-        for (;;) {
-            Py_ssize_t c = 2 * at + 1;
-            if (c >= n) break;
-            if (c + 1 < n && *pos[heap[c + 1]] < *pos[heap[c]]) c++;
-            if (*pos[heap[at]] <= *pos[heap[c]]) break;
-            Py_ssize_t t = heap[at];
-            heap[at] = heap[c], heap[c] = t, at = c;
-        }
-    }
+    for (Py_ssize_t start = n / 2 - 1; start >= 0; start--) sift_down(pos, heap, n, start); /* heap[0]: the least */
     int64_t distinct = 0;
     uint64_t last = 0;
     while (n > 0) {
@@ -1406,15 +1407,7 @@ static int64_t merge_distinct(const uint64_t **pos, const uint64_t **end, Py_ssi
         while (p < end[top] && *p == v) p++;
         pos[top] = p;
         if (p == end[top]) heap[0] = heap[--n];
-        Py_ssize_t at = 0;
-        for (;;) {
-            Py_ssize_t c = 2 * at + 1;
-            if (c >= n) break;
-            if (c + 1 < n && *pos[heap[c + 1]] < *pos[heap[c]]) c++;
-            if (*pos[heap[at]] <= *pos[heap[c]]) break;
-            Py_ssize_t t = heap[at];
-            heap[at] = heap[c], heap[c] = t, at = c;
-        }
+        sift_down(pos, heap, n, 0);
     }
     return distinct;
 }
