@@ -1415,7 +1415,7 @@ static int64_t merge_distinct(const uint64_t **pos, const uint64_t **end, Py_ssi
 PyDoc_STRVAR(count_distinct_doc,
              "count_distinct(runs) -> int\n\n"
              "The number of distinct values in ``runs``: buffers of uint64 values, each sorted ascending (the pieces'\n"
-             "row hashes). Merged in place, without the GIL; nothing is copied.");
+             "row hashes). Merged where they lie, without the GIL: nothing is copied or changed.");
 
 static PyObject *count_distinct(PyObject *self, PyObject *arg) {
     (void)self;
