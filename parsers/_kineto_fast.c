@@ -841,7 +841,9 @@ typedef struct {
 } Row;
 
 /* Where a kept event goes (kineto._finalize's WHERE clauses over the kept rows). */
-enum { S_KERNELS, S_OPS, S_ANNOTATIONS, S_FLOWS, S_META, N_SINKS, S_NONE = -1 };
+/* S_LAUNCHES: the ops rows that launch GPU work (cat cuda_runtime or cuda_driver, with a correlation id), also
+ * staged apart, so that linking kernels to their launches reads them alone and not every op. */
+enum { S_KERNELS, S_OPS, S_ANNOTATIONS, S_FLOWS, S_META, S_LAUNCHES, N_SINKS, S_NONE = -1 };
 
 /* The counts kineto._finalize reads off the staged rows (same names, same order). */
 enum {
@@ -1038,7 +1040,14 @@ static const unsigned char SINK_COLS[N_SINKS][N_COLS] = {
                        [C_EVIDX] = 1, [C_DIMS] = 1},
     [S_FLOWS] = {[C_PH] = 1, [C_CAT] = 1, [C_NAME] = 1, [C_PID] = 1, [C_TID] = 1, [C_TS] = 1, [C_FLOW_BP] = 1, [C_FLOW_INT] = 1},
     [S_META] = {[C_NAME] = 1, [C_PID] = 1, [C_TID] = 1, [C_META] = 1},
+    [S_LAUNCHES] = {[C_NAME] = 1, [C_PID] = 1, [C_TID] = 1, [C_TS] = 1, [C_CORR] = 1},
 };
+
+/* An ops row that launches GPU work (kineto_tables.LAUNCH_CATS, the category as mapped), with a correlation id. */
+static int is_launch(const Row *row) {
+    const Text *cat = &row->t[C_CAT];
+    return !row->i[C_CORR].null && (TEXT_IS(cat, "cuda_runtime") || TEXT_IS(cat, "cuda_driver"));
+}
 
 static int append_row(Col *cols, const unsigned char *mask, const Row *row) {
     for (int c = 0; c < N_COLS; c++) {
@@ -1316,6 +1325,13 @@ static PyObject *read_events(PyObject *self, PyObject *a) {
             break;
         }
         if (s != S_NONE) sink_rows[s]++;
+        if (s == S_OPS && is_launch(&row)) {
+            if (append_row(cols[S_LAUNCHES], SINK_COLS[S_LAUNCHES], &row)) {
+                oom = 1;
+                break;
+            }
+            sink_rows[S_LAUNCHES]++;
+        }
         done = q;
         expect_sep = 1;
     }

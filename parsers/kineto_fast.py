@@ -49,11 +49,12 @@ STAGED_SCHEMA = pa.schema(
     + [(n, pa.bool_()) for n in ("old_cat", "bad_link", "dropped")]
     + [("flow_id_int", pa.int64())]
 )
-SINKS = ("kernels", "ops", "annotations", "flows", "meta")
+SINKS = ("kernels", "ops", "annotations", "flows", "meta", "launches")
 # The staged columns each sink carries (the compiled reader's SINK_COLUMNS: what _finalize reads of it).
 SINK_COLUMNS = dict(zip(SINKS, _kineto_fast.SINK_COLUMNS, strict=True)) if _kineto_fast else {}
 SINK_SCHEMAS = {s: pa.schema([STAGED_SCHEMA.field(i) for i in cols]) for s, cols in SINK_COLUMNS.items()}
-STAGED_SINKS = ("kernels", "annotations", "meta")  # the others are written in final form
+# the others are written in final form; "launches" are the ops rows that launch GPU work, staged apart as well
+STAGED_SINKS = ("kernels", "annotations", "meta", "launches")
 # The final tables written here (lltrace.tables' declarations, part first): (column, staged source column).
 _SOURCE = {"flow_id": "flow_id_int", "bp": "flow_bp"}
 OPS_COLUMNS = [(c, _SOURCE.get(c, c)) for c in OPS.names if c != "part"]

@@ -26,16 +26,17 @@ ANNOTATION_CATS = ("user_annotation", "gpu_user_annotation")
 # A launch links the GPU ops of its correlation id: one op for a kernel, copy or fill launch, many only for a
 # graph launch (cudaGraphLaunch / hipGraphLaunch: the graph's kernels carry its id). A correlation id that
 # several ops share under any other launch is damage (true of every real trace in ../shared/data): no link.
-_LINKS = f"""
+_LINKS = """
     CREATE OR REPLACE TEMP TABLE launch_lanes AS
       SELECT row_number() OVER (ORDER BY name, tid, pid) AS lane, name, tid, pid,
-             coalesce(name ILIKE '%GraphLaunch%', false) AS graph
-      FROM (SELECT DISTINCT name, tid, pid FROM l_src WHERE cat IN {LAUNCH_CATS} AND correlation IS NOT NULL);
+             coalesce(name ILIKE '%GraphLaunch%', false) AS graph,
+             coalesce(name ILIKE '%LaunchKernel%', false) AS kernel_launch,
+             coalesce(name ILIKE '%StreamBeginCapture%', false) AS capture
+      FROM (SELECT DISTINCT name, tid, pid FROM launch_src);
     CREATE OR REPLACE TEMP TABLE launches AS
       SELECT correlation, min(l.ts_ns) AS launch_ts_ns, arg_min(n.lane, l.ts_ns) AS lane
-      FROM l_src l JOIN launch_lanes n ON n.name IS NOT DISTINCT FROM l.name AND n.tid IS NOT DISTINCT FROM l.tid
+      FROM launch_src l JOIN launch_lanes n ON n.name IS NOT DISTINCT FROM l.name AND n.tid IS NOT DISTINCT FROM l.tid
            AND n.pid IS NOT DISTINCT FROM l.pid
-      WHERE l.cat IN {LAUNCH_CATS} AND l.correlation IS NOT NULL
       GROUP BY correlation;
     CREATE OR REPLACE TEMP TABLE per_id AS
       SELECT correlation, count(*) AS ops FROM k_src WHERE correlation IS NOT NULL GROUP BY correlation;
@@ -46,6 +47,8 @@ _LINKS = f"""
       SELECT p.ops FROM launches l JOIN per_id p USING (correlation) JOIN launch_lanes n USING (lane)
       WHERE p.ops > 1 AND NOT n.graph;
 """
+# The events that launch GPU work, from l_src (every complete CPU event) where no reader staged them apart.
+_LAUNCH_FILTER = f"cat IN {LAUNCH_CATS} AND correlation IS NOT NULL"
 
 
 def _launches_without_gpu_op(con: duckdb.DuckDBPyConnection, path: str, info: SourceInfo) -> None:
@@ -58,9 +61,9 @@ def _launches_without_gpu_op(con: duckdb.DuckDBPyConnection, path: str, info: So
     (the profiler flushes GPU activity when it stops)."""
     (unrun, launched, captures) = con.execute(
         """
-        SELECT count(*) FILTER (WHERE n.name ILIKE '%LaunchKernel%' AND p.correlation IS NULL),
-               count(*) FILTER (WHERE n.name ILIKE '%LaunchKernel%'),
-               count(*) FILTER (WHERE n.name ILIKE '%StreamBeginCapture%')
+        SELECT count(*) FILTER (WHERE n.kernel_launch AND p.correlation IS NULL),
+               count(*) FILTER (WHERE n.kernel_launch),
+               count(*) FILTER (WHERE n.capture)
         FROM launches l JOIN launch_lanes n USING (lane) LEFT JOIN per_id p USING (correlation)
         """
     ).fetchone()
@@ -281,6 +284,7 @@ def finalize(
             "a_src": f"SELECT * FROM raw WHERE ph = 'X' AND cat IN {ANNOTATION_CATS} {drop_zero}",
             "m_src": "SELECT * FROM raw WHERE ph = 'M'",
             "l_src": "SELECT * FROM raw WHERE ph = 'X'",
+            "launch_src": f"SELECT name, pid, tid, ts_ns, correlation FROM raw WHERE ph = 'X' AND {_LAUNCH_FILTER}",
         }
     else:  # the compiled reader left no damage to drop (else the DuckDB path was taken)
 
@@ -297,6 +301,7 @@ def finalize(
             "a_src": f"SELECT *{moved_by} FROM {files(fast.staged['annotations'])}",
             "m_src": f"SELECT * FROM {files(fast.staged['meta'])}",
             "l_src": f"SELECT cat, name, pid, tid, ts_ns, correlation FROM {ops_files}",
+            "launch_src": f"SELECT *{moved_by} FROM {files(fast.staged['launches'])}",
         }
         if hybrid:  # the declined pieces' kept events join them, moved onto the same clock
             con.execute(
@@ -309,6 +314,9 @@ def finalize(
             sources["a_src"] += f" {them} ph = 'X' AND cat IN {ANNOTATION_CATS} {drop_zero}"
             sources["m_src"] += f" {them} ph = 'M'"
             sources["l_src"] += " UNION ALL SELECT cat, name, pid, tid, ts_ns, correlation FROM raw WHERE ph = 'X'"
+            sources["launch_src"] += (
+                f" UNION ALL SELECT name, pid, tid, ts_ns, correlation FROM raw WHERE ph = 'X' AND {_LAUNCH_FILTER}"
+            )
     shift = base_ns if fast is None else 0  # added to the times below
     for view, select in sources.items():
         con.execute(f"CREATE OR REPLACE VIEW {view} AS {select}")
