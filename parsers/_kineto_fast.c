@@ -30,6 +30,8 @@ typedef struct {
     int escaped;   /* V_STR holds a backslash escape */
     int plain;     /* V_NESTED: no float, no -0 and no escape inside (its minified text is DuckDB's) */
     int negzero;   /* V_INT: the text is "-0" */
+    const char *int_end, *frac_end; /* V_INT/V_FLOAT: where the integer digits end, and the fraction's (or int_end) */
+    int has_exp;                    /* V_INT/V_FLOAT: an exponent follows */
 } Val;
 
 typedef struct {
@@ -375,12 +377,16 @@ static int scan_number(const char **pp, const char *end, Val *v, Err *err) {
         return BAD;
     }
     int r;
+    const char *int_end = p, *frac_end = p;
     if (p < end && *p == '.') {
         is_float = 1;
         p++;
         if ((r = scan_digits(&p, end, err))) return r;
+        frac_end = p;
     }
+    v->has_exp = 0;
     if (p < end && (*p == 'e' || *p == 'E')) {
+        v->has_exp = 1;
         is_float = 1;
         p++;
         if (p < end && (*p == '+' || *p == '-')) p++;
@@ -391,6 +397,8 @@ static int scan_number(const char **pp, const char *end, Val *v, Err *err) {
     v->p = start;
     v->len = (size_t)(p - start);
     v->negzero = !is_float && v->len == 2 && start[0] == '-' && start[1] == '0';
+    v->int_end = int_end;
+    v->frac_end = frac_end;
     *pp = p;
     return OK;
 }
@@ -756,10 +764,52 @@ static int try_bigint(const Text *t, Int *out, const char *at, Err *err) {
  * from microseconds written as any JSON number (decimals, exponents, -0), rounded half away from zero at the
  * nanosecond (DuckDB's decimal cast of the number's text: 1.0005 -> 1001, -1.0005 -> -1001, 1.5e-3 -> 2), never
  * through a double. A value beyond int64 nanoseconds is declined (the DuckDB path then says what it is). */
+/* Eight ASCII digits, already less '0' each, first digit in the lowest byte: their value (three multiplications:
+ * pairs of digits, then pairs of pairs, then the two halves). */
+static inline uint64_t eight_digits(uint64_t v) {
+    v = v * 10 + (v >> 8);                    /* each byte pair (at even bytes): 10 x first + second, 0..99 */
+    v = (v & 0x00FF00FF00FF00FFULL) * 100 + ((v >> 16) & 0x00FF00FF00FF00FFULL); /* at bytes 0 and 4: 0..9999 */
+    return (v & 0xFFFFULL) * 10000 + ((v >> 32) & 0xFFFFULL);
+}
+
+/* The value of n digits (1 <= n <= 16) at p, which holds no other bytes in [p, p + n). */
+static inline uint64_t digits_value(const char *p, int n) {
+    const uint64_t zeros = 0x3030303030303030ULL;
+    uint64_t w, acc = 0;
+    if (n < 8) {
+        for (int k = 0; k < n; k++) acc = acc * 10 + (unsigned)(p[k] - '0');
+        return acc;
+    }
+    memcpy(&w, p, 8);
+    acc = eight_digits(w - zeros);
+    if (n == 8) return acc;
+    static const uint64_t pow10[9] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000};
+    int more = n - 8; /* the last `more` digits: the eight bytes ending at p + n, the ones already read zeroed */
+    memcpy(&w, p + n - 8, 8);
+    uint64_t keep = more == 8 ? ~0ULL : ~0ULL << (8 * (8 - more));
+    return acc * pow10[more] + eight_digits((w - zeros) & keep);
+}
+
 static int micros_to_ns(const Val *v, Int *out, Err *err) {
     out->null = 1;
     if (val_is_null(v)) return OK;
     if (v->kind != V_INT && v->kind != V_FLOAT) goto bad;
+    const char *ip = v->p + (v->p[0] == '-');
+    int digits = (int)(v->int_end - ip);
+    if (!v->has_exp && digits <= 16) { /* the common form, at most 10^19 ns: no digit loop, no overflow check */
+        const char *f = v->int_end + 1;
+        int fl = v->frac_end == v->int_end ? 0 : (int)(v->frac_end - f);
+        uint64_t ms = fl >= 3   ? (uint64_t)(f[0] - '0') * 100 + (uint64_t)(f[1] - '0') * 10 + (uint64_t)(f[2] - '0')
+                      : fl == 2 ? (uint64_t)(f[0] - '0') * 100 + (uint64_t)(f[1] - '0') * 10
+                      : fl == 1 ? (uint64_t)(f[0] - '0') * 100
+                                : 0;
+        uint64_t acc = digits_value(ip, digits) * 1000 + ms + (fl > 3 && f[3] >= '5'); /* half away from zero */
+        if (acc <= (uint64_t)INT64_MAX) {
+            out->null = 0;
+            out->v = v->p[0] == '-' ? -(int64_t)acc : (int64_t)acc;
+            return OK;
+        }
+    }
     const char *p = v->p, *end = v->p + v->len;
     int neg = 0;
     if (*p == '-') neg = 1, p++;
@@ -1049,7 +1099,7 @@ static int is_launch(const Row *row) {
     return !row->i[C_CORR].null && (TEXT_IS(cat, "cuda_runtime") || TEXT_IS(cat, "cuda_driver"));
 }
 
-static int append_row(Col *cols, const unsigned char *mask, const Row *row) {
+static inline __attribute__((always_inline)) int append_row(Col *cols, const unsigned char *mask, const Row *row) {
     for (int c = 0; c < N_COLS; c++) {
         if (!mask[c]) continue;
         Col *col = &cols[c];

@@ -333,17 +333,24 @@ def test_every_json_number_form_of_a_time_is_read_by_the_compiled_reader(tmp_pat
         ("1e-300", 0),
         ("2.5E+1", 25000),
         ("1.00049999999999999999999", 1000),
+        # the digits' lengths of the reader's short path: 1-3 decimals, eight and nine integer digits, 16 (the most)
+        ("0.9995", 1000),
+        ("12.34", 12340),
+        ("7.1", 7100),
+        ("12345678", 12345678000),
+        ("123456789.0123456", 123456789012),
+        ("9223372036854775.807", 9223372036854775807),
     ]
     events = [
         f'{{"ph":"X","cat":"cpu_op","name":"op{k}","pid":1,"tid":1,"ts":{ts},"dur":{dur}}}'
-        for k, ((ts, _), (dur, _)) in enumerate(zip(starts * 2, durations, strict=False))
+        for k, ((ts, _), (dur, _)) in enumerate(zip(starts * 3, durations, strict=False))
     ]
     path = tmp_path / "numbers.json"
     path.write_text('{"traceEvents":[' + ",".join(events) + "]}")
     fast = _check(path, tmp_path, monkeypatch)
     assert fast.details["reader"] == "compiled", fast.details.get("reader_note")
     ops = {r["name"]: r for r in pq.read_table(tmp_path / "compiled" / "ops").to_pylist()}
-    for k, ((_, ts_ns), (_, dur_ns)) in enumerate(zip(starts * 2, durations, strict=False)):
+    for k, ((_, ts_ns), (_, dur_ns)) in enumerate(zip(starts * 3, durations, strict=False)):
         assert (ops[f"op{k}"]["ts_ns"], ops[f"op{k}"]["dur_ns"]) == (ts_ns, dur_ns), k
 
 
