@@ -355,11 +355,12 @@ def test_every_json_number_form_of_a_time_is_read_by_the_compiled_reader(tmp_pat
 
 
 def _long_trace(odd: str, at: float = 0.8, base: int = 1_700_000_000_000_000_000) -> str:
-    """12,000 events (1.6 MB: two pieces for the compiled reader) with ``odd``, one event as JSON text, placed
-    among them at the share ``at`` of the array."""
+    """18,000 events (2.4 MB: two pieces for the compiled reader), each op launching its kernel, with ``odd``, one
+    event as JSON text, placed among them at the share ``at`` of the array."""
     events = []
     for i in range(6000):
         events.append({**_X, "ts": 1000 + i * 3.5, "args": {"External id": i, "Input Dims": [[1, 2]]}})
+        events.append({**_L, "ts": 1000.7 + i * 3.5, "args": {"correlation": i}})
         events.append({**_K, "ts": 1001 + i * 3.5, "args": {"correlation": i}})
     text = _doc(events, baseTimeNanoseconds=base)
     i = text.index('{"ph": "X", "cat": "cpu_op"', int(len(text) * at))
