@@ -1093,7 +1093,8 @@ static const unsigned char SINK_COLS[N_SINKS][N_COLS] = {
     [S_LAUNCHES] = {[C_NAME] = 1, [C_PID] = 1, [C_TID] = 1, [C_TS] = 1, [C_CORR] = 1},
 };
 
-/* An ops row that launches GPU work (kineto_tables.LAUNCH_CATS, the category as mapped), with a correlation id. */
+/* An ops row that launches GPU work (kineto_tables._LAUNCH_FILTER: a category in LAUNCH_CATS, as mapped, and a
+ * correlation id). */
 static int is_launch(const Row *row) {
     const Text *cat = &row->t[C_CAT];
     return !row->i[C_CORR].null && (TEXT_IS(cat, "cuda_runtime") || TEXT_IS(cat, "cuda_driver"));

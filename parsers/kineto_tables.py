@@ -47,7 +47,8 @@ _LINKS = """
       SELECT p.ops FROM launches l JOIN per_id p USING (correlation) JOIN launch_lanes n USING (lane)
       WHERE p.ops > 1 AND NOT n.graph;
 """
-# The events that launch GPU work, from l_src (every complete CPU event) where no reader staged them apart.
+# The events that launch GPU work (launch_src), as DuckDB's staged rows are filtered to them; the compiled reader
+# stages the same rows apart as it reads (_kineto_fast.c, is_launch).
 _LAUNCH_FILTER = f"cat IN {LAUNCH_CATS} AND correlation IS NOT NULL"
 
 
