@@ -760,10 +760,6 @@ static int try_bigint(const Text *t, Int *out, const char *at, Err *err) {
     return OK;
 }
 
-/* CAST(<DECIMAL(38,3) of the number> * 1000 AS BIGINT), as DuckDB's reader computes it: exact integer nanoseconds
- * from microseconds written as any JSON number (decimals, exponents, -0), rounded half away from zero at the
- * nanosecond (DuckDB's decimal cast of the number's text: 1.0005 -> 1001, -1.0005 -> -1001, 1.5e-3 -> 2), never
- * through a double. A value beyond int64 nanoseconds is declined (the DuckDB path then says what it is). */
 /* Eight ASCII digits, already less '0' each, first digit in the lowest byte: their value (three multiplications:
  * pairs of digits, then pairs of pairs, then the two halves). */
 static inline uint64_t eight_digits(uint64_t v) {
@@ -790,6 +786,11 @@ static inline uint64_t digits_value(const char *p, int n) {
     return acc * pow10[more] + eight_digits((w - zeros) & keep);
 }
 
+/* CAST(<DECIMAL(38,3) of the number> * 1000 AS BIGINT), as DuckDB's reader computes it: exact integer nanoseconds
+ * from microseconds written as any JSON number (decimals, exponents, -0), rounded half away from zero at the
+ * nanosecond (DuckDB's decimal cast of the number's text: 1.0005 -> 1001, -1.0005 -> -1001, 1.5e-3 -> 2), never
+ * through a double. A value beyond int64 nanoseconds is declined (the DuckDB path then says what it is). The usual
+ * form (no exponent, at most 16 integer digits) is read from where scan_number found its digits; others digit by digit. */
 static int micros_to_ns(const Val *v, Int *out, Err *err) {
     out->null = 1;
     if (val_is_null(v)) return OK;
