@@ -88,7 +88,7 @@ def _final_write(schema: pa.Schema) -> dict[str, Any]:
     A trace's names, categories and lanes are few: DuckDB then checks and compares each distinct text once, not
     each row's. On a 2 GB trace's 2.5 M ops, the step detection's scans of their names take 0.02 s (its markers),
     0.05 s (the attention ops' shapes) and 0.01 s (graph launches), against 0.10, 0.15 and 0.07 s plain; the
-    encoding adds 0.01-0.03 s to the write, and a column with too many distinct values for a dictionary page
+    encoding adds 0.01-0.05 s to the write, and a column with too many distinct values for a dictionary page
     (1 MB) falls back to plain by itself. A row group's least and greatest name, category or lane prune nothing
     (every row group holds them all) and cost string comparisons on every value (0.05-0.08 CPU-seconds on a 2 GB
     trace)."""
