@@ -18,7 +18,12 @@ Each trace holds ProfilerStep#1 and #2, each one whole generate() of BATCH promp
 new tokens: one prefill forward and NEW_TOKENS - 1 decode forwards. run_info.json beside the traces records the
 versions, the GPU and these numbers.
 
+- compiled (a second run, --compiled, in a fresh process): generate(cache_implementation="static") with
+  CompileConfig(mode="default"): the decoding forward compiled by Inductor without CUDA graphs, so its attention
+  runs as a CPU-side op inside each compiled region; with and without record_shapes.
+
 Run: python make_hf_generate_gpu_traces.py OUT_DIR [--cpu]   (--cpu: eager variants only, to check the script)
+     python make_hf_generate_gpu_traces.py OUT_DIR --compiled   (after the first run: OUT_DIR holds its run_info.json)
 """
 import gzip
 import json
@@ -29,7 +34,7 @@ import time
 import torch
 import transformers
 from torch.profiler import ProfilerActivity, profile, schedule
-from transformers import LlamaConfig, LlamaForCausalLM
+from transformers import CompileConfig, LlamaConfig, LlamaForCausalLM
 
 out_dir = sys.argv[1]
 cpu_only = "--cpu" in sys.argv
@@ -64,17 +69,19 @@ info = {
 }
 
 
-def generate(static: bool) -> torch.Tensor:
+def generate(static: bool, compile_mode: str | None = None) -> torch.Tensor:
     kw = {"cache_implementation": "static"} if static else {}
+    if compile_mode:  # generate() compiles the decoding forward with this mode instead of "reduce-overhead"
+        kw["compile_config"] = CompileConfig(mode=compile_mode)
     with torch.no_grad():
         return model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=NEW_TOKENS,
                               min_new_tokens=NEW_TOKENS, do_sample=False, pad_token_id=0, **kw)
 
 
-def capture(name: str, static: bool, shapes: bool) -> None:
+def capture(name: str, static: bool, shapes: bool, compile_mode: str | None = None) -> None:
     t0 = time.time()
     for _ in range(3):  # warm up: kernels chosen, and for static: compiled and graphs recorded
-        generate(static)
+        generate(static, compile_mode)
     if device == "cuda":
         torch.cuda.synchronize()
     warm_s = time.time() - t0
@@ -84,7 +91,7 @@ def capture(name: str, static: bool, shapes: bool) -> None:
                  schedule=schedule(wait=0, warmup=1, active=2, repeat=1),
                  on_trace_ready=lambda p: p.export_chrome_trace(path)) as prof:
         for _ in range(3):
-            out = generate(static)
+            out = generate(static, compile_mode)
             if device == "cuda":
                 torch.cuda.synchronize()
             prof.step()
@@ -97,7 +104,8 @@ def capture(name: str, static: bool, shapes: bool) -> None:
     names = [e.get("name", "") for e in doc["traceEvents"]]
     info["variants"][name] = {
         "model": "tiny" if cfg.hidden_size == 128 else "medium", "batch": int(ids.shape[0]),
-        "prompt_tokens": int(ids.shape[1]), "static_cache": static, "record_shapes": shapes, "warmup_s": round(warm_s, 2),
+        "prompt_tokens": int(ids.shape[1]), "static_cache": static, "compile_mode": compile_mode or ("reduce-overhead" if static else None),
+        "record_shapes": shapes, "warmup_s": round(warm_s, 2),
         "generated_tokens": int(out.shape[1] - ids.shape[1]), "events": len(names),
         "cudaGraphLaunch": sum(n == "cudaGraphLaunch" for n in names),
         "sdpa_calls": sum(n == "aten::scaled_dot_product_attention" for n in names),
@@ -106,6 +114,15 @@ def capture(name: str, static: bool, shapes: bool) -> None:
     print(name, info["variants"][name], flush=True)
 
 
+info_path = os.path.join(out_dir, "run_info.json")
+if "--compiled" in sys.argv:  # a run of its own (fresh process): added to the run_info.json already in OUT_DIR
+    with open(info_path) as f:
+        info = json.load(f) | {"compiled_run": {k: info[k] for k in ("torch", "transformers", "device")}}
+    capture("hf_generate_compiled_shapes", static=True, shapes=True, compile_mode="default")
+    capture("hf_generate_compiled_noshapes", static=True, shapes=False, compile_mode="default")
+    with open(info_path, "w") as f:
+        json.dump(info, f, indent=1)
+    sys.exit(0)
 capture("hf_generate_eager_shapes", static=False, shapes=True)
 capture("hf_generate_eager_noshapes", static=False, shapes=False)
 if not cpu_only:
@@ -120,5 +137,5 @@ cfg, model, ids = build(MEDIUM, 8, 512)
 mask = torch.ones_like(ids)
 info["medium_model"] = {**MEDIUM, "parameters": sum(p.numel() for p in model.parameters())}
 capture("hf_generate_medium_eager_shapes", static=False, shapes=True)
-with open(os.path.join(out_dir, "run_info.json"), "w") as f:
+with open(info_path, "w") as f:
     json.dump(info, f, indent=1)
