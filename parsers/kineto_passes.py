@@ -7,6 +7,7 @@ A forward's attention op takes the query as its first input: ``[T, H, D]`` for v
 
 from __future__ import annotations
 
+import bisect
 import json
 from typing import Any
 
@@ -59,9 +60,12 @@ def merged_shape_reading(ops: list[tuple[str, str]]) -> tuple[str | None, dict |
     return "+".join(dict.fromkeys(names)), merged
 
 
+# (TorchInductor records each Triton kernel it launches as a CPU op named for the ATen ops it fuses,
+# ``triton_poi_fused__scaled_dot_product_…``: those prepare attention's inputs and their shapes are not its query's)
 ATTN_OPS_SQL = (
-    "(name LIKE '%unified_attention%' OR name LIKE '%cpu_attention_with_kv_cache%' "
-    "OR name LIKE '%scaled_dot_product%' OR name LIKE '%_flash_attention_forward')"
+    "((name LIKE '%unified_attention%' OR name LIKE '%cpu_attention_with_kv_cache%' "
+    "OR name LIKE '%scaled_dot_product%' OR name LIKE '%_flash_attention_forward') "
+    "AND NOT starts_with(name, 'triton_'))"
 )
 
 
@@ -84,19 +88,21 @@ def step_row(name: str, pid: Any, tid: Any, ts: int, dur: int | None, marker: An
 
 
 def public_step(step: dict) -> dict:
-    """A step without the working keys (``_key``, ``_decode``) its detection kept on it."""
+    """A step without the working keys (``_key``, ``_own``) its detection kept on it."""
     return {k: v for k, v in step.items() if not k.startswith("_")}
 
 
 def holds_prefill_and_decode(marked: list[dict], passes: list[dict]) -> bool:
-    """Whether a ``ProfilerStep#N`` holds forward passes of which one reads decode and another does not: then it
-    is a loop iteration of the user's (HF ``generate()``: a prefill and its decodes), not one engine iteration,
-    and the passes are the steps. A step holding several prefill passes (layers that attend over different
-    shapes, or several prompts) keeps its marker: only a decode pass is surely a forward of its own."""
+    """Whether a ``ProfilerStep#N`` holds several forward passes: then it is a loop iteration of the user's (HF
+    ``generate()``: a prefill and its decodes), not one engine iteration, and the passes are the steps. Several
+    passes are surely several forwards where one is a compiled forward's call (one region each), or where
+    one reads decode and another does not. A step holding only prefill passes (layers that attend over different
+    shapes, or several prompts), or only decode passes (sliding-window layers read other key lengths), keeps its
+    marker."""
     for m in marked:
         inside = [s for s in passes if s["pid"] == m["pid"] and m["start_ns"] <= s["start_ns"] <= m["end_ns"]]
-        kinds = {s["_decode"] for s in inside}
-        if len(inside) >= 2 and kinds >= {True, False}:
+        kinds = {s["_own"] for s in inside}
+        if len(inside) >= 2 and ("compiled" in kinds or kinds >= {"decode", None}):
             return True
     return False
 
@@ -119,40 +125,109 @@ def pass_reads_decode(op_name: str, dims: str | None) -> bool:
     return kind_of_reading(shape_reading(op_name, dims)) == "decode"
 
 
-def forward_passes_from_shapes(con: duckdb.DuckDBPyConnection, window: tuple[int, int] | None = None) -> list[dict]:
-    """Forward passes of a trace with no markers at all: runs of attention ops with the same input shapes.
+_GRAPH_EVENTS_SQL = (
+    "cat IN ('cuda_runtime', 'cuda_driver') AND (name ILIKE '%GraphLaunch%' OR name ILIKE '%StreamBeginCapture%' "
+    "OR name ILIKE '%StreamEndCapture%')"
+)
 
-    Every layer of one forward calls attention with the same shapes; the next forward changes them (a
-    decode step's key grows by one token, a new prompt has another length). A pass runs from its first
-    attention op to the first attention op of the decode pass that follows it on its thread (the
-    generation loop's period: the rest of its forward, sampling, the next forward's start), else to its
-    last attention op's end (then the attention part of the pass only: a lower bound). ``window``: only the
-    attention ops that start in [from, to] ns (the Parquet row groups outside it are not read).
-    """
+
+def compiled_passes(con: duckdb.DuckDBPyConnection, window: tuple[int, int] | None = None) -> list[dict]:
+    """Forward passes run by a torch.compile'd forward (HF ``generate()`` compiles its decoding forward): each
+    outermost ``Torch-Compiled Region`` (Dynamo's record of one call of the compiled function) that runs attention
+    or launches a CUDA graph (mode ``reduce-overhead``). Attention ops inside a stream capture are recorded into the
+    graph the region then launches, so their shapes are the replay's; a region that launches a graph and runs no
+    attention op itself is marked a CUDA-graph replay. One region is taken for one forward: a forward split by graph
+    breaks, or a model compiled layer by layer, would count once per piece. ``window`` as for
+    :func:`forward_passes_from_shapes`."""
     lo, hi = window or (None, None)
+    where = "($lo IS NULL OR ts_ns >= $lo) AND ($hi IS NULL OR ts_ns <= $hi)"
     rows = con.execute(
         f"""
-        SELECT name, pid, tid, ts_ns, dur_ns, input_dims FROM ops
-        WHERE cat = 'cpu_op' AND input_dims IS NOT NULL AND {ATTN_OPS_SQL}
-          AND (name LIKE '%unified_attention%' OR name = 'aten::scaled_dot_product_attention'
-               OR name LIKE '%cpu_attention_with_kv_cache%')
-          AND ($lo IS NULL OR ts_ns >= $lo) AND ($hi IS NULL OR ts_ns <= $hi)
-        ORDER BY pid, tid, ts_ns
+        WITH r AS (SELECT name, pid, tid, ts_ns, ts_ns + dur_ns AS end_ns FROM ops
+                   WHERE cat = 'cpu_op' AND starts_with(name, 'Torch-Compiled Region') AND dur_ns IS NOT NULL
+                     AND {where}),
+        top AS (SELECT * FROM r a WHERE NOT EXISTS (
+                    SELECT 1 FROM r b WHERE b.pid = a.pid AND b.tid = a.tid AND b.ts_ns <= a.ts_ns
+                    AND b.end_ns >= a.end_ns AND (b.ts_ns < a.ts_ns OR b.end_ns > a.end_ns))),
+        ev AS (SELECT pid, tid, ts_ns,
+                      CASE WHEN name ILIKE '%GraphLaunch%' THEN 'launch' WHEN name ILIKE '%BeginCapture%' THEN 'begin'
+                           WHEN name ILIKE '%EndCapture%' THEN 'end' ELSE 'attention' END AS what
+               FROM ops WHERE (({_GRAPH_EVENTS_SQL}) OR (cat = 'cpu_op' AND {ATTN_OPS_SQL})) AND {where})
+        SELECT top.name, top.pid, top.tid, top.ts_ns, top.end_ns, list(ev.what ORDER BY ev.ts_ns)
+        FROM top JOIN ev ON ev.pid = top.pid AND ev.tid = top.tid AND ev.ts_ns BETWEEN top.ts_ns AND top.end_ns
+        GROUP BY ALL ORDER BY top.ts_ns
         """,
         {"lo": lo, "hi": hi},
     ).fetchall()
+    passes = []
+    for name, pid, tid, ts, end, events in rows:
+        capturing, eager_attention = False, False
+        for what in events:
+            capturing = what == "begin" or (capturing and what != "end")
+            eager_attention |= what == "attention" and not capturing
+        if "launch" in events or "attention" in events:
+            marker = f"{name} (CUDA graph replay)" if "launch" in events and not eager_attention else name
+            passes.append(step_row(marker, pid, tid, ts, end - ts) | {"_own": "compiled"})
+    return passes
+
+
+def forward_passes_from_shapes(
+    con: duckdb.DuckDBPyConnection, window: tuple[int, int] | None = None, compiled: bool = False
+) -> list[dict]:
+    """Forward passes of a trace with no markers at all: runs of attention ops with the same input shapes, and
+    with ``compiled`` the calls of a torch.compile'd forward (:func:`compiled_passes`), whose attention ops are
+    theirs.
+
+    Every layer of one forward calls attention with the same shapes; the next forward changes them (a
+    decode step's key grows by one token, a new prompt has another length). A pass runs from its first
+    attention op to the start of the next pass on its thread that is surely a forward of its own (a decode or a
+    compiled forward's call: the generation loop's period, the rest of its forward, sampling, the next forward's
+    start),
+    else to its last attention op's end (then the attention part of the pass only: a lower bound). ``window``:
+    only the ops that start in [from, to] ns (the Parquet row groups outside it are not read).
+    """
+    lo, hi = window or (None, None)
+    found = con.execute(
+        f"""
+        SELECT name, pid, tid, ts_ns, dur_ns, input_dims FROM ops
+        WHERE cat = 'cpu_op' AND input_dims IS NOT NULL AND {ATTN_OPS_SQL}
+          AND ($lo IS NULL OR ts_ns >= $lo) AND ($hi IS NULL OR ts_ns <= $hi)
+        ORDER BY pid, tid, ts_ns, dur_ns DESC
+        """,
+        {"lo": lo, "hi": hi},
+    ).fetchall()
+    # one attention call per layer: the outermost attention op (SDPA dispatches to a backend's op inside it, while
+    # compiled code calls that backend op itself, ``aten::_scaled_dot_product_cudnn_attention`` and the like)
+    rows, outer = [], (None, None, -1)
+    for r in found:
+        if (r[1], r[2]) == outer[:2] and r[3] < outer[2]:
+            continue
+        rows.append(r)
+        outer = (r[1], r[2], r[3] + (r[4] or 0))
+    calls = compiled_passes(con, window) if compiled else []
+    regions: dict[tuple, tuple[list[int], list[int]]] = {}
+    for r in calls:  # (in start order; outermost regions do not overlap on one thread)
+        starts, ends = regions.setdefault((r["pid"], r["tid"]), ([], []))
+        starts.append(r["start_ns"])
+        ends.append(r["end_ns"])
     steps: list[dict] = []
     for name, pid, tid, ts, dur, dims in rows:
+        starts, ends = regions.get((pid, tid), ([], []))
+        i = bisect.bisect_right(starts, ts) - 1
+        if i >= 0 and ts <= ends[i]:
+            continue  # run by a compiled forward (or captured into the graph it replays): that call is the pass
         last = steps[-1] if steps else None
-        if last and last["_key"] == (pid, tid, name, dims):
+        # a run of one shape ends where a compiled forward (another pass) came between its ops
+        if last and last["_key"] == (pid, tid, name, dims) and bisect.bisect_right(starts, last["start_ns"]) == i + 1:
             last["end_ns"] = max(last["end_ns"], ts + (dur or 0))
             continue
         steps.append(step_row(f"{name} {dims}", pid, tid, ts, dur) | {"_key": (pid, tid, name, dims)})
     for s in steps:
         _, _, name, dims = s.pop("_key")
-        s["_decode"] = pass_reads_decode(name, dims)
-    # (in thread order) a decode pass continues the generation loop of the pass before it
+        s["_own"] = "decode" if pass_reads_decode(name, dims) else None
+    steps = sorted(steps + calls, key=lambda s: (s["pid"], s["tid"], s["start_ns"]))
+    # (in thread order) a decode pass or a compiled forward's call continues the generation loop of the pass before it
     for cur, nxt in zip(steps, steps[1:], strict=False):
-        if nxt["_decode"] and (nxt["pid"], nxt["tid"]) == (cur["pid"], cur["tid"]):
+        if nxt["_own"] and (nxt["pid"], nxt["tid"]) == (cur["pid"], cur["tid"]):
             cur["end_ns"] = max(cur["end_ns"], nxt["start_ns"])
     return sorted(steps, key=lambda s: s["start_ns"])

@@ -9,10 +9,12 @@ Markers are tried in this order and the first family present defines the steps:
 5. ``ProfilerStep#N``: the user's loop iteration, one engine iteration only where it holds one forward. Where the
    loop's steps hold a decode pass and a pass that is not (an HF ``generate()`` profiled per call: a prefill and its
    decodes; judged on its first eight steps), they give way to the forward passes, found as in 8
-   (``attention_shapes_in_profiler_step``);
+   (``attention_shapes_in_profiler_step``), each call of a torch.compile'd forward (``Torch-Compiled Region``,
+   CUDA-graph replays included) being one;
 6. vLLM worker ``execute_model`` frames (python_function, kept for this);
 7. CUDA graph launches (one replay = one step; its kind comes from the shapes);
-8. with no marker at all, forward passes as runs of attention ops with identical input shapes.
+8. with no marker at all, forward passes as runs of attention ops with identical input shapes, and the calls of
+   a torch.compile'd forward.
 
 Independently of the marker, the step's input shapes are read from its attention op (query ``[T, H, D]``
 for vLLM's varlen attention, ``[B, H, S, D]`` for SDPA): ``shape_tokens``, ``shape_reqs``,
@@ -153,22 +155,29 @@ def _loop_holds_generations(con: duckdb.DuckDBPyConnection, marked: list[dict]) 
     are not scanned for passes they do not hold)."""
     first = sorted(marked, key=lambda m: m["start_ns"])[:_FIRST_MARKED]
     window = (first[0]["start_ns"], max(m["end_ns"] for m in first))
-    return holds_prefill_and_decode(first, forward_passes_from_shapes(con, window))
+    return holds_prefill_and_decode(first, forward_passes_from_shapes(con, window, compiled=True))
 
 
-def _end_within_iterations(passes: list[dict], marked: list[dict]) -> None:
-    """End each pass no later than the loop iteration (``ProfilerStep#N`` of its process) it started in, found by
-    bisection: a long trace's passes times its iterations would be too many to compare pairwise."""
+def _fit_to_iterations(passes: list[dict], marked: list[dict]) -> None:
+    """End each pass no later than the loop iteration (``ProfilerStep#N`` of its process) it started in, and the
+    last pass of each iteration at the iteration's end (the rest of its generation loop: sampling, the stop check),
+    as every earlier pass runs to the next one's start. The iteration is found by bisection: a long trace's passes
+    times its iterations would be too many to compare pairwise."""
     by_pid: dict[Any, tuple[list[int], list[dict]]] = {}
     for m in sorted(marked, key=lambda m: m["start_ns"]):
         starts, rows = by_pid.setdefault(m["pid"], ([], []))
         starts.append(m["start_ns"])
         rows.append(m)
+    last: dict[tuple[Any, int], dict] = {}
     for s in passes:
         starts, rows = by_pid.get(s["pid"], ([], []))
         i = bisect.bisect_right(starts, s["start_ns"]) - 1
         if i >= 0 and s["start_ns"] <= rows[i]["end_ns"]:  # (iterations of one loop do not nest)
             s["end_ns"] = min(s["end_ns"], rows[i]["end_ns"])
+            if (s["pid"], i) not in last or s["start_ns"] >= last[(s["pid"], i)]["start_ns"]:
+                last[(s["pid"], i)] = s
+    for (pid, i), s in last.items():
+        s["end_ns"] = by_pid[pid][1][i]["end_ns"]
 
 
 def _find_steps(con: duckdb.DuckDBPyConnection) -> tuple[str | None, list[dict]]:
@@ -181,8 +190,8 @@ def _find_steps(con: duckdb.DuckDBPyConnection) -> tuple[str | None, list[dict]]
     if found:
         family = min(found, key=FAMILIES.__getitem__)
         if family == "profiler_step" and _loop_holds_generations(con, found[family]):
-            passes = forward_passes_from_shapes(con)
-            _end_within_iterations(passes, found[family])
+            passes = forward_passes_from_shapes(con, compiled=True)
+            _fit_to_iterations(passes, found[family])
             return "attention_shapes_in_profiler_step", [public_step(s) for s in passes]
         return family, found[family]
     # vLLM worker frames: the outermost execute_model of each thread.
@@ -208,7 +217,7 @@ def _find_steps(con: duckdb.DuckDBPyConnection) -> tuple[str | None, list[dict]]
     ).fetchall()
     if rows:
         return "cuda_graph", [step_row(*r) for r in rows]
-    steps = [public_step(s) for s in forward_passes_from_shapes(con)]
+    steps = [public_step(s) for s in forward_passes_from_shapes(con, compiled=True)]
     return ("attention_shapes" if steps else None), steps
 
 
@@ -450,6 +459,8 @@ def detect_steps(stage: Path, part: int) -> tuple[pa.Table, dict]:
         """
     ).fetchall():
         shapes.setdefault(step_id, []).append((name, dims))
+    # the profiler writes every op's input shapes or none (record_shapes)
+    shapes_recorded = con.execute("SELECT 1 FROM ops WHERE input_dims IS NOT NULL LIMIT 1").fetchone() is not None
     con.close()
 
     rows = []
@@ -478,6 +489,8 @@ def detect_steps(stage: Path, part: int) -> tuple[pa.Table, dict]:
             empty = {"busy_share": 0.0, "attention_in_trace": next(iter(evidence.values()))["attention_in_trace"]}
             kind, why = step_kind_from_kernels(evidence.get(s["step_id"], empty))
             kind_from = "kernels" if kind else None
+            if kind is None and why and not shapes_recorded:
+                why += "; the trace has no input shapes: with record_shapes=True its attention ops' shapes tell"
         elif kind is None:  # a CPU-only trace: the marker and the shapes were all there was to read
             why = (
                 "its marker gives none, the trace has no GPU kernels, and no attention op in it has input shapes "

@@ -445,11 +445,18 @@ def render(doc: dict[str, Any]) -> Group:
         share = steps.get("phase_share")
         if share:
             basis = "GPU busy time" if share["basis"] == "gpu_busy" else "step wall time (no GPU data)"
+            outside = share.get("outside_steps_s")
+            shown = outside is not None and share.get("gpu_busy_s") and outside >= 0.01 * share["gpu_busy_s"]
             parts.append(
                 Text(
-                    f"Share of {basis}: prefill {pct(share['prefill_share'])} · decode "
-                    f"{pct(share['decode_share'])} · mixed {pct(share['mixed_share'])} · other "
+                    f"Share of {basis}{' in steps' if shown else ''}: prefill {pct(share['prefill_share'])} · "
+                    f"decode {pct(share['decode_share'])} · mixed {pct(share['mixed_share'])} · other "
                     f"{pct(share['other_share'])}"
+                    + (
+                        f" · outside any step: {_ms(outside)} of the GPU's {_ms(share['gpu_busy_s'])} ms busy"
+                        if shown
+                        else ""
+                    )
                 )
             )
         bounds = [it["bound"] for it in steps["items"] if it.get("bound")]

@@ -103,7 +103,9 @@ def test_the_compiled_reader_is_built():
 
 
 @pytest.mark.parametrize(
-    "path", torch_traces() + sorted(SAMPLES.glob("*.json.gz")), ids=lambda p: f"{p.parent.name}/{p.name}"
+    "path",
+    torch_traces() + sorted(SAMPLES.glob("*.json.gz")) + sorted(SAMPLES.glob("hf_generate_*/*.json.gz")),
+    ids=lambda p: f"{p.parent.name}/{p.name}",
 )
 def test_real_traces_read_the_same_by_both_readers(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     fast = _check(path, tmp_path, monkeypatch)

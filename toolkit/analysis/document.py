@@ -254,6 +254,12 @@ def _steps(con: duckdb.DuckDBPyConnection, gpu: GPU | None, model: Model | None)
             unknown += n
     by_kind = rows(con, f"SELECT * EXCLUDE (run_id, source) FROM profiler_steps_by_kind {where} ORDER BY kind")
     share = rows(con, f"SELECT * EXCLUDE (run_id, source) FROM profiler_phase_share {where}")
+    if share and src == "profiler" and share[0]["basis"] == "gpu_busy":
+        # GPU work no step holds (launched before the first detected step, or between steps no marker delimits):
+        # the shares above are of the steps' time only, so how much lies outside them is said beside them
+        (traced,) = con.execute("SELECT sum(busy_s) FROM profiler_gpu_busy").fetchone()
+        share[0]["gpu_busy_s"] = traced
+        share[0]["outside_steps_s"] = max(0.0, traced - share[0]["total_s"]) if traced is not None else None
     items = rows(
         con,
         f"""
