@@ -180,6 +180,22 @@ def test_inductor_kernels_named_after_attention_are_not_attention(name, store):
     assert [r["kernel_class"] for r in triton] in ([], ["elementwise"])
 
 
+def test_cuda_graph_advice_is_a_bound_the_real_graph_run_respects(tmp_path):
+    """A real what-if pair: the same generate() eager and with CUDA-graph decoding. The eager run's advice names
+    HF's setting and bounds the gain (its launch gaps removed at best); the graph run's measured decode step lies
+    between that best case and the eager step (the host work of HF's loop between forwards stays), and the graph
+    run gets no such advice."""
+    eager = lltrace.analyze([HERE / "hf_generate_eager_shapes.json.gz"], store=tmp_path / "a").to_dict()
+    graph = lltrace.analyze([HERE / "hf_generate_cudagraph_shapes.json.gz"], store=tmp_path / "b").to_dict()
+    (item,) = [a for a in eager["advice"] if a["bottleneck"] == "overhead"]
+    assert "reduce-overhead" in item["setting"] and "cache_implementation" in item["setting"]
+    decode = [it for it in graph["steps"]["items"] if it["kind"] == "decode"]
+    measured = sum(it["dur_s"] for it in decode) / len(decode)
+    assert item["expected_gain"]["to"] < measured < item["expected_gain"]["from"]
+    assert all(it["cuda_graph"] for it in decode)
+    assert not [a for a in graph["advice"] if a["bottleneck"] == "overhead"]
+
+
 def test_a_forward_compiled_without_graphs_is_one_pass_per_call(store):
     """CompileConfig(mode="default"): Inductor without CUDA graphs, so each decode is a ``Torch-Compiled Region``
     whose compiled code calls cuDNN's attention op itself (no ``scaled_dot_product_attention`` around it), and with

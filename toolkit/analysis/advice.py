@@ -27,6 +27,26 @@ def _gain(metric: str, before: float, after: float, unit: str = "s") -> dict[str
     return {"metric": metric, "from": before, "to": after, "unit": unit}
 
 
+# the setting that turns CUDA graphs on, by what marked the steps: the engine's own markers name the engine; a user's
+# ProfilerStep loop whose forwards were found by their shapes is a generation loop of PyTorch's (HF generate() or
+# one's own), where torch.compile captures the graphs
+_GRAPH_SETTINGS = {
+    "vllm": "enforce_eager=False (vLLM)",
+    "vllm_new_cached": "enforce_eager=False (vLLM)",
+    "execute_model": "enforce_eager=False (vLLM)",
+    "sglang": "--disable-cuda-graph off (SGLang)",
+    "attention_shapes_in_profiler_step": 'torch.compile mode "reduce-overhead" for the decoding forward (HF '
+    'generate: cache_implementation="static", whose compile mode it is by default)',
+}
+
+
+def graph_setting(detection: list[str]) -> str:
+    """The setting that captures decode steps as CUDA graphs, named for the engine the step markers show; a
+    general phrase where they show none."""
+    named = {_GRAPH_SETTINGS[d] for d in detection if d in _GRAPH_SETTINGS}
+    return named.pop() if len(named) == 1 else "CUDA graphs (the engine's eager-mode setting off)"
+
+
 def advise_steps(steps: dict[str, Any] | None) -> list[dict[str, Any]]:
     """Advice from profiler steps alone: decode steps whose GPU idles while the CPU launches kernels."""
     if not steps or steps.get("source") != "profiler":
@@ -48,7 +68,7 @@ def advise_steps(steps: dict[str, Any] | None) -> list[dict[str, Any]]:
     return [
         {
             "bottleneck": "overhead",
-            "setting": "enforce_eager",
+            "setting": graph_setting(steps.get("detection") or []),
             "action": "Capture decode steps as CUDA graphs: the GPU idles while the CPU launches kernels one by one",
             "expected_gain": _gain("mean decode step time", wall, wall - idle),
             "formula": "step_wall_mean - gpu_idle_mean (launch gaps removed at best)",
