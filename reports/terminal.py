@@ -413,8 +413,7 @@ def render(doc: dict[str, Any]) -> Group:
                 _ms(row["wall_s_p99"]),
                 _ms(row["wall_s_total"]),
                 _ms(row["gpu_busy_s"]),
-                whole(row["prefill_tokens"]),
-                whole(row["decode_tokens"]),
+                *_token_sums(row),
                 whole(row["cuda_graph_steps"]),
             )
         if not steps["count"]:
@@ -526,6 +525,14 @@ def render(doc: dict[str, Any]) -> Group:
 def print_summary(doc: dict[str, Any], console: Console | None = None) -> None:
     """Print the summary to the console (stdout by default)."""
     (console or Console()).print(render(doc))
+
+
+def _token_sums(row: dict[str, Any]) -> tuple[str, str]:
+    """A kind's prefill and decode token sums, saying over how many of its steps where not every step gives them
+    (steps whose kind came from their kernels have no counts)."""
+    some = row.get("token_steps") is not None and 0 < row["token_steps"] < row["steps"]
+    tail = f" ({whole(row['token_steps'])} of {whole(row['steps'])} steps)" if some else ""
+    return tuple(whole(row[k]) + (tail if row[k] else "") for k in ("prefill_tokens", "decode_tokens"))
 
 
 def _gain_figures(g: dict[str, Any]) -> str:

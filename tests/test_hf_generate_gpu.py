@@ -224,3 +224,24 @@ def test_a_forward_compiled_without_graphs_is_one_pass_per_call(store):
     # without record_shapes the same regions are the passes, of no kind (cuDNN's kernels name no phase)
     run, steps = _steps("hf_generate_compiled_noshapes", store / "noshapes")
     assert len(steps) == len(regions) and all(s["kind"] is None and "record_shapes" in s["kind_why"] for s in steps)
+
+
+def test_diff_of_the_eager_and_graph_runs_counts_tokens_only_where_steps_give_them(tmp_path):
+    """``lltrace diff`` of the real pair: 12 of the graph run's 14 decodes took their kind from the kernels and have
+    no token counts, so tokens per step are the 2 that do (4, the batch, as the raw captures say) and no time per
+    token is made up from those two (re-recording) steps; the terminal says over how many steps the sum runs."""
+    from typer.testing import CliRunner
+
+    from lltrace.cli import app
+
+    paths = [str(HERE / f"hf_generate_{v}_shapes.json.gz") for v in ("eager", "cudagraph")]
+    r = CliRunner().invoke(app, ["diff", "--store", str(tmp_path / "s"), "--json", *paths])
+    assert r.exit_code == 0, r.output
+    decode = json.loads(r.stdout)["components"]["decode"]
+    assert decode["baseline_tokens_per_step"] == decode["incident_tokens_per_step"] == INFO["batch"]
+    assert (decode["baseline_token_steps"], decode["incident_token_steps"]) == (14, 2)
+    assert decode["baseline_s_per_token"] > 0 and decode["incident_s_per_token"] is None
+    r = CliRunner().invoke(
+        app, ["analyze", "--store", str(tmp_path / "s"), "--quiet", paths[1]], env={"COLUMNS": "200"}
+    )
+    assert r.exit_code == 0 and "8 (2 of 14 steps)" in r.output

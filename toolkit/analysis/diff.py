@@ -269,10 +269,16 @@ def _profiler_diff(st: Store, ids: dict[str, dict[str, Any]]) -> dict[str, Any] 
             have[run] = "profiler" if "profiler" in found else "log" if "log" in found else None
         kinds = {
             side: {
-                r[0]: dict(zip(("steps", "wall_s_mean", "wall_s_total", "gpu_busy_s", "tokens"), r[1:], strict=True))
+                r[0]: dict(
+                    zip(
+                        ("steps", "wall_s_mean", "wall_s_total", "gpu_busy_s", "tokens", "token_steps", "token_wall_s"),
+                        r[1:],
+                        strict=True,
+                    )
+                )
                 for r in con.execute(
                     "SELECT coalesce(kind, 'unknown'), steps, wall_s_mean, wall_s_total, gpu_busy_s, "
-                    "prefill_tokens + decode_tokens FROM profiler_steps_by_kind "
+                    "prefill_tokens + decode_tokens, token_steps, token_steps_wall_s FROM profiler_steps_by_kind "
                     "WHERE run_id = ? AND source = ?",
                     [run, have.get(run)],
                 ).fetchall()
@@ -309,8 +315,12 @@ def _profiler_diff(st: Store, ids: dict[str, dict[str, Any]]) -> dict[str, Any] 
         }
         for side, k in (("baseline", b), ("incident", i)):
             row[f"{side}_steps"] = k["steps"]
-            row[f"{side}_tokens_per_step"] = k["tokens"] / k["steps"] if k["tokens"] else None
-            row[f"{side}_s_per_token"] = k["wall_s_total"] / k["tokens"] if k["tokens"] else None
+            # tokens per step over the steps that give them (a kind read from kernels gives none); time per token only
+            # where every step does: the steps that give them need not be typical (a graph's re-recording decode)
+            every = k["tokens"] and k["token_steps"] == k["steps"]
+            row[f"{side}_tokens_per_step"] = k["tokens"] / k["token_steps"] if k["tokens"] else None
+            row[f"{side}_s_per_token"] = k["token_wall_s"] / k["tokens"] if every else None
+            row[f"{side}_token_steps"] = k["token_steps"]
             row[f"{side}_gpu_busy_s"] = k["gpu_busy_s"] / k["steps"] if k["gpu_busy_s"] is not None else None
         comps[kind] = row
     if not comps:
@@ -330,10 +340,11 @@ def _profiler_diff(st: Store, ids: dict[str, dict[str, Any]]) -> dict[str, Any] 
         change = f"{v['delta_s'] / v['baseline_s']:+.0%}" if v["baseline_s"] else "from 0"
         text = f"{kind} steps {v['baseline_s'] * 1e3:,.2f} -> {v['incident_s'] * 1e3:,.2f} ms ({change})"
         if v["baseline_tokens_per_step"] and v["incident_tokens_per_step"]:
-            text += (
-                f" at {v['baseline_tokens_per_step']:,.1f} -> {v['incident_tokens_per_step']:,.1f} tokens per step "
-                f"({v['baseline_s_per_token'] * 1e3:,.3f} -> {v['incident_s_per_token'] * 1e3:,.3f} ms per token)"
-            )
+            text += f" at {v['baseline_tokens_per_step']:,.1f} -> {v['incident_tokens_per_step']:,.1f} tokens per step"
+            if v["baseline_s_per_token"] and v["incident_s_per_token"]:
+                text += (
+                    f" ({v['baseline_s_per_token'] * 1e3:,.3f} -> {v['incident_s_per_token'] * 1e3:,.3f} ms per token)"
+                )
         parts.append(text)
     logged = {have.get(r) for r in runs.values()} == {"log"}
     verdict = f"From the {'engine logs' if logged else 'profiler traces'}' steps, kind by kind: " + "; ".join(parts)
