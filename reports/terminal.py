@@ -445,7 +445,7 @@ def render(doc: dict[str, Any]) -> Group:
         if share:
             basis = "GPU busy time" if share["basis"] == "gpu_busy" else "step wall time (no GPU data)"
             outside = share.get("outside_steps_s")
-            shown = outside is not None and share.get("gpu_busy_s") and outside >= 0.01 * share["gpu_busy_s"]
+            shown = share.get("steps_hold") is not None
             parts.append(
                 Text(
                     f"Share of {basis}{' in steps' if shown else ''}: prefill {pct(share['prefill_share'])} · "

@@ -203,9 +203,11 @@ def classify_steps(
     logged = bool(detection) and all(x.endswith(" log") for x in detection)
     q = (causes or {}).get("queue_share")
     kv_part = (causes or {}).get("kv_share")
+    # GPU work no step holds is no part of the shares: say how much of the GPU's busy time they cover
+    held = f" in steps ({share['steps_hold']:.0%} of the GPU's)" if share.get("steps_hold") is not None else ""
     why = (
         f"from the {'engine log' if logged else 'profiler'}'s engine steps: prefill {p:.0%}, decode {d:.0%}, "
-        f"mixed {share['mixed_share']:.0%} of {basis} (no request-level source in this run)"
+        f"mixed {share['mixed_share']:.0%} of {basis}{held} (no request-level source in this run)"
     )
     if q is not None:
         why = (

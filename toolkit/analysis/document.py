@@ -32,6 +32,7 @@ from lltrace.ingest.pipeline import ProgressFn
 from lltrace.ingest.targets import Target, open_run
 from lltrace.physics.catalog import GPU, Model, gpu_of_run, model_or_error
 from lltrace.physics.roofline import step_roofline
+from lltrace.queries import thresholds
 from lltrace.store import Run, Store
 from lltrace.tables import STEP_KINDS
 
@@ -258,8 +259,13 @@ def _steps(con: duckdb.DuckDBPyConnection, gpu: GPU | None, model: Model | None)
         # GPU work no step holds (launched before the first detected step, or between steps no marker delimits):
         # the shares above are of the steps' time only, so how much lies outside them is said beside them
         (traced,) = con.execute("SELECT sum(busy_s) FROM profiler_gpu_busy").fetchone()
-        share[0]["gpu_busy_s"] = traced
-        share[0]["outside_steps_s"] = max(0.0, traced - share[0]["total_s"]) if traced is not None else None
+        outside = max(0.0, traced - share[0]["total_s"]) if traced else None
+        shown = outside is not None and outside >= thresholds()["steps_outside_share_shown"] * traced
+        share[0] |= {
+            "gpu_busy_s": traced,
+            "outside_steps_s": outside,
+            "steps_hold": 1 - outside / traced if shown else None,  # said beside the shares where it matters
+        }
     items = rows(
         con,
         f"""
