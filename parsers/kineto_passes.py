@@ -182,9 +182,8 @@ def forward_passes_from_shapes(
     decode step's key grows by one token, a new prompt has another length). A pass runs from its first
     attention op to the start of the next pass on its thread that is surely a forward of its own (a decode or a
     compiled forward's call: the generation loop's period, the rest of its forward, sampling, the next forward's
-    start),
-    else to its last attention op's end (then the attention part of the pass only: a lower bound). ``window``:
-    only the ops that start in [from, to] ns (the Parquet row groups outside it are not read).
+    start), else to its last attention op's end (then the attention part of the pass only: a lower bound).
+    ``window``: only the ops that start in [from, to] ns (the Parquet row groups outside it are not read).
     """
     lo, hi = window or (None, None)
     found = con.execute(

@@ -156,7 +156,10 @@ def test_cuda_graph_decodes_without_shapes_and_the_prefill_time_no_step_holds(st
     assert share["outside_steps_s"] == pytest.approx(float(_union_us(before)) / 1e6, abs=2e-9)
     assert share["outside_steps_s"] > 0.1 * share["gpu_busy_s"]
     held = 1 - share["outside_steps_s"] / share["gpu_busy_s"]
-    assert share["steps_hold"] == pytest.approx(held) and f"in steps ({held:.0%} of the GPU's)" in doc["classification"]["why"]
+    assert (
+        share["steps_hold"] == pytest.approx(held)
+        and f"in steps ({held:.0%} of the GPU's)" in doc["classification"]["why"]
+    )
 
 
 def test_eager_generate_without_shapes_says_what_would_tell(store):

@@ -126,6 +126,7 @@ def analyze(
     present = the_run.store.present([the_run.id])
     con = the_run.store.connect([the_run.id])
     try:
+        profile = _profile(con) if "kernels" in present else None
         doc = {
             "run": {
                 "id": the_run.id,
@@ -157,8 +158,8 @@ def analyze(
             "requests": _requests(con) if "requests" in present else None,
             "attribution": None,
             "classification": None,
-            "steps": _steps(con, gpu_obj, model_obj) if "engine_steps" in present else None,
-            "profile": _profile(con) if "kernels" in present else None,
+            "steps": _steps(con, gpu_obj, model_obj, profile) if "engine_steps" in present else None,
+            "profile": profile,
             "kv": _kv(con) if present & {"engine_stats", "engine_steps"} else None,
             "workload": (rows(con, "SELECT * EXCLUDE (run_id) FROM workload_mix") or [None])[0]
             if "requests" in present
@@ -240,7 +241,9 @@ def analyze(
     return Analysis(the_run, doc)
 
 
-def _steps(con: duckdb.DuckDBPyConnection, gpu: GPU | None, model: Model | None) -> dict[str, Any]:
+def _steps(
+    con: duckdb.DuckDBPyConnection, gpu: GPU | None, model: Model | None, profile: dict[str, Any] | None
+) -> dict[str, Any]:
     sources = dict(con.execute("SELECT source, count(*) FROM engine_steps GROUP BY source").fetchall())
     # A run may carry steps from its profiler trace and from the server's iteration log; the profiler's
     # (with GPU data) are described, the other source's count is reported beside them.
@@ -255,10 +258,11 @@ def _steps(con: duckdb.DuckDBPyConnection, gpu: GPU | None, model: Model | None)
             unknown += n
     by_kind = rows(con, f"SELECT * EXCLUDE (run_id, source) FROM profiler_steps_by_kind {where} ORDER BY kind")
     share = rows(con, f"SELECT * EXCLUDE (run_id, source) FROM profiler_phase_share {where}")
-    if share and src == "profiler" and share[0]["basis"] == "gpu_busy":
+    if share and src == "profiler" and share[0]["basis"] == "gpu_busy" and profile and profile["gpu_busy"]:
         # GPU work no step holds (launched before the first detected step, or between steps no marker delimits):
-        # the shares above are of the steps' time only, so how much lies outside them is said beside them
-        (traced,) = con.execute("SELECT sum(busy_s) FROM profiler_gpu_busy").fetchone()
+        # the shares above are of the steps' time only, so how much lies outside them is said beside them. It is
+        # the GPU's busy time less the steps' (each step's union of its own ops), floored at zero: at least that
+        traced = sum(r["busy_s"] for r in profile["gpu_busy"])
         outside = max(0.0, traced - share[0]["total_s"]) if traced else None
         shown = outside is not None and outside >= thresholds()["steps_outside_share_shown"] * traced
         share[0] |= {
