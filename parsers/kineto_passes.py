@@ -13,6 +13,8 @@ from typing import Any
 
 import duckdb
 
+from lltrace.parsers.kineto_tables import LAUNCH_CATS
+
 
 def _dims(text: str | None) -> list | None:
     if not text:
@@ -125,8 +127,10 @@ def pass_reads_decode(op_name: str, dims: str | None) -> bool:
     return kind_of_reading(shape_reading(op_name, dims)) == "decode"
 
 
+# a CUDA/HIP graph launch (cudaGraphLaunch, hipGraphLaunch), and the launch-side events that bound a stream capture
+GRAPH_LAUNCH_SQL = f"cat IN {LAUNCH_CATS} AND name ILIKE '%GraphLaunch%'"
 _GRAPH_EVENTS_SQL = (
-    "cat IN ('cuda_runtime', 'cuda_driver') AND (name ILIKE '%GraphLaunch%' OR name ILIKE '%StreamBeginCapture%' "
+    f"cat IN {LAUNCH_CATS} AND (name ILIKE '%GraphLaunch%' OR name ILIKE '%StreamBeginCapture%' "
     "OR name ILIKE '%StreamEndCapture%')"
 )
 

@@ -49,6 +49,7 @@ from lltrace.parsers.kernel_classes import launched_every_step
 from lltrace.parsers.kineto import STEPS_MEMORY
 from lltrace.parsers.kineto_passes import (
     ATTN_OPS_SQL,
+    GRAPH_LAUNCH_SQL,
     forward_passes_from_shapes,
     holds_prefill_and_decode,
     kind_of_reading,
@@ -210,10 +211,7 @@ def _find_steps(con: duckdb.DuckDBPyConnection) -> tuple[str | None, list[dict]]
         return "execute_model", [step_row(*r) for r in rows]
     # CUDA graph replays: one launch is one step; a replay is usually decode, but only the shapes can say.
     rows = con.execute(
-        """
-        SELECT name, pid, tid, ts_ns, dur_ns FROM ops
-        WHERE cat IN ('cuda_runtime', 'cuda_driver') AND name ILIKE '%GraphLaunch%' ORDER BY ts_ns
-        """
+        f"SELECT name, pid, tid, ts_ns, dur_ns FROM ops WHERE {GRAPH_LAUNCH_SQL} ORDER BY ts_ns"
     ).fetchall()
     if rows:
         return "cuda_graph", [step_row(*r) for r in rows]
