@@ -952,11 +952,13 @@ static int make_row(Row *row, const Val *top, const Val *args, Buf *scratch, con
     }
     if (to) row->t[C_CAT].p = to, row->t[C_CAT].n = strlen(to);
     row->b[C_OLD_CAT] = raw_cat.null ? -1 : old_cat;
-    /* keep: cat IS DISTINCT FROM 'python_function' OR name LIKE '%execute_model%'; -1 is NULL */
+    /* keep: cat IS DISTINCT FROM 'python_function' OR name LIKE '%execute_model%' OR starts_with(name, 'nn.Module: ');
+     * -1 is NULL */
     Text name;
     if ((r = text_of(&top[K_NAME], scratch, &name, err))) return r;
     int keep = 1;
-    if (!o->keep_python && TEXT_IS(&raw_cat, "python_function")) keep = name.null ? -1 : like_execute_model(&name);
+    if (!o->keep_python && TEXT_IS(&raw_cat, "python_function"))
+        keep = name.null ? -1 : like_execute_model(&name) || (name.n >= 11 && memcmp(name.p, "nn.Module: ", 11) == 0);
     row->t[C_NAME] = name;
     if (keep != 1) row->t[C_NAME].null = 1;
     row->b[C_DROPPED] = keep == -1 ? -1 : !keep;

@@ -131,7 +131,11 @@ FROM read_json(?, format = 'newline_delimited', columns = @COLUMNS@,
                maximum_object_size = 268435456)
 """
 
-_KEEP_DEFAULT = "cat IS DISTINCT FROM 'python_function' OR name LIKE '%execute_model%'"
+# python_function frames (with_stack) are dropped but for vLLM's execute_model and the module calls (``nn.Module:
+# LlamaForCausalLM_0``): the steps are read from them
+_KEEP_DEFAULT = (
+    "cat IS DISTINCT FROM 'python_function' OR name LIKE '%execute_model%' OR starts_with(name, 'nn.Module: ')"
+)
 _KEEP_ALL = "true"
 
 

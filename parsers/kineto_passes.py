@@ -97,14 +97,14 @@ def public_step(step: dict) -> dict:
 def holds_prefill_and_decode(marked: list[dict], passes: list[dict]) -> bool:
     """Whether a ``ProfilerStep#N`` holds several forward passes: then it is a loop iteration of the user's (HF
     ``generate()``: a prefill and its decodes), not one engine iteration, and the passes are the steps. Several
-    passes are surely several forwards where one is a compiled forward's call (one region each), or where
+    passes are surely several forwards where one is a module call or a compiled forward's call, or where
     one reads decode and another does not. A step holding only prefill passes (layers that attend over different
     shapes, or several prompts), or only decode passes (sliding-window layers read other key lengths), keeps its
     marker."""
     for m in marked:
         inside = [s for s in passes if s["pid"] == m["pid"] and m["start_ns"] <= s["start_ns"] <= m["end_ns"]]
         kinds = {s["_own"] for s in inside}
-        if len(inside) >= 2 and ("compiled" in kinds or kinds >= {"decode", None}):
+        if len(inside) >= 2 and (kinds & {"compiled", "module"} or kinds >= {"decode", None}):
             return True
     return False
 
@@ -175,6 +175,67 @@ def compiled_passes(con: duckdb.DuckDBPyConnection, window: tuple[int, int] | No
     return passes
 
 
+def _outermost(rows: list[tuple]) -> list[tuple]:
+    """Of ``(name, pid, tid, ts_ns, dur_ns, ...)`` rows sorted by thread, start and longest first, those no other
+    row of their thread encloses."""
+    out, outer = [], (None, None, -1)
+    for r in rows:
+        if (r[1], r[2]) == outer[:2] and r[3] < outer[2]:
+            continue
+        out.append(r)
+        outer = (r[1], r[2], r[3] + (r[4] or 0))
+    return out
+
+
+def module_passes(con: duckdb.DuckDBPyConnection, window: tuple[int, int] | None = None) -> list[dict]:
+    """Forward passes the profiler's Python stacks delimit (``with_stack=True``): each outermost module call
+    (``nn.Module: LlamaForCausalLM_0``, the python_function frame PyTorch's tracer records for a module's
+    ``__call__``) that runs attention. Unlike a pass read from its attention ops, it begins and ends where the
+    forward does. ``window`` as for :func:`forward_passes_from_shapes`."""
+    lo, hi = window or (None, None)
+    where = "($lo IS NULL OR ts_ns >= $lo) AND ($hi IS NULL OR ts_ns <= $hi)"
+    frames = con.execute(
+        f"""
+        SELECT name, pid, tid, ts_ns, dur_ns FROM ops
+        WHERE cat = 'python_function' AND starts_with(name, 'nn.Module: ') AND dur_ns IS NOT NULL AND {where}
+        ORDER BY pid, tid, ts_ns, dur_ns DESC
+        """,
+        {"lo": lo, "hi": hi},
+    ).fetchall()
+    if not frames:
+        return []
+    attention: dict[tuple, list[int]] = {}
+    for pid, tid, ts in con.execute(
+        f"SELECT pid, tid, ts_ns FROM ops WHERE cat = 'cpu_op' AND {ATTN_OPS_SQL} AND {where} ORDER BY ts_ns",
+        {"lo": lo, "hi": hi},
+    ).fetchall():
+        attention.setdefault((pid, tid), []).append(ts)
+    passes = []
+    for name, pid, tid, ts, dur in _outermost(frames):
+        times = attention.get((pid, tid), [])
+        if bisect.bisect_right(times, ts + dur) > bisect.bisect_left(times, ts):
+            passes.append(step_row(name, pid, tid, ts, dur) | {"_own": "module"})
+    return passes
+
+
+def _calls(modules: list[dict], regions: list[dict]) -> list[dict]:
+    """Module calls and compiled regions as passes, in start order: a region inside a module call is part of it."""
+    spans: dict[tuple, tuple[list[int], list[int]]] = {}
+    for m in modules:
+        starts, ends = spans.setdefault((m["pid"], m["tid"]), ([], []))
+        starts.append(m["start_ns"])
+        ends.append(m["end_ns"])
+    inside = []
+    for r in regions:
+        starts, ends = spans.get((r["pid"], r["tid"]), ([], []))
+        i = bisect.bisect_right(starts, r["start_ns"]) - 1
+        inside.append(i >= 0 and r["start_ns"] <= ends[i])
+    return sorted(
+        modules + [r for r, nested in zip(regions, inside, strict=True) if not nested],
+        key=lambda s: (s["pid"], s["tid"], s["start_ns"]),
+    )
+
+
 def forward_passes_from_shapes(
     con: duckdb.DuckDBPyConnection, window: tuple[int, int] | None = None, compiled: bool = False
 ) -> list[dict]:
@@ -201,15 +262,10 @@ def forward_passes_from_shapes(
     ).fetchall()
     # one attention call per layer: the outermost attention op (SDPA dispatches to a backend's op inside it, while
     # compiled code calls that backend op itself, ``aten::_scaled_dot_product_cudnn_attention`` and the like)
-    rows, outer = [], (None, None, -1)
-    for r in found:
-        if (r[1], r[2]) == outer[:2] and r[3] < outer[2]:
-            continue
-        rows.append(r)
-        outer = (r[1], r[2], r[3] + (r[4] or 0))
-    calls = compiled_passes(con, window) if compiled else []
+    rows = _outermost(found)
+    calls = _calls(module_passes(con, window), compiled_passes(con, window)) if compiled else []
     regions: dict[tuple, tuple[list[int], list[int]]] = {}
-    for r in calls:  # (in start order; outermost regions do not overlap on one thread)
+    for r in calls:  # (in start order; the calls do not overlap on one thread)
         starts, ends = regions.setdefault((r["pid"], r["tid"]), ([], []))
         starts.append(r["start_ns"])
         ends.append(r["end_ns"])
@@ -218,9 +274,9 @@ def forward_passes_from_shapes(
         starts, ends = regions.get((pid, tid), ([], []))
         i = bisect.bisect_right(starts, ts) - 1
         if i >= 0 and ts <= ends[i]:
-            continue  # run by a compiled forward (or captured into the graph it replays): that call is the pass
+            continue  # run by a module call or a compiled forward (or captured into its graph): that call is the pass
         last = steps[-1] if steps else None
-        # a run of one shape ends where a compiled forward (another pass) came between its ops
+        # a run of one shape ends where a module call or a compiled forward (another pass) came between its ops
         if last and last["_key"] == (pid, tid, name, dims) and bisect.bisect_right(starts, last["start_ns"]) == i + 1:
             last["end_ns"] = max(last["end_ns"], ts + (dur or 0))
             continue

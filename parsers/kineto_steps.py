@@ -10,11 +10,12 @@ Markers are tried in this order and the first family present defines the steps:
    loop's steps hold a decode pass and a pass that is not (an HF ``generate()`` profiled per call: a prefill and its
    decodes; judged on its first eight steps), they give way to the forward passes, found as in 8
    (``attention_shapes_in_profiler_step``), each call of a torch.compile'd forward (``Torch-Compiled Region``,
-   CUDA-graph replays included) being one;
+   CUDA-graph replays included) and each outermost module call that runs attention (``nn.Module: …``, with
+   ``with_stack``) being one;
 6. vLLM worker ``execute_model`` frames (python_function, kept for this);
 7. CUDA graph launches (one replay = one step; its kind comes from the shapes);
-8. with no marker at all, forward passes as runs of attention ops with identical input shapes, and the calls of
-   a torch.compile'd forward.
+8. with no marker at all, forward passes as runs of attention ops with identical input shapes, the calls of a
+   torch.compile'd forward and the outermost module calls that run attention.
 
 Independently of the marker, the step's input shapes are read from its attention op (query ``[T, H, D]``
 for vLLM's varlen attention, ``[B, H, S, D]`` for SDPA): ``shape_tokens``, ``shape_reqs``,

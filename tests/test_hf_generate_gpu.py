@@ -250,3 +250,49 @@ def test_diff_of_the_eager_and_graph_runs_counts_tokens_only_where_steps_give_th
         app, ["analyze", "--store", str(tmp_path / "s"), "--quiet", paths[1]], env={"COLUMNS": "200"}
     )
     assert r.exit_code == 0 and "8 (2 of 14 steps)" in r.output
+
+
+def test_python_stacks_give_each_forward_its_own_bounds(store):
+    """with_stack=True: the profiler records each module call as a python_function frame, and the outermost one that
+    runs attention (``nn.Module: LlamaForCausalLM_0``) is a forward, from its first instant to its last. The steps
+    begin where those frames begin, to the nanosecond of the raw file, their kinds and tokens from the attention
+    calls inside each, and nearly all the GPU time lies in steps: only what each generate() launches before its
+    first forward is outside, to the microsecond of the raw kernels' union."""
+    name = "hf_generate_eager_stack"
+    events, base = _trace(name)
+    top = "nn.Module: LlamaForCausalLM_0"
+    frames = sorted((e["ts"], e["ts"] + e["dur"]) for e in events if e.get("name") == top)
+    assert len(frames) == 2 * INFO["variants"][name]["generated_tokens"]
+    queries = [
+        (e["ts"], e["args"]["Input Dims"][0]) for e in events if e.get("name") == "aten::scaled_dot_product_attention"
+    ]
+    run, steps = _steps(name, store)
+    assert [s["marker"] for s in steps] == [top] * len(frames)
+    assert [s["start_ns"] for s in steps] == [_ns(a, base) for a, _ in frames]
+    for s, (a, b) in zip(steps, frames, strict=True):
+        q = [d for t, d in queries if a <= t <= b]
+        assert len(q) == LAYERS
+        kind = "decode" if q[0][2] == 1 else "prefill"
+        tokens = q[0][0] * q[0][2]
+        assert (s["kind"], s["kind_from"]) == (kind, "shapes")
+        assert s["decode_tokens" if kind == "decode" else "prefill_tokens"] == tokens
+    marked = sorted(
+        (e["ts"], e["ts"] + e["dur"])
+        for e in events
+        if e.get("name", "").startswith("ProfilerStep#") and e.get("cat") == "user_annotation"
+    )
+    first = [min(a for a, _ in frames if m0 <= a <= m1) for m0, m1 in marked]
+    launch_ts = {
+        e["args"]["correlation"]: e["ts"]
+        for e in events
+        if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})
+    }
+    gpu = [e for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    before = [
+        (e["ts"], e["ts"] + e["dur"])
+        for e in gpu
+        if any(m0 <= launch_ts[e["args"]["correlation"]] < f for (m0, _), f in zip(marked, first, strict=True))
+    ]
+    share = lltrace.analyze(run).to_dict()["steps"]["phase_share"]
+    assert share["outside_steps_s"] == pytest.approx(float(_union_us(before)) / 1e6, abs=2e-9)
+    assert share["outside_steps_s"] < 0.02 * share["gpu_busy_s"]

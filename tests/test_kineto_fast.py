@@ -191,6 +191,8 @@ CASES = [
     ("old_external_id", [{**_X, "args": {"external id": 3}}], True),
     ("python_function_dropped", [{**_X, "cat": "python_function", "name": "torch/nn.py(1): f"}, _X], True),
     ("execute_model_kept", [{**_X, "cat": "python_function", "name": "worker.py: execute-model"}, _X], True),
+    ("module_call_kept", [{**_X, "cat": "python_function", "name": "nn.Module: LlamaForCausalLM_0"}, _X], True),
+    ("module_prefix_only", [{**_X, "cat": "python_function", "name": "nn.Module:"}, _X], True),
     ("python_function_no_name", [{**_X, "cat": "python_function", "name": None}, _X], True),
     ("instants_and_other_phases", [{"ph": "i", "name": "i", "pid": 1, "ts": 1000}, {"ph": "C", "ts": 1}, _X], True),
     ("null_and_missing_fields", [{"ph": "X", "name": None, "ts": 1000, "dur": None}, _X], True),
@@ -257,7 +259,7 @@ def test_damaged_inputs_read_the_same(path: Path, tmp_path: Path, monkeypatch: p
 # Values of every JSON kind, including those the compiled reader declines (floats where text is kept,
 # exponents, escapes, -0), for the fields both readers read.
 _text = st.text(alphabet=st.sampled_from(list('aZ_:é€😀 "\\/\n\t')), max_size=12) | st.sampled_from(
-    ["execute_model", "execute-model", "python_function", "X", "M"]
+    ["execute_model", "execute-model", "python_function", "X", "M", "nn.Module: M_0", "nn.Module:"]
 )
 _json_scalar = st.one_of(
     st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=False, allow_infinity=False), _text

@@ -22,8 +22,12 @@ versions, the GPU and these numbers.
   CompileConfig(mode="default"): the decoding forward compiled by Inductor without CUDA graphs, so its attention
   runs as a CPU-side op inside each compiled region; with and without record_shapes.
 
+- eager_stack (a third run, --stack): eager with record_shapes and with_stack=True, the profiler's Python frames
+  (python_function) with each module call (nn.Module: LlamaForCausalLM_0) among them.
+
 Run: python make_hf_generate_gpu_traces.py OUT_DIR [--cpu]   (--cpu: eager variants only, to check the script)
      python make_hf_generate_gpu_traces.py OUT_DIR --compiled   (after the first run: OUT_DIR holds its run_info.json)
+     python make_hf_generate_gpu_traces.py OUT_DIR --stack      (likewise)
 """
 import gzip
 import json
@@ -78,7 +82,7 @@ def generate(static: bool, compile_mode: str | None = None) -> torch.Tensor:
                               min_new_tokens=NEW_TOKENS, do_sample=False, pad_token_id=0, **kw)
 
 
-def capture(name: str, static: bool, shapes: bool, compile_mode: str | None = None) -> None:
+def capture(name: str, static: bool, shapes: bool, compile_mode: str | None = None, stack: bool = False) -> None:
     t0 = time.time()
     for _ in range(3):  # warm up: kernels chosen, and for static: compiled and graphs recorded
         generate(static, compile_mode)
@@ -87,7 +91,7 @@ def capture(name: str, static: bool, shapes: bool, compile_mode: str | None = No
     warm_s = time.time() - t0
     path = os.path.join(out_dir, f"{name}.json")
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
-    with profile(activities=acts, record_shapes=shapes,
+    with profile(activities=acts, record_shapes=shapes, with_stack=stack,
                  schedule=schedule(wait=0, warmup=1, active=2, repeat=1),
                  on_trace_ready=lambda p: p.export_chrome_trace(path)) as prof:
         for _ in range(3):
@@ -105,7 +109,7 @@ def capture(name: str, static: bool, shapes: bool, compile_mode: str | None = No
     info["variants"][name] = {
         "model": "tiny" if cfg.hidden_size == 128 else "medium", "batch": int(ids.shape[0]),
         "prompt_tokens": int(ids.shape[1]), "static_cache": static, "compile_mode": compile_mode or ("reduce-overhead" if static else None),
-        "record_shapes": shapes, "warmup_s": round(warm_s, 2),
+        "record_shapes": shapes, "with_stack": stack, "warmup_s": round(warm_s, 2),
         "generated_tokens": int(out.shape[1] - ids.shape[1]), "events": len(names),
         "cudaGraphLaunch": sum(n == "cudaGraphLaunch" for n in names),
         "sdpa_calls": sum(n == "aten::scaled_dot_product_attention" for n in names),
@@ -115,11 +119,15 @@ def capture(name: str, static: bool, shapes: bool, compile_mode: str | None = No
 
 
 info_path = os.path.join(out_dir, "run_info.json")
-if "--compiled" in sys.argv:  # a run of its own (fresh process): added to the run_info.json already in OUT_DIR
+if "--compiled" in sys.argv or "--stack" in sys.argv:  # runs of their own (fresh process): added to OUT_DIR's
+    run = "compiled_run" if "--compiled" in sys.argv else "stack_run"  # run_info.json
     with open(info_path) as f:
-        info = json.load(f) | {"compiled_run": {k: info[k] for k in ("torch", "transformers", "device")}}
-    capture("hf_generate_compiled_shapes", static=True, shapes=True, compile_mode="default")
-    capture("hf_generate_compiled_noshapes", static=True, shapes=False, compile_mode="default")
+        info = json.load(f) | {run: {k: info[k] for k in ("torch", "transformers", "device")}}
+    if run == "compiled_run":
+        capture("hf_generate_compiled_shapes", static=True, shapes=True, compile_mode="default")
+        capture("hf_generate_compiled_noshapes", static=True, shapes=False, compile_mode="default")
+    else:
+        capture("hf_generate_eager_stack", static=False, shapes=True, stack=True)
     with open(info_path, "w") as f:
         json.dump(info, f, indent=1)
     sys.exit(0)
