@@ -131,8 +131,7 @@ FROM read_json(?, format = 'newline_delimited', columns = @COLUMNS@,
                maximum_object_size = 268435456)
 """
 
-# python_function frames (with_stack) are dropped but for vLLM's execute_model and the module calls (``nn.Module:
-# LlamaForCausalLM_0``): the steps are read from them
+# python_function frames (with_stack) are dropped but for vLLM's execute_model and module calls: steps read them
 _KEEP_DEFAULT = (
     "cat IS DISTINCT FROM 'python_function' OR name LIKE '%execute_model%' OR starts_with(name, 'nn.Module: ')"
 )
