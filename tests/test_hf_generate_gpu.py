@@ -117,6 +117,27 @@ def test_cuda_graph_decodes_are_steps_of_their_own(store):
     assert all(not s["cuda_graph"] and s["graph_launches"] == 0 for s in prefill)
 
 
+def _launched_before_first(events: list[dict], passes: list[tuple[Decimal, Decimal]]) -> list[tuple]:
+    """The GPU ops (start, end µs) launched in each ProfilerStep before the first of ``passes`` that starts in it."""
+    marked = sorted(
+        (e["ts"], e["ts"] + e["dur"])
+        for e in events
+        if e.get("name", "").startswith("ProfilerStep#") and e.get("cat") == "user_annotation"
+    )
+    first = [min(a for a, _ in passes if m0 <= a <= m1) for m0, m1 in marked]
+    launch_ts = {
+        e["args"]["correlation"]: e["ts"]
+        for e in events
+        if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})
+    }
+    return [
+        (e["ts"], e["ts"] + e["dur"])
+        for e in events
+        if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
+        and any(m0 <= launch_ts[e["args"]["correlation"]] < f for (m0, _), f in zip(marked, first, strict=True))
+    ]
+
+
 def test_cuda_graph_decodes_without_shapes_and_the_prefill_time_no_step_holds(store):
     """Without record_shapes the eager prefill cannot be delimited, but each graph replay still is one decode: the
     steps are the replays, and the GPU time launched before each generate()'s first replay (its prefill) is said
@@ -126,26 +147,8 @@ def test_cuda_graph_decodes_without_shapes_and_the_prefill_time_no_step_holds(st
     regions = sorted(
         (e["ts"], e["ts"] + e["dur"]) for e in events if e.get("name", "").startswith("Torch-Compiled Region")
     )
-    marked = sorted(
-        (e["ts"], e["ts"] + e["dur"])
-        for e in events
-        if e.get("name", "").startswith("ProfilerStep#") and e.get("cat") == "user_annotation"
-    )
-    first_replay = [min(a for a, _ in regions if m0 <= a <= m1) for m0, m1 in marked]
-    launch_ts = {
-        e["args"]["correlation"]: e["ts"]
-        for e in events
-        if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})
-    }
     gpu = [e for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
-    before = [
-        (e["ts"], e["ts"] + e["dur"])
-        for e in gpu
-        if any(
-            m0 <= launch_ts.get(e["args"].get("correlation"), Decimal(-1)) < f
-            for (m0, _), f in zip(marked, first_replay, strict=True)
-        )
-    ]
+    before = _launched_before_first(events, regions)
     run, steps = _steps(name, store)
     assert len(steps) == len(regions) == sum(e.get("name") == "cudaGraphLaunch" for e in events)
     assert {(s["kind"], s["kind_from"]) for s in steps} == {("decode", "kernels")}
@@ -276,23 +279,7 @@ def test_python_stacks_give_each_forward_its_own_bounds(store):
         tokens = q[0][0] * q[0][2]
         assert (s["kind"], s["kind_from"]) == (kind, "shapes")
         assert s["decode_tokens" if kind == "decode" else "prefill_tokens"] == tokens
-    marked = sorted(
-        (e["ts"], e["ts"] + e["dur"])
-        for e in events
-        if e.get("name", "").startswith("ProfilerStep#") and e.get("cat") == "user_annotation"
-    )
-    first = [min(a for a, _ in frames if m0 <= a <= m1) for m0, m1 in marked]
-    launch_ts = {
-        e["args"]["correlation"]: e["ts"]
-        for e in events
-        if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})
-    }
-    gpu = [e for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
-    before = [
-        (e["ts"], e["ts"] + e["dur"])
-        for e in gpu
-        if any(m0 <= launch_ts[e["args"]["correlation"]] < f for (m0, _), f in zip(marked, first, strict=True))
-    ]
+    before = _launched_before_first(events, frames)
     share = lltrace.analyze(run).to_dict()["steps"]["phase_share"]
     assert share["outside_steps_s"] == pytest.approx(float(_union_us(before)) / 1e6, abs=2e-9)
     assert share["outside_steps_s"] < 0.02 * share["gpu_busy_s"]
