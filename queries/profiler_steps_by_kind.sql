@@ -14,7 +14,6 @@
 --   decode_tokens   summed decode tokens (NULL where no step gives them)
 --   token_steps     steps whose prefill and decode token counts are both known (the sums above are theirs: a
 --                   step whose kind came from its kernels has none)
---   token_steps_wall_s  those steps' summed CPU-side duration, seconds (time per token is this over the tokens)
 --   cuda_graph_steps steps that ran (partly) as CUDA-graph replays (NULL when no step has GPU work)
 --   gpu_longer_steps steps whose GPU busy time exceeds their CPU span: launched without waiting for their
 --                    kernels (CUDA graphs, asynchronous scheduling), so the CPU span is not their time
@@ -33,7 +32,6 @@ SELECT run_id, source, kind,
        sum(prefill_tokens) AS prefill_tokens,
        sum(decode_tokens) AS decode_tokens,
        count(*) FILTER (WHERE prefill_tokens IS NOT NULL AND decode_tokens IS NOT NULL) AS token_steps,
-       sum(wall_s) FILTER (WHERE prefill_tokens IS NOT NULL AND decode_tokens IS NOT NULL) AS token_steps_wall_s,
        CASE WHEN count(cuda_graph) > 0 THEN count(*) FILTER (WHERE cuda_graph) END AS cuda_graph_steps,
        CASE WHEN count(gpu_busy_s) > 0 THEN count(*) FILTER (WHERE gpu_busy_s > wall_s) END AS gpu_longer_steps,
        avg(gpu_busy_s) FILTER (WHERE gpu_busy_s > wall_s) AS gpu_longer_busy_s_mean,

@@ -271,14 +271,14 @@ def _profiler_diff(st: Store, ids: dict[str, dict[str, Any]]) -> dict[str, Any] 
             side: {
                 r[0]: dict(
                     zip(
-                        ("steps", "wall_s_mean", "wall_s_total", "gpu_busy_s", "tokens", "token_steps", "token_wall_s"),
+                        ("steps", "wall_s_mean", "wall_s_total", "gpu_busy_s", "tokens", "token_steps"),
                         r[1:],
                         strict=True,
                     )
                 )
                 for r in con.execute(
                     "SELECT coalesce(kind, 'unknown'), steps, wall_s_mean, wall_s_total, gpu_busy_s, "
-                    "prefill_tokens + decode_tokens, token_steps, token_steps_wall_s FROM profiler_steps_by_kind "
+                    "prefill_tokens + decode_tokens, token_steps FROM profiler_steps_by_kind "
                     "WHERE run_id = ? AND source = ?",
                     [run, have.get(run)],
                 ).fetchall()
@@ -319,7 +319,7 @@ def _profiler_diff(st: Store, ids: dict[str, dict[str, Any]]) -> dict[str, Any] 
             # where every step does: the steps that give them need not be typical (a graph's re-recording decode)
             every = k["tokens"] and k["token_steps"] == k["steps"]
             row[f"{side}_tokens_per_step"] = k["tokens"] / k["token_steps"] if k["tokens"] else None
-            row[f"{side}_s_per_token"] = k["token_wall_s"] / k["tokens"] if every else None
+            row[f"{side}_s_per_token"] = k["wall_s_total"] / k["tokens"] if every else None
             row[f"{side}_token_steps"] = k["token_steps"]
             row[f"{side}_gpu_busy_s"] = k["gpu_busy_s"] / k["steps"] if k["gpu_busy_s"] is not None else None
         comps[kind] = row
