@@ -29,6 +29,11 @@ def whole(v: Any) -> str:
     return f"{v:,}" if isinstance(v, int) else f"{float(v):,.0f}"
 
 
+def count_noun(n: int, noun: str) -> str:
+    """A count and its noun, singular for one ("1 step", "2 steps"; "-" for an unknown count)."""
+    return f"{whole(n)} {noun if n == 1 else noun + 's'}"
+
+
 def window_label(t: float) -> str:
     """A window's start: a UTC date, or hours from the trace start for traces on a relative clock."""
     if t < 1e9:  # before 2001: a relative clock (Mooncake ms from 0, BurstGPT seconds from day 1)

@@ -11,8 +11,8 @@ from rich.table import Table
 from rich.text import Text
 
 from lltrace.reports.labels import QUEUE_PARTS
+from lltrace.reports.numbers import count_noun, pct, per_s, whole
 from lltrace.reports.numbers import ms as _ms
-from lltrace.reports.numbers import pct, per_s, whole
 from lltrace.reports.terminal_clients import client_tables
 from lltrace.reports.terminal_tables import client_attribution_table, engine_queue_note, tail_table
 
@@ -206,7 +206,7 @@ def render(doc: dict[str, Any]) -> Group:
             prefix.append(f"prompt tokens cached {pct(kv['prefix_cached_share'])} ({kv['prefix_cached_basis']})")
         if kv.get("prefix_cached_requests"):
             prefix.append(
-                f"cached tokens per request for {whole(kv['prefix_cached_requests'])} requests "
+                f"cached tokens per request for {count_noun(kv['prefix_cached_requests'], 'request')} "
                 f"({kv['prefix_cached_requests_basis']})"
             )
         if prefix:
@@ -250,7 +250,8 @@ def render(doc: dict[str, Any]) -> Group:
     if hist and hist.get("e2e_requests"):
         parts.append(
             Text(
-                f"Engine's own latency histograms ({hist['basis']}): {whole(hist['e2e_requests'])} requests · mean "
+                f"Engine's own latency histograms ({hist['basis']}): {count_noun(hist['e2e_requests'], 'request')} · "
+                "mean "
                 f"e2e {_ms(hist['e2e_mean_s'])} ms · TTFT {_ms(hist['ttft_mean_s'])} ms · queue "
                 f"{_ms(hist['queue_mean_s'])} ms"
                 + (f" · queue {pct(hist['queue_share'])} of e2e" if hist.get("queue_share") is not None else "")
@@ -426,12 +427,12 @@ def render(doc: dict[str, Any]) -> Group:
         if by_kernels:
             parts.append(
                 Text(
-                    f"step kinds of {whole(by_kernels)} steps inferred from their kernels (no marker, no input "
+                    f"step kinds of {count_noun(by_kernels, 'step')} inferred from their kernels (no marker, no input "
                     "shapes: parsers/step_kinds.csv); their token and request counts are unknown"
                 )
             )
         for u in steps.get("undecided") or []:
-            parts.append(Text(f"{whole(u['steps'])} steps without a kind: {u['why']}", style="yellow"))
+            parts.append(Text(f"{count_noun(u['steps'], 'step')} without a kind: {u['why']}", style="yellow"))
         ranks = steps.get("ranks")
         if ranks and not ranks["agree"]:
             parts.append(
