@@ -29,7 +29,7 @@ def whole(v: Any) -> str:
     return f"{v:,}" if isinstance(v, int) else f"{float(v):,.0f}"
 
 
-def count_noun(n: int, noun: str) -> str:
+def count_noun(n: int | None, noun: str) -> str:
     """A count and its noun, singular for one ("1 step", "2 steps"; "-" for an unknown count)."""
     return f"{whole(n)} {noun if n == 1 else noun + 's'}"
 
