@@ -403,16 +403,28 @@ def detect_steps(stage: Path, part: int) -> tuple[pa.Table, dict]:
         """
     )
     # Kernel names are long and few: the joins carry a number for each (kernel_names), so that what they hold in
-    # memory is a few integers per kernel whatever the trace's size.
+    # memory is a few integers per kernel whatever the trace's size. The number is the name's hash where no two of
+    # the trace's names share one (checked; else their rank, joined back by name: on a 2 GB trace's 693,042 kernels
+    # the hashes take 0.01 s, the join 0.10-0.18 s).
     con.execute(
-        """
-        CREATE TEMP TABLE kernel_names AS
-        SELECT name, row_number() OVER (ORDER BY name) AS name_id FROM (SELECT DISTINCT name FROM kernels);
+        "CREATE TEMP TABLE kernel_names AS SELECT name, hash(name) AS name_id FROM (SELECT DISTINCT name FROM kernels)"
+    )
+    (hashed,) = con.execute("SELECT count(DISTINCT name_id) = count(*) FROM kernel_names").fetchone()
+    if hashed:
+        named = "(SELECT *, CASE WHEN name IS NOT NULL THEN hash(name) END AS name_id FROM kernels) k"
+    else:
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE kernel_names AS "
+            "SELECT name, row_number() OVER (ORDER BY name) AS name_id FROM (SELECT DISTINCT name FROM kernels)"
+        )
+        named = "(SELECT k.*, n.name_id FROM kernels k LEFT JOIN kernel_names n ON n.name = k.name) k"
+    con.execute(
+        f"""
         CREATE TEMP TABLE attributed AS
         WITH k AS (
             SELECT k.ts_ns, k.dur_ns, k.kernel_class, k.cuda_graph, k.correlation, k.orphan, k.attention_variant,
-                   k.launch_pid, k.launch_ts_ns, n.name_id
-            FROM kernels k LEFT JOIN kernel_names n ON n.name = k.name
+                   k.launch_pid, k.launch_ts_ns, k.name_id
+            FROM {named}
         ), launched AS (
             SELECT s.step_id, k.ts_ns, k.dur_ns, k.kernel_class, k.cuda_graph, k.correlation, k.orphan,
                    k.attention_variant, k.name_id

@@ -351,3 +351,29 @@ def test_kernel_classes_summing_past_the_busy_time_are_explained(name, overlap, 
     line = f"The classes sum to {summed * 1e3:.2f} ms, more than the {union * 1e3:.2f} ms the GPU was busy"
     assert (line in text) == overlap
     assert ("GPU ops ran at the same time" in text) == overlap
+
+
+@pytest.mark.parametrize("name, count", [("hf_generate_eager_shapes", 16), ("hf_generate_cudagraph_noshapes", 14)])
+def test_kernel_names_numbered_by_rank_where_two_share_a_hash_give_the_same_steps(name, count, tmp_path, monkeypatch):
+    """Step detection numbers kernel names by their hash; where two names share one (forced here: every name hashes to
+    0) it numbers them by rank instead, and every step's figures and kind stay the same (the second trace's kinds
+    come from its kernels' names)."""
+    import duckdb
+
+    from lltrace.parsers import kineto_steps
+
+    path = SAMPLES / "hf_generate_gpu" / f"{name}.json.gz"
+    _, hashed = _steps(path, tmp_path / "a")
+    connect = duckdb.connect
+
+    def colliding(*args, **kwargs):
+        con = connect(*args, **kwargs)
+        con.execute("CREATE TEMP MACRO hash(x) AS 0")
+        return con
+
+    monkeypatch.setattr(kineto_steps.duckdb, "connect", colliding)
+    _, ranked = _steps(path, tmp_path / "b")
+    assert len(hashed) == count and {s["kind"] for s in hashed} >= {"decode"}
+    assert [{k: v for k, v in s.items() if k != "run_id"} for s in ranked] == [
+        {k: v for k, v in s.items() if k != "run_id"} for s in hashed
+    ]
