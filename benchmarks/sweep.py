@@ -2,9 +2,10 @@
 
 For checking that lltrace generalises beyond ``../shared/data``: each file is analysed by ``lltrace analyze FILE
 --json`` in a fresh process (its own store), and one line per file says the format it was read as, which reader
-read a profiler trace (``compiled``, or which pieces DuckDB read and why), the rows of each table, the steps found
-and their kinds, the verdict, how many warnings it printed, and the seconds it took; a file lltrace refuses shows
-its one-line error. Nothing is judged here: read the lines against the files' own tools.
+read a profiler trace (``compiled``; ``compiled, pieces with DuckDB`` where some were declined: the run's metadata,
+``readers``, says which and why), the rows of each table, the steps found and their kinds, the verdict, how many
+warning lines it printed, and the seconds it took; a file lltrace refuses shows its one-line error. Nothing is
+judged here: read the lines against the files' own tools.
 
     python benchmarks/sweep.py FOLDER [FOLDER ...]           # every file under the folders
     python benchmarks/sweep.py FOLDER --glob '*.json.gz'     # only these names
