@@ -135,13 +135,21 @@ FORMATS: tuple[Format, ...] = (
     Format(
         name=vllm.CLIENT_LOG,
         family="vLLM",
-        description="stdout of `vllm bench serve` (its Namespace(...) line: request_id_prefix, result file)",
+        description="stdout of `vllm bench serve` / `benchmark_serving.py` (its Namespace(...) line: "
+        "request_id_prefix, result file; each run's printed result table), or the table alone",
         tables=(),
-        attributes="the join key between a bench file and the engine's spans",
+        attributes="the join key between a bench file and the engine's spans; a run's own summary (rate, counts, "
+        "TTFT / TPOT / ITL / e2e mean, median and percentiles, to the table's two decimals) where no result file "
+        "of that run is given",
         sniff=vllm.sniff_client_log,
         ingest=vllm.ingest_client_log,
-        markers=(b"Namespace(", b"request_id_prefix"),
-        versions=("vllm bench serve 0.32 stdout: real file",),
+        markers=(b"Namespace(", b"request_id_prefix", b"Serving Benchmark Result"),
+        versions=(
+            "vllm bench serve 0.32 stdout, options and result table: real files (each equal to its result file)",
+            "result table of vllm/benchmarks/serve.py @009e6d4a (in-table concurrency and configured rate, peak "
+            "figures) and of benchmark_serving.py 2024 (no failed count, 'Total Token throughput'), TensorRT-LLM's "
+            "copy: fixtures from source",
+        ),
     ),
     Format(
         name=prometheus.PROMETHEUS,

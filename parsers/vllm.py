@@ -20,6 +20,7 @@ from typing import Any
 from lltrace.errors import TraceFormatError
 from lltrace.parsers._io import not_a_figure, strip_bom, write_rows
 from lltrace.parsers._lines import DuplicateKey, duplicate_at, read_text, unique_keys
+from lltrace.parsers.result_table import read_tables, table_tool
 from lltrace.tables import SourceInfo
 
 BENCH = "vllm-bench"
@@ -312,13 +313,15 @@ _NS_FIELD = re.compile(r"(\w+)=('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|[\w.+-]+)
 
 def sniff_client_log(head: bytes) -> bool:
     """The stdout of ``vllm bench serve`` (or ``benchmark_serving.py``): its ``Namespace(...)`` dump of the
-    options, told by what only the bench client has among them (``bench_type='serve'``, ``request_id_prefix=``).
+    options, told by what only the bench client has among them (``bench_type='serve'``, ``request_id_prefix=``),
+    or its result table (``lltrace.parsers.result_table``; TensorRT-LLM's copy of the client prints the same).
 
     The decisive marker: the same stdout also carries vLLM's own ``INFO`` logger lines, so the server-log
     sniffer defers to this one (``vllm_log.sniff_server_log``); a server's ``args: Namespace(...)`` (vLLM
     <= 0.6) has neither option.
     """
-    return b"Namespace(" in head and (b"bench_type='serve'" in head or b"request_id_prefix=" in head)
+    namespace = b"Namespace(" in head and (b"bench_type='serve'" in head or b"request_id_prefix=" in head)
+    return namespace or table_tool(head) == "vllm"
 
 
 def _is_number(text: str) -> bool:
@@ -330,14 +333,54 @@ def _is_number(text: str) -> bool:
 
 
 def ingest_client_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
-    """The options that join a bench file to the engine's spans (``request_id_prefix``, ``result_filename``)."""
+    """The options that join a bench file to the engine's spans (``request_id_prefix``, ``result_filename``), and
+    the result table of each run the client printed (``bench``: its figures under the result file's keys, read
+    by the same code; left out where the run's result file gives the same run, ``lltrace.ingest.repeats``)."""
     info = SourceInfo(path=path, format=CLIENT_LOG)
     text = Path(path).read_text(encoding="utf-8", errors="replace")
     m = re.search(r"Namespace\((.*)\)\s*$", text, re.MULTILINE)
-    if m is None:
-        raise TraceFormatError(path, "line 1", "no Namespace(...) line with the bench options")
+    tables = read_tables(text)
+    if m is None and not tables:
+        raise TraceFormatError(path, "line 1", "no Namespace(...) line with the bench options and no result table")
+    if m is not None:
+        info.details["client"] = _options(m.group(1))
+    summaries = []
+    stem = os.path.basename(path)
+    for k, table in enumerate(tables):
+        summary = dict(table.figures)
+        summary["client_id"] = f"{stem}#table{k + 1}"
+        summary["printed_at_line"] = table.line
+        if table.not_numbers:
+            at, row = table.not_numbers[0]
+            info.dropped["summary_values_not_numbers"] = info.dropped.get("summary_values_not_numbers", 0) + len(
+                table.not_numbers
+            )
+            many = len(table.not_numbers)
+            info.warnings.append(
+                f"{path}: line {at}: {many} figure{'s' if many > 1 else ''} not a number dropped ({row})"
+            )
+        if not table.closed:
+            info.truncated = f"result table at line {table.line} cut off"
+            info.warnings.append(f"{path}: line {table.line}: the result table is cut off: its rows up to the end read")
+        _clean_summary(summary)
+        if _not_streamed(summary):
+            info.warnings.append(
+                f"{path}: line {table.line}: every TTFT figure is 0 ms, the client's default for a reply that was not "
+                "streamed (no first token was timed): TTFT and inter-token figures left NULL"
+            )
+        summaries.append(summary)
+    if summaries:
+        info.details["bench"] = summaries
+    info.records = max(len(summaries), 1)
+    tables_read = f": {len(summaries)} result table{'s' if len(summaries) != 1 else ''}" if summaries else ""
+    info.version = "vllm bench serve stdout" + tables_read
+    return info
+
+
+def _options(namespace: str) -> dict[str, Any]:
+    """The bench options that join and qualify a run, from the ``Namespace(...)`` line's text."""
     fields = {}
-    for key, raw in _NS_FIELD.findall(m.group(1)):
+    for key, raw in _NS_FIELD.findall(namespace):
         fields[key] = raw[1:-1] if raw[:1] in "'\"" else raw
     keep = (
         "request_id_prefix",
@@ -353,12 +396,10 @@ def ingest_client_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
         "port",
         "max_concurrency",
     )
-    info.details["client"] = {k: fields[k] for k in keep if k in fields}
+    client: dict[str, Any] = {k: fields[k] for k in keep if k in fields}
     # --goodput ttft:50 e2el:1000 -> goodput=['ttft:50', 'e2el:1000'] (ms): the SLOs its request_goodput counts
-    slos = re.search(r"\bgoodput=\[([^\]]*)\]", m.group(1))
+    slos = re.search(r"\bgoodput=\[([^\]]*)\]", namespace)
     if slos:
         pairs = (item.strip().strip("'\"").split(":", 1) for item in slos.group(1).split(",") if item.strip())
-        info.details["client"]["goodput"] = {k: float(v) for k, v in pairs if _is_number(v)}
-    info.records = 1
-    info.version = "vllm bench serve stdout"
-    return info
+        client["goodput"] = {k: float(v) for k, v in pairs if _is_number(v)}
+    return client

@@ -31,7 +31,7 @@ def render(doc: dict[str, Any]) -> Group:
         records = sum(g.get("records") or 0 for g in group) if any(g.get("records") for g in group) else None
         head.append(
             f"  {where}\n    {s['format']} · {s.get('version') or 'version unknown'} · "
-            f"{whole(records)} events · dropped: {dropped}\n"
+            f"{count_noun(records, 'event')} · dropped: {dropped}\n"
         )
         for w in s.get("warnings") or []:
             head.append(f"    warning: {w}\n", style="yellow")

@@ -373,7 +373,8 @@ def client_summary(sources: list[dict[str, Any]]) -> list[dict[str, Any]]:
     sweep = []
     for s in sources:
         if s.get("bench"):
-            out += _bench(s, slos.get(Path(s["path"]).name))
+            # a result file's SLOs from the stdout that names it; a printed table's from its own stdout
+            out += _bench(s, slos.get(Path(s["path"]).name) or (s.get("client") or {}).get("goodput"))
         elif s.get("format") == "llmperf-summary" and isinstance(s.get("summary"), dict):
             out += _llmperf(s)
         elif s.get("guidellm_metrics"):

@@ -47,7 +47,7 @@ def drop_repeated_results(stage: Path, sources: list[dict[str, Any]]) -> list[st
             table = pq.read_table(path)
             gone = pc.is_in(table["client_id"], value_set=pa.array(sorted(ids), pa.string()))
             pq.write_table(table.filter(pc.invert(gone)), path)
-    out = _csv_copies(sources)
+    out = _csv_copies(sources) + _printed_copies(sources)
     for src in sources:
         repeats = src.get("repeated_results")
         if repeats:
@@ -75,6 +75,55 @@ def _csv_copies(sources: list[dict[str, Any]]) -> list[str]:
                 out.append(f"{src['path']}: the CSV copy of {Path(other['path']).name}'s figures beside it: read once")
                 break
     return out
+
+
+def _printed_copies(sources: list[dict[str, Any]]) -> list[str]:
+    """vLLM's bench client prints each run's result table to its stdout and writes the same figures to its result
+    file: a printed table is left out where a result file among the run's sources gives the same run (its counts
+    exact, its duration and request rate to the table's two decimals), and kept where it is the run's only
+    record. What was left out is listed in the source's ``printed_copies`` and said in its ``version``; returns
+    no warnings (a stdout beside its result file is the usual case)."""
+    out: list[str] = []
+    results = [b for s in sources if s.get("format") == "vllm-bench" for b in s.get("bench") or []]
+    for src in sources:
+        tables = [b for b in src.get("bench") or [] if b.get("printed_at_line") is not None]
+        if not tables:
+            continue
+        copies = {id(t): r for t in tables for r in results if _same_run(t, r)}
+        if not copies:
+            continue
+        src["bench"] = [b for b in src["bench"] if id(b) not in copies]
+        src["printed_copies"] = [
+            {"line": t["printed_at_line"], "same_as": copies[id(t)]["client_id"]} for t in tables if id(t) in copies
+        ]
+        same = sorted({c["same_as"] for c in src["printed_copies"]})
+        # the usual case (a run's stdout beside its result file), not damage: said in the source's line, not warned
+        src["version"] = (
+            f"{src.get('version')}, the same run{'s' if len(copies) > 1 else ''} as {', '.join(same[:3])}"
+            + (f" and {len(same) - 3} more" if len(same) > 3 else "")
+            + " (read from there)"
+        )
+    return out
+
+
+def _same_run(table: dict[str, Any], result: dict[str, Any]) -> bool:
+    """Whether a printed table is a result's own: the counts it prints as integers equal, the duration and the
+    request rate it prints with two decimals (``{:<10.2f}``) equal to those decimals; the count of completed
+    requests and the duration compared at least."""
+    compared = set()
+    for key in ("completed", "failed", "total_input_tokens", "total_output_tokens"):
+        a, b = table.get(key), result.get(key)
+        if a is not None and b is not None:
+            if a != b:
+                return False
+            compared.add(key)
+    for key in ("duration", "request_throughput"):
+        a, b = table.get(key), result.get(key)
+        if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+            if abs(a - b) > 0.0051:
+                return False
+            compared.add(key)
+    return {"completed", "duration"} <= compared
 
 
 def _same_figures(csv_src: dict[str, Any], json_src: dict[str, Any]) -> bool:

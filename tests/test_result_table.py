@@ -1,0 +1,215 @@
+"""The result table vLLM's bench client prints to its stdout, read as the run's own summary.
+
+Expected values come from the run's result file read with the json module and rounded the way the client prints
+them (``"{:<10.2f}"``, vllm/benchmarks/serve.py ``benchmark``), never from lltrace's reading of that file. Every
+real stdout in ../shared/data and sample_traces is checked against its own result file; the layouts of other
+versions are fixtures built from the client's source at that version.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import DATA, SAMPLES
+
+import lltrace
+from lltrace.parsers import detect
+from lltrace.parsers.beside import nothing_more
+from lltrace.parsers.result_table import read_tables
+
+PAIRS = sorted(DATA.glob("vllm_cpu/*/bench/*.client.log")) + sorted(
+    (SAMPLES / "vllm_cpu_limits").glob("[IN]_*/bench/*.client.log")
+)
+_NAMES = {"ttft": ("ttft",), "tpot": ("tpot",), "itl": ("itl",), "e2e": ("e2el",)}
+
+
+def _doc(paths: list[Path], store: Path) -> dict[str, Any]:
+    return lltrace.analyze([str(p) for p in paths], store=store).to_dict()
+
+
+def _result_file(log: Path) -> Path:
+    return log.with_name(log.name.replace(".client.log", ".json"))
+
+
+@pytest.mark.parametrize("log", PAIRS, ids=lambda p: f"{p.parts[-3]}/{p.name}")
+def test_printed_table_gives_the_result_files_figures_to_two_decimals(log: Path, tmp_path: Path) -> None:
+    raw = json.loads(_result_file(log).read_text())
+    [entry] = _doc([log], tmp_path)["client_summary"]
+    assert entry["source"] == str(log) and entry["tool"] == "vllm-bench-client-log"
+    assert entry["completed"] == raw["completed"] and entry["failed"] == raw.get("failed", 0)
+    assert entry["duration_s"] == pytest.approx(round(raw["duration"], 2), abs=1e-12)
+    assert entry["achieved_rate_per_s"] == pytest.approx(round(raw["request_throughput"], 2), abs=1e-12)
+    rate = raw["request_rate"]
+    assert entry["requested_rate_per_s"] == ("inf" if rate in ("inf", float("inf")) else rate)
+    assert entry["mean_input_tokens"] == pytest.approx(raw["total_input_tokens"] / raw["completed"])
+    assert entry["mean_output_tokens"] == pytest.approx(raw["total_output_tokens"] / raw["completed"])
+    assert entry["output_tokens_per_s"] == pytest.approx(round(raw["output_throughput"], 2), abs=1e-12)
+    assert entry["total_tokens_per_s"] == pytest.approx(round(raw["total_token_throughput"], 2), abs=1e-12)
+    if raw.get("request_goodput") is not None:
+        assert entry["goodput_per_s"] == pytest.approx(round(raw["request_goodput"], 2), abs=1e-12)
+        assert entry["goodput_slos"]  # the SLOs from the same stdout's options
+    compared = 0
+    for lat, names in _NAMES.items():
+        for stat in ("mean", "median", "p90", "p99"):
+            ms = next((raw[f"{stat}_{n}_ms"] for n in names if f"{stat}_{n}_ms" in raw), None)
+            got = (entry[f"{lat}_s"] or {}).get(stat)
+            if ms is None:
+                assert got is None
+                continue
+            assert got == pytest.approx(round(ms, 2) / 1e3, abs=1e-12), (lat, stat)
+            compared += 1
+    assert compared >= 9  # TTFT, TPOT and ITL: mean, median, p99 at least
+
+
+def test_a_stdout_beside_its_result_file_is_read_once_from_the_file(tmp_path: Path) -> None:
+    """Each of run A's three stdouts prints the run its result file holds: one summary per run, the file's."""
+    bench = DATA / "vllm_cpu" / "A_baseline" / "bench"
+    doc = _doc(sorted(bench.iterdir()), tmp_path)
+    assert [Path(e["source"]).name for e in doc["client_summary"]] == [
+        "bench_profiled_8req.json",
+        "bench_random_200req_rate4.json",
+        "bench_random_300req_rate40.json",
+    ]
+    logs = [s for s in doc["run"]["sources"] if s["format"] == "vllm-bench-client-log"]
+    assert len(logs) == 3
+    for s in logs:
+        assert s["version"].endswith(
+            f"the same run as {Path(s['path']).name.replace('.client.log', '.json')} (read from there)"
+        )
+
+
+def test_another_runs_result_file_does_not_hide_a_printed_table(tmp_path: Path) -> None:
+    """Run B's 32-request stdout given with its 64-request result file: two runs, two summaries."""
+    bench = DATA / "vllm_cpu" / "B_kvpressure" / "bench"
+    doc = _doc([bench / "bench_kvpressure_32req_profiled.client.log", bench / "bench_kvpressure_64req.json"], tmp_path)
+    assert sorted(e["completed"] for e in doc["client_summary"]) == [32, 64]
+
+
+# benchmark_serving.py as of late 2024 (its benchmark(): the rate, burstiness and concurrency lines, then the
+# table without a failed count and with "Total Token throughput"), two runs in one stdout, as a sweep script
+# prints them; the Namespace has neither bench_type nor request_id_prefix (the client pads each value to ten
+# characters, left out here: the real stdouts above have it)
+_OLD = """Namespace(backend='vllm', base_url=None, host='localhost', port=8000, endpoint='/v1/completions', \
+dataset_name='random', model='meta-llama/Llama-3.1-8B-Instruct', num_prompts=32, request_rate={rate}, seed=0, \
+save_result=False, max_concurrency=32)
+Starting initial single prompt test run...
+Initial test run completed. Starting main benchmark run...
+Traffic request rate: {rate}
+Burstiness factor: 1.0 (Poisson process)
+Maximum request concurrency: 32
+100%|██████████| 32/32 [02:30<00:00,  4.71s/it]
+============ Serving Benchmark Result ============
+Successful requests:                     32
+Benchmark duration (s):                  {dur}
+Total input tokens:                      65536
+Total generated tokens:                  65536
+Request throughput (req/s):              0.21
+Output token throughput (tok/s):         434.40
+Total Token throughput (tok/s):          868.80
+---------------Time to First Token----------------
+Mean TTFT (ms):                          7279.56
+Median TTFT (ms):                        7099.88
+P99 TTFT (ms):                           10999.46
+-----Time per Output Token (excl. 1st token)------
+Mean TPOT (ms):                          70.14
+Median TPOT (ms):                        70.23
+P99 TPOT (ms):                           72.63
+---------------Inter-token Latency----------------
+Mean ITL (ms):                           70.14
+Median ITL (ms):                         68.15
+P99 ITL (ms):                            72.47
+==================================================
+"""
+
+
+def test_2024_layout_two_runs_in_one_stdout(tmp_path: Path) -> None:
+    log = tmp_path / "sweep.log"
+    log.write_text(_OLD.format(rate="inf", dur="150.87") + _OLD.format(rate="2.0", dur="198.68").split("\n", 1)[1])
+    assert detect(log).name == "vllm-bench-client-log"
+    doc = _doc([log], tmp_path / "store")
+    first, second = doc["client_summary"]
+    assert (first["stage"], second["stage"]) == (0, 1)
+    assert (first["requested_rate_per_s"], second["requested_rate_per_s"]) == ("inf", 2.0)
+    assert first["max_concurrency"] == second["max_concurrency"] == 32
+    assert (first["duration_s"], second["duration_s"]) == (150.87, 198.68)
+    assert first["failed"] is None  # not printed before 2025: unknown, not 0
+    assert first["total_tokens_per_s"] == 868.80 and first["mean_output_tokens"] == 65536 / 32
+    assert first["ttft_s"] == pytest.approx({"mean": 7.27956, "median": 7.09988, "p90": None, "p99": 10.99946})
+
+
+# vllm/benchmarks/serve.py @009e6d4a: concurrency and a configured rate inside the table, the peak figures, the
+# goodput row, a percentile with a decimal; the table alone, as it is pasted into an issue
+_NEW = """============ Serving Benchmark Result ============
+Successful requests:                     50
+Failed requests:                         2
+Maximum request concurrency:             16
+Request rate configured (RPS):           0.20
+Benchmark duration (s):                  1044.40
+Total input tokens:                      55836
+Total generated tokens:                  190012
+Request throughput (req/s):              0.05
+Request goodput (req/s):                 0.04
+Output token throughput (tok/s):         181.93
+Peak output token throughput (tok/s):    240.00
+Peak concurrent requests:                9.00
+Total token throughput (tok/s):          235.40
+---------------Time to First Token----------------
+Mean TTFT (ms):                          51.20
+Median TTFT (ms):                        48.75
+P90 TTFT (ms):                           70.10
+P99.9 TTFT (ms):                         99.00
+----------------End-to-end Latency----------------
+Mean E2EL (ms):                          20123.45
+Median E2EL (ms):                        19876.00
+P90 E2EL (ms):                           24000.12
+==================================================
+"""
+
+
+def test_todays_layout_pasted_alone(tmp_path: Path) -> None:
+    log = tmp_path / "issue.txt"
+    log.write_text("Before this PR:\n\n" + _NEW)
+    assert detect(log).name == "vllm-bench-client-log"
+    [e] = _doc([log], tmp_path / "store")["client_summary"]
+    assert (e["completed"], e["failed"], e["max_concurrency"]) == (50, 2, 16)
+    assert (e["requested_rate_per_s"], e["achieved_rate_per_s"], e["goodput_per_s"]) == (0.2, 0.05, 0.04)
+    assert e["goodput_slos"] is None  # no options printed: the SLOs are unknown
+    assert e["ttft_s"] == pytest.approx({"mean": 0.0512, "median": 0.04875, "p90": 0.0701, "p99": None})
+    assert e["e2e_s"] == pytest.approx({"mean": 20.12345, "median": 19.876, "p90": 24.00012, "p99": None})
+    assert e["tpot_s"] is None and e["itl_s"] is None  # not selected, not printed
+    [table] = read_tables(log.read_text())
+    assert table.figures["p99.9_ttft_ms"] == 99.0 and table.figures["max_concurrent_requests"] == 9.0
+
+
+def test_unstreamed_cut_off_and_garbled_tables_say_so(tmp_path: Path) -> None:
+    rows = _NEW.splitlines()
+    unstreamed = "\n".join(
+        r.replace("51.20", "0.00").replace("48.75", "0.00").replace("70.10", "0.00").replace("99.00", "0.00")
+        for r in rows
+    )
+    log = tmp_path / "run.log"
+    # a garbled figure, then the stdout cut off inside the second table
+    garbled = unstreamed.replace("181.93", "[result]")
+    log.write_text(garbled + "\n" + "\n".join(rows[:8]) + "\n")
+    result = lltrace.analyze([str(log)], store=tmp_path / "store")
+    doc = result.to_dict()
+    first, second = doc["client_summary"]
+    assert first["ttft_s"] is None and first["e2e_s"]["mean"] == pytest.approx(20.12345)
+    assert first["output_tokens_per_s"] is None
+    assert second["duration_s"] == 1044.40 and second["ttft_s"] is None
+    [src] = doc["run"]["sources"]
+    warnings = "\n".join(src["warnings"])
+    assert "line 1: every TTFT figure is 0 ms" in warnings
+    assert "line 11: 1 figure not a number dropped (Output token throughput (tok/s):         [result])" in warnings
+    assert "line 25: the result table is cut off" in warnings
+    assert src["dropped"] == {"summary_values_not_numbers": 1}
+
+
+def test_sglangs_stdout_is_not_vllms(tmp_path: Path) -> None:
+    """SGLang's bench_serving prints a table of the same look that opens with its Backend row: not read as
+    vLLM's (its result file is the one read)."""
+    log = SAMPLES / "vllm_cpu_limits" / "Q_sglang_bench" / "bench" / "sglang_bench.client.log"
+    assert detect(log) is None and nothing_more(log.read_bytes()[:65536])
