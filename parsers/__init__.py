@@ -113,6 +113,21 @@ FORMATS: tuple[Format, ...] = (
         ),
     ),
     Format(
+        name=sglang.BENCH_LOG,
+        family="SGLang",
+        description="stdout of `python -m sglang.bench_serving` (its printed result table per run), or the table alone",
+        tables=(),
+        attributes="a run's own summary (rate, counts, e2e / TTFT / TPOT / ITL mean, median and percentiles, to the "
+        "table's two decimals) where no result file of that run is given",
+        sniff=sglang.sniff_bench_log,
+        ingest=sglang.ingest_bench_log,
+        markers=(b"Serving Benchmark Result", b"Backend:", b"benchmark_args=Namespace("),
+        versions=(
+            "sglang.benchmark.serving 0.5.23 (2026-10): real file (lltrace's own runs against vLLM 0.32, each equal "
+            "to its result file)",
+        ),
+    ),
+    Format(
         name=vllm.BENCH,
         family="vLLM",
         description="`vllm bench serve` / benchmark_serving.py result JSON (summary, or per request with "

@@ -30,13 +30,6 @@ _NOTHING_MORE = (
     ),
     ("text", (b"NVIDIA AIPerf |",), "AIPerf's console tables: the figures of profile_export_aiperf.json again"),
     ("text", (b" - aiperf.",), "AIPerf's own log"),
-    # SGLang 0.5.23's bench_serving stdout (a real run: sample_traces/vllm_cpu_limits/Q_sglang_bench), after whatever
-    # warnings its imports print: "benchmark_args=Namespace(backend=…", then its result table
-    (
-        "log",
-        (b"benchmark_args=Namespace(", b"Serving Benchmark Result"),
-        "SGLang bench_serving's console output: its arguments and its result table again (its result file is read)",
-    ),
     ("text", (b"INFO", b"Profiling these models:"), "GenAI-Perf's console output: its log and its tables again"),
     (
         "json",

@@ -19,13 +19,16 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+from lltrace.errors import TraceFormatError
 from lltrace.parsers import vllm
 from lltrace.parsers._io import write_rows
 from lltrace.parsers._lines import without_cut_record
+from lltrace.parsers.result_table import read_tables, table_tool
 from lltrace.tables import SourceInfo
 
 SCHEDULER_LOG = "sglang-scheduler-log"
 SGLANG_BENCH = "sglang-bench"
+BENCH_LOG = "sglang-bench-log"
 
 
 def sniff_sglang_bench(head: bytes) -> bool:
@@ -67,6 +70,26 @@ def ingest_sglang_bench(path: str, stage: Path, part: int, **kw: Any) -> SourceI
 def _bench_schema(result: dict[str, Any]) -> str:
     """The bench_serving schema that wrote one result (``_BENCH_SCHEMAS``), by its keys."""
     return next((name for key, name in _BENCH_SCHEMAS if key in result), "keys of no known schema")
+
+
+def sniff_bench_log(head: bytes) -> bool:
+    """SGLang bench_serving's stdout: its result table (``result_table``: the one that opens with a ``Backend:``
+    row), after whatever its imports and ``benchmark_args=Namespace(...)`` printed, or pasted alone."""
+    return table_tool(head) == "sglang"
+
+
+def ingest_bench_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
+    """Each run's printed result table as that run's summary (``bench``), read as a result file's figures are
+    (``vllm.printed_results``); left out where the run's result file gives the same run
+    (``lltrace.ingest.repeats``)."""
+    info = SourceInfo(path=path, format=BENCH_LOG)
+    tables = read_tables(Path(path).read_text(encoding="utf-8", errors="replace"))
+    if not tables:
+        raise TraceFormatError(path, "line 1", "no result table")
+    info.details["bench"] = vllm.printed_results(path, tables, info)
+    info.records = len(tables)
+    info.version = f"sglang bench_serving stdout: {len(tables)} result table{'s' if len(tables) != 1 else ''}"
+    return info
 
 
 _HEAD = re.compile(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)((?: [A-Z]+\d+)*)\]\s*")

@@ -20,7 +20,7 @@ from typing import Any
 from lltrace.errors import TraceFormatError
 from lltrace.parsers._io import not_a_figure, strip_bom, write_rows
 from lltrace.parsers._lines import DuplicateKey, duplicate_at, read_text, unique_keys
-from lltrace.parsers.result_table import read_tables, table_tool
+from lltrace.parsers.result_table import ResultTable, read_tables, table_tool
 from lltrace.tables import SourceInfo
 
 BENCH = "vllm-bench"
@@ -344,31 +344,7 @@ def ingest_client_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
         raise TraceFormatError(path, "line 1", "no Namespace(...) line with the bench options and no result table")
     if m is not None:
         info.details["client"] = _options(m.group(1))
-    summaries = []
-    stem = os.path.basename(path)
-    for k, table in enumerate(tables):
-        summary = dict(table.figures)
-        summary["client_id"] = f"{stem}#table{k + 1}"
-        summary["printed_at_line"] = table.line
-        if table.not_numbers:
-            at, row = table.not_numbers[0]
-            info.dropped["summary_values_not_numbers"] = info.dropped.get("summary_values_not_numbers", 0) + len(
-                table.not_numbers
-            )
-            many = len(table.not_numbers)
-            info.warnings.append(
-                f"{path}: line {at}: {many} figure{'s' if many > 1 else ''} not a number dropped ({row})"
-            )
-        if not table.closed:
-            info.truncated = f"result table at line {table.line} cut off"
-            info.warnings.append(f"{path}: line {table.line}: the result table is cut off: its rows up to the end read")
-        _clean_summary(summary)
-        if _not_streamed(summary):
-            info.warnings.append(
-                f"{path}: line {table.line}: every TTFT figure is 0 ms, the client's default for a reply that was not "
-                "streamed (no first token was timed): TTFT and inter-token figures left NULL"
-            )
-        summaries.append(summary)
+    summaries = printed_results(path, tables, info)
     if summaries:
         info.details["bench"] = summaries
     info.records = max(len(summaries), 1)
@@ -403,3 +379,35 @@ def _options(namespace: str) -> dict[str, Any]:
         pairs = (item.strip().strip("'\"").split(":", 1) for item in slos.group(1).split(",") if item.strip())
         client["goodput"] = {k: float(v) for k, v in pairs if _is_number(v)}
     return client
+
+
+def printed_results(path: str, tables: list[ResultTable], info: SourceInfo) -> list[dict[str, Any]]:
+    """The result tables a bench client printed (``result_table.read_tables``) as result summaries, cleaned as a
+    result file's are: a figure that is not a number dropped and counted, an unstreamed run's TTFT and ITL
+    figures NULL, a table cut off by the end of the file read as far as it goes; each said in a warning."""
+    summaries = []
+    stem = os.path.basename(path)
+    for k, table in enumerate(tables):
+        summary = dict(table.figures)
+        summary["client_id"] = f"{stem}#table{k + 1}"
+        summary["printed_at_line"] = table.line
+        if table.not_numbers:
+            at, row = table.not_numbers[0]
+            info.dropped["summary_values_not_numbers"] = info.dropped.get("summary_values_not_numbers", 0) + len(
+                table.not_numbers
+            )
+            many = len(table.not_numbers)
+            info.warnings.append(
+                f"{path}: line {at}: {many} figure{'s' if many > 1 else ''} not a number dropped ({row})"
+            )
+        if not table.closed:
+            info.truncated = f"result table at line {table.line} cut off"
+            info.warnings.append(f"{path}: line {table.line}: the result table is cut off: its rows up to the end read")
+        _clean_summary(summary)
+        if _not_streamed(summary):
+            info.warnings.append(
+                f"{path}: line {table.line}: every TTFT figure is 0 ms, the client's default for a reply that was not "
+                "streamed (no first token was timed): TTFT and inter-token figures left NULL"
+            )
+        summaries.append(summary)
+    return summaries

@@ -52,8 +52,9 @@ def test_a_real_sglang_bench_without_send_times_joins_its_spans_in_the_order_it_
     (client,) = run.metadata["join"]["clients"]
     assert (client["method"], client["matched"], client["unmatched"]) == ("order", 80, 0)
     assert run.metadata["join"]["unmatched_spans"] == 1  # the warm-up, on its own row
-    (skipped,) = run.metadata["skipped"]  # its console output, named
-    assert skipped["path"].endswith("sglang_bench.client.log") and "SGLang bench_serving" in skipped["reason"]
+    assert not run.metadata["skipped"]  # its console output is read: its result table, the same run as the file's
+    (printed,) = [s for s in run.metadata["sources"] if s["format"] == "sglang-bench-log"]
+    assert printed["version"].endswith("the same run as sglang_bench.jsonl (read from there)")
     doc = lltrace.analyze([SGLANG_RUN], store=tmp_path / "s").to_dict()
     assert doc["requests"]["count"] == 81  # each request once: 80 joined and the warm-up, not 80 + 81
     # the joined rows keep the client's own TTFTs: they give SGLang's statistics (numpy's, as its code computes them)

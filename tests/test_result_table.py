@@ -17,13 +17,12 @@ from conftest import DATA, SAMPLES
 
 import lltrace
 from lltrace.parsers import detect
-from lltrace.parsers.beside import nothing_more
 from lltrace.parsers.result_table import read_tables
 
 PAIRS = sorted(DATA.glob("vllm_cpu/*/bench/*.client.log")) + sorted(
     (SAMPLES / "vllm_cpu_limits").glob("[IN]_*/bench/*.client.log")
 )
-_NAMES = {"ttft": ("ttft",), "tpot": ("tpot",), "itl": ("itl",), "e2e": ("e2el",)}
+_NAMES = {"ttft": ("ttft",), "tpot": ("tpot",), "itl": ("itl",), "e2e": ("e2el", "e2e_latency")}
 
 
 def _doc(paths: list[Path], store: Path) -> dict[str, Any]:
@@ -34,20 +33,20 @@ def _result_file(log: Path) -> Path:
     return log.with_name(log.name.replace(".client.log", ".json"))
 
 
-@pytest.mark.parametrize("log", PAIRS, ids=lambda p: f"{p.parts[-3]}/{p.name}")
-def test_printed_table_gives_the_result_files_figures_to_two_decimals(log: Path, tmp_path: Path) -> None:
-    raw = json.loads(_result_file(log).read_text())
-    [entry] = _doc([log], tmp_path)["client_summary"]
-    assert entry["source"] == str(log) and entry["tool"] == "vllm-bench-client-log"
-    assert entry["completed"] == raw["completed"] and entry["failed"] == raw.get("failed", 0)
+def _same_figures(entry: dict[str, Any], raw: dict[str, Any]) -> None:
+    """A printed table's summary against its run's result object, each figure as the client prints it."""
+    assert entry["completed"] == raw["completed"]
+    assert entry["failed"] == raw.get("failed")  # SGLang prints no failed count, nor writes one
     assert entry["duration_s"] == pytest.approx(round(raw["duration"], 2), abs=1e-12)
     assert entry["achieved_rate_per_s"] == pytest.approx(round(raw["request_throughput"], 2), abs=1e-12)
     rate = raw["request_rate"]
     assert entry["requested_rate_per_s"] == ("inf" if rate in ("inf", float("inf")) else rate)
+    assert entry["max_concurrency"] == raw.get("max_concurrency")
     assert entry["mean_input_tokens"] == pytest.approx(raw["total_input_tokens"] / raw["completed"])
     assert entry["mean_output_tokens"] == pytest.approx(raw["total_output_tokens"] / raw["completed"])
     assert entry["output_tokens_per_s"] == pytest.approx(round(raw["output_throughput"], 2), abs=1e-12)
-    assert entry["total_tokens_per_s"] == pytest.approx(round(raw["total_token_throughput"], 2), abs=1e-12)
+    total = raw.get("total_token_throughput", raw.get("total_throughput"))
+    assert entry["total_tokens_per_s"] == pytest.approx(round(total, 2), abs=1e-12)
     if raw.get("request_goodput") is not None:
         assert entry["goodput_per_s"] == pytest.approx(round(raw["request_goodput"], 2), abs=1e-12)
         assert entry["goodput_slos"]  # the SLOs from the same stdout's options
@@ -62,6 +61,30 @@ def test_printed_table_gives_the_result_files_figures_to_two_decimals(log: Path,
             assert got == pytest.approx(round(ms, 2) / 1e3, abs=1e-12), (lat, stat)
             compared += 1
     assert compared >= 9  # TTFT, TPOT and ITL: mean, median, p99 at least
+
+
+@pytest.mark.parametrize("log", PAIRS, ids=lambda p: f"{p.parts[-3]}/{p.name}")
+def test_printed_table_gives_the_result_files_figures_to_two_decimals(log: Path, tmp_path: Path) -> None:
+    raw = json.loads(_result_file(log).read_text())
+    [entry] = _doc([log], tmp_path)["client_summary"]
+    assert entry["source"] == str(log) and entry["tool"] == "vllm-bench-client-log"
+    _same_figures(entry, raw)
+
+
+@pytest.mark.parametrize("run", ["Q_sglang_bench", "R_sglang_rates"])
+def test_sglangs_printed_tables_give_its_result_lines_figures(run: str, tmp_path: Path) -> None:
+    """SGLang's bench_serving prints a table of the same look that opens with its Backend row, one per rate."""
+    bench = SAMPLES / "vllm_cpu_limits" / run / "bench"
+    log = bench / "sglang_bench.client.log"
+    assert detect(log).name == "sglang-bench-log"
+    raws = [json.loads(line) for line in (bench / "sglang_bench.jsonl").read_text().splitlines() if line.strip()]
+    entries = _doc([log], tmp_path / "alone")["client_summary"]
+    assert len(entries) == len(raws) >= 1
+    for entry, raw in zip(entries, raws, strict=True):
+        assert entry["tool"] == "sglang-bench-log"
+        _same_figures(entry, raw)
+    both = _doc([log, bench / "sglang_bench.jsonl"], tmp_path / "both")
+    assert [e["tool"] for e in both["client_summary"]] == ["sglang-bench"] * len(raws)
 
 
 def test_a_stdout_beside_its_result_file_is_read_once_from_the_file(tmp_path: Path) -> None:
@@ -206,10 +229,3 @@ def test_unstreamed_cut_off_and_garbled_tables_say_so(tmp_path: Path) -> None:
     assert "line 11: 1 figure not a number dropped (Output token throughput (tok/s):         [result])" in warnings
     assert "line 25: the result table is cut off" in warnings
     assert src["dropped"] == {"summary_values_not_numbers": 1}
-
-
-def test_sglangs_stdout_is_not_vllms(tmp_path: Path) -> None:
-    """SGLang's bench_serving prints a table of the same look that opens with its Backend row: not read as
-    vLLM's (its result file is the one read)."""
-    log = SAMPLES / "vllm_cpu_limits" / "Q_sglang_bench" / "bench" / "sglang_bench.client.log"
-    assert detect(log) is None and nothing_more(log.read_bytes()[:65536])

@@ -78,13 +78,13 @@ def _csv_copies(sources: list[dict[str, Any]]) -> list[str]:
 
 
 def _printed_copies(sources: list[dict[str, Any]]) -> list[str]:
-    """vLLM's bench client prints each run's result table to its stdout and writes the same figures to its result
-    file: a printed table is left out where a result file among the run's sources gives the same run (its counts
-    exact, its duration and request rate to the table's two decimals), and kept where it is the run's only
-    record. What was left out is listed in the source's ``printed_copies`` and said in its ``version``; returns
-    no warnings (a stdout beside its result file is the usual case)."""
+    """vLLM's and SGLang's bench clients print each run's result table to their stdout and write the same figures
+    to their result file: a printed table is left out where a result file among the run's sources gives the same
+    run (its counts exact, its duration and request rate to the table's two decimals), and kept where it is the
+    run's only record. What was left out is listed in the source's ``printed_copies`` and said in its
+    ``version``; returns no warnings (a stdout beside its result file is the usual case)."""
     out: list[str] = []
-    results = [b for s in sources if s.get("format") == "vllm-bench" for b in s.get("bench") or []]
+    results = [b for s in sources if s.get("format") in ("vllm-bench", "sglang-bench") for b in s.get("bench") or []]
     for src in sources:
         tables = [b for b in src.get("bench") or [] if b.get("printed_at_line") is not None]
         if not tables:
