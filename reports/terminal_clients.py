@@ -96,9 +96,8 @@ def client_tables(summaries: list[dict[str, Any]], per_request: bool) -> list[An
         out.append(
             Text(
                 "Summary only: no per-request rows, so no attribution. Re-run the client with per-request output "
-                "(SGLang --output-details, vLLM --save-result --save-detailed, LLMPerf's individual responses, trtllm-bench "
-                "--request_json) and add the "
-                "engine's spans or logs.",
+                "(SGLang --output-details, vLLM --save-result --save-detailed, LLMPerf's individual responses, "
+                "trtllm-bench --request_json) and add the engine's spans or logs.",
                 style="dim",
             )
         )
