@@ -48,6 +48,7 @@ _ROWS = {
     "peak output token throughput (tok/s)": "max_output_tokens_per_s",
     "peak concurrent requests": "max_concurrent_requests",
     "total token throughput (tok/s)": "total_token_throughput",  # "Total Token throughput" before 2025
+    "total throughput (tok/s)": "total_throughput",  # SGLang before 2025
     "concurrency": "concurrency",  # SGLang: summed latency over duration
 }
 # "Mean TTFT (ms)", "P99.9 TPOT (ms)", "Median E2E Latency (ms)": {stat}_{metric}_ms
@@ -87,7 +88,7 @@ def _value(text: str) -> float | int | str | None:
     except ValueError:
         pass
     try:
-        return float(text)
+        return float(text) + 0.0  # "-0.00", a tiny negative printed with two decimals, is 0
     except ValueError:
         return text
 

@@ -37,7 +37,7 @@ def sniff_sglang_bench(head: bytes) -> bool:
     return (
         line.startswith(b"{")
         and b'"backend"' in line
-        and any(k in line for k in (b'"total_output_tokens_retokenized"', b'"sharegpt_output_len"', b'"accept_length"'))
+        and any(k in line for k in vllm.SGLANG_ONLY_KEYS)
     )
 
 

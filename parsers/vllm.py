@@ -30,13 +30,23 @@ CLIENT_LOG = "vllm-bench-client-log"
 # -- vllm bench serve result JSON ---------------------------------------------------------------------
 
 
+# keys only SGLang's bench_serving writes to a result (its e2e latency under that name in every schema, where
+# vLLM's client writes e2el): a result with one is SGLang's, also from a fork that dropped the others
+SGLANG_ONLY_KEYS = (
+    b'"total_output_tokens_retokenized"',
+    b'"sharegpt_output_len"',
+    b'"accept_length"',
+    b'"mean_e2e_latency_ms"',
+    b'"median_e2e_latency_ms"',
+)
+
+
 def sniff_bench(head: bytes) -> bool:
     """A ``vllm bench serve`` / ``benchmark_serving.py`` result: a JSON object with its summary keys, or the
     JSON array of such results ``vllm bench sweep serve`` writes as a combination's ``summary.json``."""
     text = strip_bom(head)
     if text.startswith(b"["):
         text = text[1:].lstrip()
-    sglang_only = (b'"total_output_tokens_retokenized"', b'"sharegpt_output_len"', b'"accept_length"')
     # GenAI-Perf's and AIPerf's aggregates have a "backend" in their input config and a request_throughput that
     # is an object of statistics ({"unit": ..., "avg": ...}), never vLLM's number
     stats_object = re.search(rb'"(request_throughput|request_latency|time_to_first_token)"\s*:\s*\{', text)
@@ -44,7 +54,7 @@ def sniff_bench(head: bytes) -> bool:
         text.startswith(b"{")
         and (b'"backend"' in text or b'"endpoint_type"' in text)
         and any(k in text for k in (b'"request_throughput"', b'"input_lens"', b'"completed"', b'"num_prompts"'))
-        and not any(k in text for k in sglang_only)
+        and not any(k in text for k in SGLANG_ONLY_KEYS)
         and stats_object is None
     )
 

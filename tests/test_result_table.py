@@ -229,3 +229,46 @@ def test_unstreamed_cut_off_and_garbled_tables_say_so(tmp_path: Path) -> None:
     assert "line 11: 1 figure not a number dropped (Output token throughput (tok/s):         [result])" in warnings
     assert "line 25: the result table is cut off" in warnings
     assert src["dropped"] == {"summary_values_not_numbers": 1}
+
+
+# SGLang's bench_serving before 2025 (the layout of a public LoRA-serving study's results: "Total throughput", no
+# peak rows, a median TPOT printed "-0.00"), one table per rate after a heading
+_SGLANG_2024 = """# request rate: 2
+
+============ Serving Benchmark Result ============
+Backend:                                 sglang
+Traffic request rate:                    2.0
+Successful requests:                     996
+Benchmark duration (s):                  264.25
+Total input tokens:                      342460
+Total generated tokens:                  218257
+Total generated tokens (retokenized):    103837
+Request throughput (req/s):              3.77
+Input token throughput (tok/s):          1295.95
+Output token throughput (tok/s):         825.94
+Total throughput (tok/s):                2121.89
+----------------End-to-End Latency----------------
+Mean E2E Latency (ms):                   2098.07
+Median E2E Latency (ms):                 606.86
+---------------Time to First Token----------------
+Mean TTFT (ms):                          2074.09
+Median TTFT (ms):                        606.88
+P99 TTFT (ms):                           15089.74
+-----Time per Output Token (excl. 1st token)------
+Mean TPOT (ms):                          1.76
+Median TPOT (ms):                        -0.00
+P99 TPOT (ms):                           28.33
+==================================================
+"""
+
+
+def test_sglangs_2024_layout(tmp_path: Path) -> None:
+    log = tmp_path / "results.md"
+    log.write_text(_SGLANG_2024 + "\n" + _SGLANG_2024.replace("rate: 2", "rate: 4").replace("2.0\n", "4.0\n"))
+    assert detect(log).name == "sglang-bench-log"
+    rows = _doc([log], tmp_path / "store")["client_summary"]
+    assert [r["requested_rate_per_s"] for r in rows] == [2.0, 4.0]
+    for r in rows:
+        assert (r["completed"], r["duration_s"], r["total_tokens_per_s"]) == (996, 264.25, 2121.89)
+        assert r["e2e_s"] == pytest.approx({"mean": 2.09807, "median": 0.60686, "p90": None, "p99": None})
+        assert r["tpot_s"]["median"] == 0 and str(r["tpot_s"]["median"]) == "0.0"  # not -0.0

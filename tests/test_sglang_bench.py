@@ -134,6 +134,26 @@ def test_the_real_2024_07_results_are_named_by_their_schema(tmp_path: Path) -> N
         assert src["version"].startswith("2024-07 (bench_serving.py") and "request_throughput" not in path.read_text()
 
 
+def test_a_forks_result_without_the_other_sglang_keys_is_still_sglangs(tmp_path: Path) -> None:
+    """Forks of bench_serving (seen in public: a LoRA-serving study's results) drop ``sharegpt_output_len`` and the
+    retokenized count but keep SGLang's e2e latency names, which vLLM's client never writes (it writes e2el): a
+    real 2024-07 line with those two keys taken out is still SGLang's, not read as vLLM's result."""
+    from lltrace.parsers import detect
+
+    line = (
+        DATA / "serving" / "sglang_bench_serving" / "datacrunch-h200__llama_3_3_70b_online_output.jsonl"
+    ).read_text()
+    raw = json.loads(line.splitlines()[0])
+    fork = {k: v for k, v in raw.items() if k not in ("sharegpt_output_len", "total_output_tokens_retokenized")}
+    fork |= {"architecture": "dlora", "routing_strategy": "least_loaded"}
+    path = tmp_path / "fork.jsonl"
+    path.write_text(json.dumps(fork) + "\n")
+    assert detect(path).name == "sglang-bench"
+    _, [row] = _summary(path, tmp_path / "store")
+    assert row["completed"] == raw["completed"]
+    assert row["e2e_s"]["mean"] == pytest.approx(raw["mean_e2e_latency_ms"] / 1e3, rel=1e-12)
+
+
 @pytest.mark.parametrize("schema", ["2025", "2026"])
 def test_each_later_schema_gives_the_tools_figures(schema: str, tmp_path: Path) -> None:
     make = _result_2025 if schema == "2025" else _result_2026
