@@ -209,6 +209,9 @@ FORMATS: tuple[Format, ...] = (
         versions=(
             "V1 loggers.py stats and Iteration lines (0.32): real file",
             "V0 metrics.py stats: real excerpt",
+            "dated stamps of a logging config of its own (NVIDIA NIM 'INFO 2025-09-10 16:32:05.957 metrics.py:386]', "
+            "a platform plugin's '[vllm-rbln] INFO 2026-10-07 22:01:17,796 [loggers.py:248]'): run B's real log "
+            "rewritten so, and public lines",
         ),
     ),
     Format(

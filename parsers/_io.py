@@ -7,6 +7,7 @@ import json
 import math
 import re
 import time
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -186,3 +187,24 @@ def report_unread_figures(path: str, info: SourceInfo, bad: list[str]) -> None:
         + ", ".join(bad[:4])
         + (f" and {len(bad) - 4} more" if len(bad) > 4 else "")
     )
+
+
+def chain_iteration_ends(rows: list[dict[str, Any]], seconds_of: Callable[[str], float | None]) -> int:
+    """Place log iteration rows (``engine_steps`` from ``Iteration(k)`` lines, in step order) on a clock: a line
+    is printed when its iteration ends, stamped to the second, so each ``end_s`` is the previous end plus this
+    iteration's elapsed time, kept at or after its own stamp (``seconds_of(log_stamp)``); ``start_s`` is the end
+    less the elapsed time. Rows already placed are left; returns how many could not be (no time for the stamp)."""
+    prev_end = None
+    unplaced = 0
+    for r in sorted(rows, key=lambda r: r["step_id"]):
+        if r.get("end_s") is not None or r.get("log_stamp") is None:
+            continue
+        stamp = seconds_of(r["log_stamp"])
+        if stamp is None:
+            unplaced += 1
+            continue
+        wall = r["wall_s"] or 0.0
+        end = stamp if prev_end is None else max(stamp, prev_end + wall)
+        r["end_s"], r["start_s"] = end, end - wall
+        prev_end = end
+    return unplaced

@@ -34,11 +34,7 @@ BENCH_LOG = "sglang-bench-log"
 def sniff_sglang_bench(head: bytes) -> bool:
     """SGLang bench_serving output: JSON lines whose keys include SGLang-only fields."""
     line = head.lstrip().split(b"\n", 1)[0]
-    return (
-        line.startswith(b"{")
-        and b'"backend"' in line
-        and any(k in line for k in vllm.SGLANG_ONLY_KEYS)
-    )
+    return line.startswith(b"{") and b'"backend"' in line and any(k in line for k in vllm.SGLANG_ONLY_KEYS)
 
 
 # the result schemas bench_serving has written, each told by a key only it (and those after it) has, newest first

@@ -3,18 +3,19 @@
 engine stats and run configuration that the BurstGPT replay tooling samples beside a server.
 
 Log times are ``MM-DD HH:MM:SS`` with no year or zone: kept as ``log_stamp`` and placed on the run clock
-when the run is assembled (``lltrace.ingest.clocks``). Field facts: docs/SERVING_FORMATS.md §A3.
+when the run is assembled (``lltrace.ingest.clocks``); a log whose logging config prints the year (NVIDIA NIM, a
+platform plugin) is placed as read, its zone UTC (assumed). Field facts: docs/SERVING_FORMATS.md §A3.
 """
 
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from lltrace.errors import TraceFormatError
-from lltrace.parsers._io import strip_bom, write_rows
+from lltrace.parsers._io import chain_iteration_ends, strip_bom, write_rows
 from lltrace.parsers._lines import read_text, without_cut_record
 from lltrace.parsers.vllm import bench_objects, sniff_client_log
 from lltrace.tables import SourceInfo
@@ -23,7 +24,12 @@ SERVER_LOG = "vllm-server-log"
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-_HEADER = re.compile(r"(?:INFO|WARNING|ERROR|DEBUG)\s+(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.\d+)?\s+\[?[\w./-]+:\d+\]")
+# vLLM's own format is "%(levelname)s %(asctime)s [%(filename)s:%(lineno)d]" with the date "%m-%d %H:%M:%S"
+# (vllm/logger.py); a logging config of its own (NVIDIA NIM's "INFO 2025-09-10 16:32:05.957 metrics.py:386]", a
+# platform plugin's "[vllm-rbln] INFO 2026-10-07 22:01:17,796 [loggers.py:248]") prints the year and milliseconds
+_HEADER = re.compile(
+    r"(?:INFO|WARNING|ERROR|DEBUG)\s+(?:(\d{4})-)?(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:[.,]\d+)?\s+\[?[\w./-]+:\d+\]"
+)
 _F = r"(\d+(?:\.\d+)?)"  # a plain decimal number, as the loggers print them
 _V1_STATS = re.compile(
     rf"Engine (\d+): Avg prompt throughput: {_F} tokens/s, Avg generation throughput: {_F} tokens/s, "
@@ -114,6 +120,14 @@ def _possible_stamp(month: int, day: int, hour: int, minute: int, second: int) -
     return True
 
 
+def _dated_seconds(stamp: str) -> float | None:
+    """Seconds since the epoch of a ``YYYY-MM-DD HH:MM:SS`` log stamp (UTC); None for a day that year lacks."""
+    try:
+        return datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc).timestamp()
+    except ValueError:
+        return None
+
+
 def ingest_server_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     """Stats lines (V0 and V1) → ``engine_stats``; ``Iteration(k)`` lines → ``engine_steps`` (source log).
 
@@ -126,14 +140,24 @@ def ingest_server_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
     stats: list[dict[str, Any]] = []
     steps: list[dict[str, Any]] = []
     heads = list(_HEADER.finditer(text))
-    v0 = v1 = unparsed = 0
+    v0 = v1 = unparsed = dated = 0
     impossible: list[int] = []  # line numbers of stamps on days no year has
     for i, h in enumerate(heads):
         body = text[h.end() : heads[i + 1].start() if i + 1 < len(heads) else len(text)]
-        stamp: str | None = f"{h.group(1)}-{h.group(2)} {h.group(3)}:{h.group(4)}:{h.group(5)}"
-        if not _possible_stamp(*(int(g) for g in h.groups()[:5])):
+        year = h.group(1)
+        stamp: str | None = f"{h.group(2)}-{h.group(3)} {h.group(4)}:{h.group(5)}:{h.group(6)}"
+        ts: float | None = None
+        if not _possible_stamp(*(int(g) for g in h.groups()[1:6])):
             impossible.append(text.count("\n", 0, h.start()) + 1)
             stamp = None  # the line's values stand; its time is unknown
+        elif year is not None:  # dated: placed as read, its zone UTC (assumed, as for SGLang's logs)
+            ts = _dated_seconds(f"{year}-{stamp}")
+            if ts is None:  # 02-29 of a year without one
+                impossible.append(text.count("\n", 0, h.start()) + 1)
+                stamp = None
+            else:
+                stamp = f"{year}-{stamp}"
+                dated += 1
         if m := _ITERATION.search(body):
             eng, k, nc, tc, ng, tg, ms, kv = m.groups()
             eng = _engine_index(eng)
@@ -173,6 +197,7 @@ def ingest_server_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
                     "generation_throughput": float(gt),
                     "prefix_cache_hit_rate": float(hit) / 100 if hit else None,
                     "log_stamp": stamp,
+                    "ts_s": ts,
                     "source": "log",
                 }
             )
@@ -190,6 +215,7 @@ def ingest_server_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
                     "prompt_throughput": float(pt),
                     "generation_throughput": float(gt),
                     "log_stamp": stamp,
+                    "ts_s": ts,
                     "source": "log",
                 }
             )
@@ -202,6 +228,7 @@ def ingest_server_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
                     "engine": "0",
                     "preemptions_total": float(m.group(2)),
                     "log_stamp": stamp,
+                    "ts_s": ts,
                     "source": "log",
                 }
             )
@@ -219,11 +246,15 @@ def ingest_server_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
     if not stats and not steps:
         info.warnings.append(f"{path}: no stats or iteration lines found in the log")
     write_rows(stage, "engine_stats", part, stats)
+    # dated iteration lines placed as read (undated ones when the run is assembled, by the same rule)
+    chain_iteration_ends([r for r in steps if r["log_stamp"] and len(r["log_stamp"]) == 19], _dated_seconds)
     if steps:
         write_rows(stage, "engine_steps", part, steps)
     info.records = len(stats) + len(steps)  # the lines read into rows, not every timestamped line
     info.version = "V0 (metrics.py)" if v0 and not v1 else "V1 (loggers.py)" if v1 else "no stats lines"
     info.details["log_lines"] = {"stats": len(stats), "iterations": len(steps), "timestamped": len(heads)}
+    if dated:
+        info.details["clock"] = {"origin": "log date-time, zone UTC (assumed)", "dated_lines": dated}
     config, origin = _engine_config(text)
     if config:
         info.details["engine_config"] = config

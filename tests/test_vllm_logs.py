@@ -79,3 +79,47 @@ def test_a_bench_client_log_opening_with_vllms_logger_lines_is_a_client_log(tmp_
     assert [s["format"] for s in run.metadata["sources"]] == ["vllm-bench-client-log"]
     prefix = re.search(r"request_id_prefix='([^']*)'", real).group(1)
     assert run.metadata["sources"][0]["client"]["request_id_prefix"] == prefix
+
+
+def test_a_dated_log_format_reads_as_vllms_own(tmp_path):
+    """A logging config of its own (NVIDIA NIM's ``INFO 2025-09-10 16:32:05.957 metrics.py:386]``, a platform
+    plugin's ``[vllm-rbln] INFO 2026-10-07 22:01:17,796 [loggers.py:248]``) prints the year and milliseconds: run
+    B's real log rewritten so gives the same rows, placed as read (UTC) where vLLM's own stamps are placed by the
+    run's spans (their zone checked to be UTC): the same start and end of every one of its 8,828 iterations."""
+    b = DATA / "vllm_cpu" / "B_kvpressure"
+    raw = (b / "server.log").read_text()
+    year = "2026"  # run B's spans: 2026-11-29
+    dated = re.sub(r"(INFO|WARNING|ERROR|DEBUG) (\d\d-\d\d \d\d:\d\d:\d\d) ", rf"\1 {year}-\2,123 ", raw)
+    dated = dated.replace(" INFO 2026-", " [vllm-rbln] INFO 2026-", 50)  # a plugin's prefix on some lines
+    (tmp_path / "dated").mkdir()
+    (tmp_path / "dated" / "server.log").write_text(dated)
+    query = "SELECT step_id, start_s, end_s, prefill_tokens FROM engine_steps WHERE source = 'log' ORDER BY step_id"
+    own = lltrace.ingest([b / "server.log", b / "otlp", b / "bench"], store=tmp_path / "own")
+    alone = lltrace.ingest([tmp_path / "dated" / "server.log"], store=tmp_path / "alone")
+    beside = lltrace.ingest([tmp_path / "dated" / "server.log", b / "otlp", b / "bench"], store=tmp_path / "beside")
+    want = own.sql(query).rows()
+    assert len(want) == 8828 and [
+        a["zone_offset_h"] for a in own.metadata["clock"]["alignment"] if "zone_offset_h" in a
+    ] == [0]
+    for run in (alone, beside):
+        got = run.sql(query).rows()
+        assert [(s, p) for s, _, _, p in got] == [(s, p) for s, _, _, p in want]
+        assert max(abs(g[1] - w[1]) + abs(g[2] - w[2]) for g, w in zip(got, want, strict=True)) < 1e-6
+    stats = "SELECT ts_s, running, waiting, kv_usage FROM engine_stats WHERE source = 'log' ORDER BY ts_s, running"
+    assert alone.sql(stats).rows() == own.sql(stats).rows()
+    (src,) = alone.metadata["sources"]
+    assert src["version"] == "V1 (loggers.py)" and src["clock"]["origin"].startswith("log date-time")
+
+
+def test_nims_dated_v0_stats_lines(tmp_path):
+    """NVIDIA NIM's vLLM log (its own date format, a V0 stats line; the milliseconds unpadded, as it prints them)."""
+    log = tmp_path / "nim.log"
+    log.write_text(
+        "INFO 2025-09-10 16:31:52.7 on.py:48] Waiting for application startup.\n"
+        "INFO 2025-09-10 16:32:05.957 metrics.py:386] Avg prompt throughput: 0.2 tokens/s, Avg generation throughput: "
+        "1.1 tokens/s, Running: 3 reqs, Swapped: 0 reqs, Pending: 1 reqs, GPU KV cache usage: 2.5%, CPU KV cache "
+        "usage: 0.0%.\n"
+    )
+    run = lltrace.ingest([log], store=tmp_path / "s")
+    rows = run.sql("SELECT ts_s, log_stamp, running, waiting, kv_usage FROM engine_stats").rows()
+    assert rows == [(1757521925.0, "2025-09-10 16:32:05", 3.0, 1.0, 0.025)]  # 2025-09-10T16:32:05Z

@@ -278,7 +278,13 @@ ENGINE_STEPS = Table(
         _c("source", S, None, "profiler or log", values=("profiler", "log")),
         _c("engine", S, None, "engine index as the log writes it (data-parallel engines)"),
         _c("kv_usage", F64, "fraction", "KV-cache usage logged with the step", lo=0.0, hi=1.0),
-        _c("log_stamp", S, None, "the log line's time as written (MM-DD HH:MM:SS: no year, no zone)"),
+        _c(
+            "log_stamp",
+            S,
+            None,
+            "the log line's time as written (vLLM: MM-DD HH:MM:SS, no year, no zone; YYYY-MM-DD HH:MM:SS where its log "
+            "prints the year)",
+        ),
     ),
     rules=(
         RowRule("start_ns", "end_ns", "a step ends after it starts"),

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 
 from lltrace.arrow_rows import table_from_rows
 from lltrace.ingest.join import staged_rows
-from lltrace.parsers._io import WALL_CLOCK_FLOOR_S
+from lltrace.parsers._io import WALL_CLOCK_FLOOR_S, chain_iteration_ends
 
 
 def _needs_year(stamp: str | None) -> bool:
@@ -155,18 +155,12 @@ def place_log_times(stage: Path) -> dict[str, Any] | None:
                     r["ts_s"] = None if t is None else t + shift
                     unplaced += t is None
         else:  # engine_steps from iteration lines
-            prev_end = None
-            for r in sorted(rows, key=lambda r: r["step_id"]):
-                if not _needs_year(r.get("log_stamp")) or r.get("end_s") is not None:
-                    continue
-                t = epoch(r["log_stamp"])
-                if t is None:
-                    unplaced += 1
-                    continue
-                stamp = t + shift
-                end = stamp if prev_end is None else max(stamp, prev_end + (r["wall_s"] or 0.0))
-                r["end_s"], r["start_s"] = end, end - (r["wall_s"] or 0.0)
-                prev_end = end
+
+            def placed(stamp: str) -> float | None:
+                t = epoch(stamp) if _needs_year(stamp) else None
+                return None if t is None else t + shift
+
+            unplaced += chain_iteration_ends([r for r in rows if _needs_year(r.get("log_stamp"))], placed)
         pq.write_table(table_from_rows(rows, schema), f)
     if unplaced:
         report["unplaced_rows"] = unplaced
