@@ -328,10 +328,11 @@ def sniff_client_log(head: bytes) -> bool:
 
     The decisive marker: the same stdout also carries vLLM's own ``INFO`` logger lines, so the server-log
     sniffer defers to this one (``vllm_log.sniff_server_log``); a server's ``args: Namespace(...)`` (vLLM
-    <= 0.6) has neither option.
+    <= 0.6) has neither option. A table without those options in a file that holds the engine's stats lines
+    (a server and its bench in one terminal) is a server log's: that reader reads its tables too.
     """
     namespace = b"Namespace(" in head and (b"bench_type='serve'" in head or b"request_id_prefix=" in head)
-    return namespace or table_tool(head) == "vllm"
+    return namespace or (table_tool(head) == "vllm" and b"Avg prompt throughput:" not in head)
 
 
 def _is_number(text: str) -> bool:

@@ -17,7 +17,8 @@ from typing import Any
 from lltrace.errors import TraceFormatError
 from lltrace.parsers._io import chain_iteration_ends, strip_bom, write_rows
 from lltrace.parsers._lines import read_text, without_cut_record
-from lltrace.parsers.vllm import bench_objects, sniff_client_log
+from lltrace.parsers.result_table import read_tables
+from lltrace.parsers.vllm import bench_objects, printed_results, sniff_client_log
 from lltrace.tables import SourceInfo
 
 SERVER_LOG = "vllm-server-log"
@@ -255,6 +256,11 @@ def ingest_server_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
     info.details["log_lines"] = {"stats": len(stats), "iterations": len(steps), "timestamped": len(heads)}
     if dated:
         info.details["clock"] = {"origin": "log date-time, zone UTC (assumed)", "dated_lines": dated}
+    # a server and its bench client in one terminal: the client's printed result tables, as its stdout's are read
+    printed = printed_results(path, read_tables(text), info)
+    if printed:
+        info.details["bench"] = printed
+        info.version += f", {len(printed)} printed result table{'s' if len(printed) != 1 else ''}"
     config, origin = _engine_config(text)
     if config:
         info.details["engine_config"] = config

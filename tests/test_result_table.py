@@ -272,3 +272,23 @@ def test_sglangs_2024_layout(tmp_path: Path) -> None:
         assert (r["completed"], r["duration_s"], r["total_tokens_per_s"]) == (996, 264.25, 2121.89)
         assert r["e2e_s"] == pytest.approx({"mean": 2.09807, "median": 0.60686, "p90": None, "p99": None})
         assert r["tpot_s"]["median"] == 0 and str(r["tpot_s"]["median"]) == "0.0"  # not -0.0
+
+
+def test_a_server_and_its_bench_in_one_terminal(tmp_path: Path) -> None:
+    """Run A's real server log and the stdout of its 200-request bench in one file (a notebook cell, one
+    terminal): read as the server's log, its stats lines as the log alone gives them, and the bench's table. (The
+    bench's options come after the server's first 64 KB, the part formats are told by.)"""
+    a = DATA / "vllm_cpu" / "A_baseline"
+    stdout = a / "bench" / "bench_random_200req_rate4.client.log"
+    raw = json.loads(_result_file(stdout).read_text())
+    one = tmp_path / "terminal.log"
+    one.write_text((a / "server.log").read_text() + stdout.read_text())
+    assert detect(one).name == "vllm-server-log"
+    stats = "SELECT log_stamp, running, waiting, kv_usage FROM engine_stats ORDER BY log_stamp, running, waiting"
+    alone = lltrace.ingest([a / "server.log"], store=tmp_path / "alone").sql(stats).rows()
+    run = lltrace.ingest([one], store=tmp_path / "one")
+    assert run.sql(stats).rows() == alone and len(alone) > 10
+    [entry] = lltrace.analyze(run).to_dict()["client_summary"]
+    _same_figures(entry, raw)
+    both = _doc([one, _result_file(stdout)], tmp_path / "both")
+    assert [Path(e["source"]).name for e in both["client_summary"]] == [_result_file(stdout).name]
