@@ -84,6 +84,32 @@ def engine_of(labels: dict[str, str]) -> str | None:
     return labels.get("engine") or labels.get("dp_rank") or "0"
 
 
+# labels that tell servers apart where one exposition holds several (a gateway's or a federating scrape's); a
+# server's own /metrics has one value of each, so they name nothing then
+REPLICA_LABELS = ("instance", "pod", "server", "model_name")
+
+
+def replicas_apart(labelsets: Any) -> tuple[str, ...]:
+    """The replica labels (``REPLICA_LABELS``) that take more than one value among a scrape's samples."""
+    values: dict[str, set[str]] = {}
+    for lab in labelsets:
+        for k in REPLICA_LABELS:
+            if k in lab:
+                values.setdefault(k, set()).add(lab[k])
+    return tuple(k for k in REPLICA_LABELS if len(values.get(k, ())) > 1)
+
+
+def replica_of(labels: dict[str, str], apart: tuple[str, ...]) -> str | None:
+    """The replica a sample belongs to (``instance``, as a Prometheus server's answers name it): the values of the
+    labels that tell the scrape's servers apart, None where the scrape is of one server."""
+    return ",".join(f"{k}={labels.get(k, '')}" for k in apart) if apart else None
+
+
+def _order(item: tuple[tuple[str | None, str], Any]) -> tuple[str, str]:
+    (inst, engine), _ = item
+    return (inst or "", engine)
+
+
 def bucket_key(name: str, labels: dict[str, str]) -> tuple[str, float | None] | None:
     """(metric, upper bound) of a histogram bucket sample, None for any other sample; ``+Inf`` is None."""
     metric = HISTOGRAMS.get(name)
@@ -133,7 +159,6 @@ def ingest_prometheus(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
     line or the samples' own timestamps, else it stays NULL (a file's mtime is not a scrape time)."""
     info = SourceInfo(path=path, format=PROMETHEUS, version="Prometheus text exposition")
     ts: float | None = None
-    per_engine: dict[str, dict[str, float]] = {}
     config: dict[str, Any] = {}
     text = read_text(path)
     lines = text.splitlines()
@@ -147,8 +172,8 @@ def ingest_prometheus(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
         lines = lines[:-1]
     seen: dict[tuple[str, str], int] = {}
     duplicated: set[tuple[str, str]] = set()
-    other_ranks = 0
-    buckets: dict[str, dict[tuple[str, float | None], float]] = {}
+    other_ranks = nan = 0
+    samples: list[tuple[int, str, dict[str, str], str, str | None]] = []
     for n, line in enumerate(lines, start=1):
         if line.startswith("# scrape_unix_ts"):
             ts = _number(path, n, line.split()[2] if len(line.split()) > 2 else "")
@@ -167,35 +192,43 @@ def ingest_prometheus(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
             duplicated.add(key)
             continue
         seen[key] = n
-        lab = dict(_LABEL.findall(labels or ""))
+        samples.append((n, name, dict(_LABEL.findall(labels or "")), value, sample_ts))
+    replica_labels = replicas_apart(lab for _, name, lab, _, _ in samples if not name.endswith("_info"))
+    per_engine: dict[tuple[str | None, str], dict[str, float]] = {}
+    buckets: dict[tuple[str | None, str], dict[tuple[str, float | None], float]] = {}
+    for n, name, lab, value, sample_ts in samples:
         found = engine_of(lab)
         if found is None:
             other_ranks += 1
             continue
-        engine = found
-        stats = per_engine.setdefault(engine, {})
         if sample_ts is not None and ts is None:
             ts = int(sample_ts) / 1000
             check_wall_clock(path, f"line {n}", ts, "the sample's timestamp")
-        v = _number(path, n, value)
-        if name == "vllm:cache_config_info":
+        if name == "vllm:cache_config_info":  # an info gauge: the KV cache's settings are its labels
             config.update(cache_config(lab))
+            continue
+        engine = (replica_of(lab, replica_labels), found)
+        stats = per_engine.setdefault(engine, {})
+        v = _number(path, n, value)
+        if v != v:  # NaN: no reading of that series in this scrape
+            nan += 1
             continue
         if name == "vllm:num_requests_waiting_by_reason":
             stats[f"waiting_{lab.get('reason', 'other')}"] = stats.get(f"waiting_{lab.get('reason', 'other')}", 0) + v
             continue
         bucket = bucket_key(name, lab)
-        if bucket is not None:  # series differing in other labels (model_name) add up, as the gauges do
+        if bucket is not None:  # series of one replica's engine differing in other labels add up, as gauges do
             per_bucket = buckets.setdefault(engine, {})
             per_bucket[bucket] = per_bucket.get(bucket, 0.0) + v
             continue
         stats[name] = stats.get(name, 0.0) + v
     for name, labels in duplicated:  # the series' value is NULL for its engine, never a sum of the copies
         lab = dict(kv.split("=", 1) for kv in labels.split(",") if "=" in kv)
-        per_engine.get(engine_of(lab) or "0", {}).pop(name, None)
+        engine = (replica_of(lab, replica_labels), engine_of(lab) or "0")
+        per_engine.get(engine, {}).pop(name, None)
         bucket = bucket_key(name, lab)
         if bucket is not None:
-            buckets.get(engine_of(lab) or "0", {}).pop(bucket, None)
+            buckets.get(engine, {}).pop(bucket, None)
     if duplicated:
         info.dropped["duplicated_series"] = len(duplicated)
         first = sorted(duplicated)[0]
@@ -206,13 +239,23 @@ def ingest_prometheus(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
     if other_ranks:
         info.dropped["other_rank_copies"] = other_ranks
         info.warnings.append(f"{path}: {other_ranks} samples from tensor/pipeline ranks other than 0: rank 0's read")
-    rows = [stats_row(part, ts, engine, stats) for engine, stats in sorted(per_engine.items())]
+    if nan:
+        info.dropped["nan_samples"] = nan
+        info.warnings.append(f"{path}: {nan} samples are NaN (no reading): left NULL, not added to the others")
+    if replica_labels:
+        info.details["replicas_by"] = list(replica_labels)
+    rows = [
+        stats_row(part, ts, engine, stats) | {"instance": inst}
+        for (inst, engine), stats in sorted(per_engine.items(), key=_order)
+    ]
     if ts is None:
         info.warnings.append(
             f"{path}: no scrape time in the file (# scrape_unix_ts or sample timestamps); ts_s is NULL"
         )
     info.records = write_rows(stage, "engine_stats", part, rows)
-    hist = [r for engine, b in sorted(buckets.items()) for r in bucket_rows(part, ts, engine, None, b)]
+    hist = [
+        r for (inst, engine), b in sorted(buckets.items(), key=_order) for r in bucket_rows(part, ts, engine, inst, b)
+    ]
     if hist:
         write_rows(stage, "engine_histograms", part, hist)
     info.details["scrape_unix_ts"] = ts

@@ -547,3 +547,34 @@ def test_sglang_families_per_data_parallel_rank(tmp_path: Path) -> None:
     assert [rows[("s:30000/1", 15)][c] for c in ("running", "kv_usage")] == [5, 0.75]
     assert run.metadata["sources"][0]["dropped"]["other_rank_series"] == 1
     assert lltrace.analyze(run).to_dict()["kv"]["preemptions"] == 9  # 2 + 7 over the span
+
+
+def test_a_scrape_of_two_servers_keeps_them_apart(tmp_path: Path) -> None:
+    """One exposition holding two servers' families (a gateway's or a federating scrape's /metrics), told apart
+    by their model_name: two rows, each the server's own, never a sum (two KV usages are not one 0-2 fraction);
+    built from two of run A's real scrapes, one relabelled. A NaN sample is no reading, not a poisoned sum."""
+    folder = DATA / "vllm_cpu" / "A_baseline" / "metrics_rate4"
+    first, second = (folder / "metrics_05.prom").read_text(), (folder / "metrics_09.prom").read_text()
+    lines = second.splitlines(keepends=True)
+    other = "".join(x.replace('model_name="tiny-llama"', 'model_name="other"') for x in lines if x[:1] != "#")
+    both = tmp_path / "gateway.prom"
+    both.write_text(
+        first
+        + other.replace(
+            'vllm:num_requests_waiting{engine="0",model_name="other"} ',
+            'vllm:num_requests_waiting{engine="0",model_name="other"} NaN\n#',
+        )
+    )
+    cols = "running, waiting, kv_usage, generation_tokens_total"
+    alone = [
+        lltrace.ingest([folder / f], store=tmp_path / f).sql(f"SELECT {cols} FROM engine_stats").rows()[0]
+        for f in ("metrics_05.prom", "metrics_09.prom")
+    ]
+    run = lltrace.ingest([both], store=tmp_path / "both")
+    rows = run.sql(f"SELECT instance, {cols} FROM engine_stats ORDER BY instance").rows()
+    assert [r[0] for r in rows] == ["model_name=other", "model_name=tiny-llama"]
+    assert rows[1][1:] == alone[0]
+    assert rows[0][1:] == (alone[1][0], None, *alone[1][2:])  # its waiting gauge NaN: NULL
+    (src,) = run.metadata["sources"]
+    # vllm:cache_config_info carries no model_name: the two servers' copies are one series twice (said so)
+    assert src["dropped"] == {"nan_samples": 1, "duplicated_series": 1} and src["replicas_by"] == ["model_name"]
