@@ -9,6 +9,9 @@ both would count every request and every client figure twice. A result is known 
 keys and values and the lengths of its per-request lists, ``parsers.vllm.result_fingerprint``); the copy kept is
 the one in the file holding the fewest results (a run's own file), the others are left out of the run's rows and
 summaries and listed in their source's ``repeated_results``. Never a silent double count, never a silent drop.
+
+vLLM's and SGLang's bench clients also print each run's result table to their stdout: a printed table whose run a
+result file of the run gives too is left out (``printed_copies`` in its source), the file's figures kept.
 """
 
 from __future__ import annotations
@@ -47,7 +50,8 @@ def drop_repeated_results(stage: Path, sources: list[dict[str, Any]]) -> list[st
             table = pq.read_table(path)
             gone = pc.is_in(table["client_id"], value_set=pa.array(sorted(ids), pa.string()))
             pq.write_table(table.filter(pc.invert(gone)), path)
-    out = _csv_copies(sources) + _printed_copies(sources)
+    _drop_printed_copies(sources)
+    out = _csv_copies(sources)
     for src in sources:
         repeats = src.get("repeated_results")
         if repeats:
@@ -77,13 +81,12 @@ def _csv_copies(sources: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def _printed_copies(sources: list[dict[str, Any]]) -> list[str]:
+def _drop_printed_copies(sources: list[dict[str, Any]]) -> None:
     """vLLM's and SGLang's bench clients print each run's result table to their stdout and write the same figures
     to their result file: a printed table is left out where a result file among the run's sources gives the same
     run (its counts exact, its duration and request rate to the table's two decimals), and kept where it is the
     run's only record. What was left out is listed in the source's ``printed_copies`` and said in its
-    ``version``; returns no warnings (a stdout beside its result file is the usual case)."""
-    out: list[str] = []
+    ``version``, not warned: a stdout beside its result file is the usual case."""
     results = [b for s in sources if s.get("format") in ("vllm-bench", "sglang-bench") for b in s.get("bench") or []]
     for src in sources:
         tables = [b for b in src.get("bench") or [] if b.get("printed_at_line") is not None]
@@ -97,13 +100,11 @@ def _printed_copies(sources: list[dict[str, Any]]) -> list[str]:
             {"line": t["printed_at_line"], "same_as": copies[id(t)]["client_id"]} for t in tables if id(t) in copies
         ]
         same = sorted({c["same_as"] for c in src["printed_copies"]})
-        # the usual case (a run's stdout beside its result file), not damage: said in the source's line, not warned
         src["version"] = (
             f"{src.get('version')}, the same run{'s' if len(copies) > 1 else ''} as {', '.join(same[:3])}"
             + (f" and {len(same) - 3} more" if len(same) > 3 else "")
             + " (read from there)"
         )
-    return out
 
 
 def _same_run(table: dict[str, Any], result: dict[str, Any]) -> bool:
