@@ -208,3 +208,12 @@ def chain_iteration_ends(rows: list[dict[str, Any]], seconds_of: Callable[[str],
         r["end_s"], r["start_s"] = end, end - wall
         prev_end = end
     return unplaced
+
+
+def log_date_seconds(stamp: str) -> float | None:
+    """Seconds since the epoch of a ``YYYY-MM-DD HH:MM:SS`` log stamp, its zone UTC (assumed: logs print none);
+    None for a day that year does not have."""
+    try:
+        return datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc).timestamp()
+    except ValueError:
+        return None

@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from datetime import datetime, timezone
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 from lltrace.errors import TraceFormatError
 from lltrace.parsers import vllm
-from lltrace.parsers._io import write_rows
+from lltrace.parsers._io import log_date_seconds, write_rows
 from lltrace.parsers._lines import without_cut_record
 from lltrace.parsers.result_table import read_tables, table_tool
 from lltrace.tables import SourceInfo
@@ -108,14 +107,6 @@ def sniff_scheduler_log(head: bytes) -> bool:
     )
 
 
-def _epoch(stamp: str) -> float | None:
-    """Seconds since the epoch of a ``YYYY-MM-DD HH:MM:SS`` log stamp (UTC); None for an impossible date."""
-    try:
-        return datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc).timestamp()
-    except ValueError:
-        return None
-
-
 def _records(text: str) -> Iterator[str]:
     """Log records: lines, split again where a ``[date time ...]`` header starts inside one (lines glued
     together when two processes wrote to one file at once)."""
@@ -146,7 +137,7 @@ def ingest_scheduler_log(path: str, stage: Path, part: int, **_: Any) -> SourceI
     for line in _records(without_cut_record(path, Path(path).read_text(encoding="utf-8", errors="replace"), info)):
         h = _HEAD.match(line)
         body = line[h.end() :] if h else line
-        ts = _epoch(h.group(1)) if h else None
+        ts = log_date_seconds(h.group(1)) if h else None
         impossible += bool(h) and ts is None
         rank = (h.group(2) or "").strip() or None if h else None
         last_ts = ts or last_ts

@@ -10,12 +10,12 @@ platform plugin) is placed as read, its zone UTC (assumed). Field facts: docs/SE
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from lltrace.errors import TraceFormatError
-from lltrace.parsers._io import chain_iteration_ends, strip_bom, write_rows
+from lltrace.parsers._io import chain_iteration_ends, log_date_seconds, strip_bom, write_rows
 from lltrace.parsers._lines import read_text, without_cut_record
 from lltrace.parsers.result_table import read_tables
 from lltrace.parsers.vllm import bench_objects, printed_results, sniff_client_log
@@ -121,14 +121,6 @@ def _possible_stamp(month: int, day: int, hour: int, minute: int, second: int) -
     return True
 
 
-def _dated_seconds(stamp: str) -> float | None:
-    """Seconds since the epoch of a ``YYYY-MM-DD HH:MM:SS`` log stamp (UTC); None for a day that year lacks."""
-    try:
-        return datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc).timestamp()
-    except ValueError:
-        return None
-
-
 def ingest_server_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     """Stats lines (V0 and V1) → ``engine_stats``; ``Iteration(k)`` lines → ``engine_steps`` (source log).
 
@@ -152,7 +144,7 @@ def ingest_server_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
             impossible.append(text.count("\n", 0, h.start()) + 1)
             stamp = None  # the line's values stand; its time is unknown
         elif year is not None:  # dated: placed as read, its zone UTC (assumed, as for SGLang's logs)
-            ts = _dated_seconds(f"{year}-{stamp}")
+            ts = log_date_seconds(f"{year}-{stamp}")
             if ts is None:  # 02-29 of a year without one
                 impossible.append(text.count("\n", 0, h.start()) + 1)
                 stamp = None
@@ -248,7 +240,7 @@ def ingest_server_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
         info.warnings.append(f"{path}: no stats or iteration lines found in the log")
     write_rows(stage, "engine_stats", part, stats)
     # dated iteration lines placed as read (undated ones when the run is assembled, by the same rule)
-    chain_iteration_ends([r for r in steps if r["log_stamp"] and len(r["log_stamp"]) == 19], _dated_seconds)
+    chain_iteration_ends([r for r in steps if r["log_stamp"] and len(r["log_stamp"]) == 19], log_date_seconds)
     if steps:
         write_rows(stage, "engine_steps", part, steps)
     info.records = len(stats) + len(steps)  # the lines read into rows, not every timestamped line
