@@ -19,6 +19,11 @@ Each row is ``"{:<40} {:<10}".format(label, value)``, every float printed with t
 the same client writes to its result JSON (``mean_ttft_ms``, ``total_input_tokens``, ``request_rate``…), so the
 figures are read by the same code as a result file's. vLLM prints its request rate and concurrency on lines of
 their own before the table (``Traffic request rate: inf``); those are taken from the lines before each table.
+
+Where the table was kept, its lines often carry a prefix the client did not print: a CI runner's or
+``kubectl logs --timestamps``' stamp, ``docker compose``'s ``bench-1  | ``, a comment sign in a script or a
+README. A table's rows are the lines that carry its header line's prefix, the same up to its digits and spacing
+(a stamp changes from line to line); other lines between them (a server's, another container's) are not read.
 """
 
 from __future__ import annotations
@@ -55,6 +60,8 @@ _ROWS = {
 _STAT_ROW = re.compile(r"^(mean|median|std|max|p\d+(?:\.\d+)?) (ttft|tpot|itl|e2el|e2e latency) \(ms\)$")
 _ROW = re.compile(r"^(?P<label>[A-Za-z][^:]*?):\s+(?P<value>\S+)\s*$")
 _RULE = re.compile(r"^=+$")
+# the header line "============ Serving Benchmark Result ============", after whatever prefix its line carries
+_HEADER_LINE = re.compile(r"^(?P<prefix>.*?)=+ *" + HEADER + r" *=+\s*$")
 _UNSET = ("none", "not set")  # vLLM's None, SGLang's "not set": no limit
 
 
@@ -93,37 +100,53 @@ def _value(text: str) -> float | int | str | None:
         return text
 
 
+def _prefix(prefix: str) -> re.Pattern[str]:
+    """The prefix every line of a table carries, from its header line's: the same text, up to its digit runs
+    (a time stamp, a container's number, a pid) and its spacing."""
+    parts = re.split(r"(\d+|\s+)", prefix)
+    return re.compile("".join(r"\d+" if p.isdigit() else r"\s*" if p.isspace() else re.escape(p) for p in parts))
+
+
+def _row(line: str, prefix: re.Pattern[str]) -> tuple[str, str | None, str]:
+    """A line of a table, its prefix removed: (the row, its result-file key or None, its value text)."""
+    m = prefix.match(line)
+    row = line[m.end() :].strip() if m else ""
+    r = _ROW.match(row)
+    return row, (_key(r.group("label")) if r else None), (r.group("value") if r else "")
+
+
 def read_tables(text: str) -> list[ResultTable]:
     """Every result table in a client's stdout, in order, with the rate and concurrency lines printed before it."""
     tables: list[ResultTable] = []
-    before: dict[str, Any] = {}  # vLLM's "Traffic request rate:" / "Maximum request concurrency:" lines
+    lines = text.splitlines()
+    since = 0  # the first line after the last table: vLLM's rate and concurrency lines come after it
     current: ResultTable | None = None
-    for n, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
+    prefix = _prefix("")
+    for n, line in enumerate(lines, 1):
         if current is None:
-            if HEADER in line and line.startswith("="):
-                current = ResultTable(line=n, figures=dict(before))
-                before = {}
+            m = _HEADER_LINE.match(line)
+            if m is None:
                 continue
-            m = _ROW.match(line)
-            key = _key(m.group("label")) if m else None
-            if key in ("request_rate", "max_concurrency"):
-                before[key] = _value(m.group("value"))
+            prefix = _prefix(m.group("prefix"))
+            current = ResultTable(line=n)
+            for before in lines[since : n - 1]:  # vLLM's "Traffic request rate:" / "Maximum request concurrency:"
+                _, key, value = _row(before, prefix)
+                if key in ("request_rate", "max_concurrency"):
+                    current.figures[key] = _value(value)
             continue
-        if _RULE.match(line):
+        row, key, value = _row(line, prefix)
+        if _RULE.match(row):
             current.closed = True
             tables.append(current)
-            current = None
+            current, since = None, n
             continue
-        m = _ROW.match(line)
-        key = _key(m.group("label")) if m else None
         if key is None:
             continue  # section rules, SGLang's "Backend:", speculative decoding, probe requests: not figures here
-        value = _value(m.group("value"))
-        if isinstance(value, str) and value != "inf":
-            current.not_numbers.append((n, line))
+        figure = _value(value)
+        if isinstance(figure, str) and figure != "inf":
+            current.not_numbers.append((n, row))
             continue
-        current.figures[key] = value
+        current.figures[key] = figure
     if current is not None:
         tables.append(current)
     return tables
@@ -132,10 +155,17 @@ def read_tables(text: str) -> list[ResultTable]:
 def table_tool(head: bytes) -> str | None:
     """Which client printed the first result table in ``head``: ``"sglang"`` (its table opens with a
     ``Backend:`` row), ``"vllm"`` (vLLM's, or a copy of it such as TensorRT-LLM's), or None when there is none."""
-    at = head.find(HEADER.encode())
-    if at < 0:
+    if HEADER.encode() not in head:
         return None
-    rows = head[at:].splitlines()[1:4]
-    if any(r.strip().startswith(b"Backend:") for r in rows):
-        return "sglang"
-    return "vllm" if any(r.strip().startswith(b"Successful requests:") for r in rows) else None
+    text = head.decode("utf-8", errors="replace")
+    lines = text.splitlines()
+    for n, line in enumerate(lines):
+        m = _HEADER_LINE.match(line)
+        if m is None:
+            continue
+        prefix = _prefix(m.group("prefix"))
+        rows = [_row(r, prefix)[0] for r in lines[n + 1 : n + 4]]
+        if any(r.startswith("Backend:") for r in rows):
+            return "sglang"
+        return "vllm" if any(r.startswith("Successful requests:") for r in rows) else None
+    return None

@@ -292,3 +292,42 @@ def test_a_server_and_its_bench_in_one_terminal(tmp_path: Path) -> None:
     _same_figures(entry, raw)
     both = _doc([one, _result_file(stdout)], tmp_path / "both")
     assert [Path(e["source"]).name for e in both["client_summary"]] == [_result_file(stdout).name]
+
+
+# The prefixes a kept stdout's lines carry that the client did not print: each line's own stamp (a CI runner's,
+# seven decimals; kubectl's, trailing zeros trimmed), a compose service, a comment sign in a script or README.
+_PREFIXES = {
+    "ci-stamp": lambda i: f"2025-03-{1 + i // 86400 % 28:02d}T{i // 3600 % 24:02d}:{i // 60 % 60:02d}:{i % 60:02d}."
+    f"{i * 7919 % 10**7:07d}Z ",
+    "kubectl-stamp": lambda i: f"2025-03-01T12:{i // 60 % 60:02d}:{i % 60:02d}.{(i * 31 + 1) % 10**6}Z ",
+    "compose": lambda i: "bench-1  | ",
+    "comment": lambda i: "    # ",
+}
+
+
+@pytest.mark.parametrize("style", sorted(_PREFIXES))
+@pytest.mark.parametrize("run", ["N_bench_pcts", "R_sglang_rates"])
+def test_a_table_kept_with_a_prefix_on_every_line(run: str, style: str, tmp_path: Path) -> None:
+    """A real stdout with a prefix on each of its lines gives its result file's figures, as the stdout alone does."""
+    bench = SAMPLES / "vllm_cpu_limits" / run / "bench"
+    [stdout] = bench.glob("*.client.log")
+    result = next(p for p in bench.iterdir() if p.suffix in (".json", ".jsonl"))
+    raws = [json.loads(line) for line in result.read_text().splitlines() if line.strip()]
+    prefix = _PREFIXES[style]
+    log = tmp_path / "kept.log"
+    log.write_text("".join(prefix(i) + line + "\n" for i, line in enumerate(stdout.read_text().splitlines())))
+    assert detect(log).name == detect(stdout).name
+    entries = _doc([log], tmp_path / "store")["client_summary"]
+    assert len(entries) == len(raws) >= 1
+    for entry, raw in zip(entries, raws, strict=True):
+        _same_figures(entry, raw)
+
+
+def test_lines_without_the_tables_prefix_are_not_its_rows() -> None:
+    """In a compose log, another service's lines inside the table (a server's, with figures of the same names) are
+    not read into it."""
+    rows = _NEW.splitlines()
+    lines = [f"bench-1   | {r}" for r in rows[:5]] + ["vllm-1    | Successful requests:  999"]
+    lines += [f"bench-1   | {r}" for r in rows[5:]]
+    [table] = read_tables("\n".join(lines))
+    assert table.closed and table.figures["completed"] == 50 and table.figures["duration"] == 1044.40
