@@ -297,8 +297,10 @@ def test_a_server_and_its_bench_in_one_terminal(tmp_path: Path) -> None:
 # The prefixes a kept stdout's lines carry that the client did not print: each line's own stamp (a CI runner's,
 # seven decimals; kubectl's, trailing zeros trimmed), a compose service, a comment sign in a script or README.
 _PREFIXES = {
-    "ci-stamp": lambda i: f"2025-03-{1 + i // 86400 % 28:02d}T{i // 3600 % 24:02d}:{i // 60 % 60:02d}:{i % 60:02d}."
-    f"{i * 7919 % 10**7:07d}Z ",
+    "ci-stamp": lambda i: (
+        f"2025-03-{1 + i // 86400 % 28:02d}T{i // 3600 % 24:02d}:{i // 60 % 60:02d}:{i % 60:02d}."
+        f"{i * 7919 % 10**7:07d}Z "
+    ),
     "kubectl-stamp": lambda i: f"2025-03-01T12:{i // 60 % 60:02d}:{i % 60:02d}.{(i * 31 + 1) % 10**6}Z ",
     "compose": lambda i: "bench-1  | ",
     "comment": lambda i: "    # ",
