@@ -52,6 +52,7 @@ class Format:
     # tool's schema and source at that version)
     versions: tuple[str, ...] = ()
     post_ingest: Callable[[Path, int], dict] | None = None  # (stage, part) -> what the metadata records
+    reads_gzip: bool = False  # its reader streams a gzipped file itself (else it is given the file decompressed)
 
 
 FORMATS: tuple[Format, ...] = (
@@ -66,6 +67,7 @@ FORMATS: tuple[Format, ...] = (
         sniff=kineto.sniff,
         ingest=kineto.ingest,
         post_ingest=kineto_steps.post_ingest,
+        reads_gzip=True,
         markers=(b'"traceEvents"', b'"ph"', b'"ts"', b'"dur"', b'"cat"', b'"schemaVersion"'),
         versions=(
             "2021 (capitalised categories, string tids): real file",
@@ -506,19 +508,23 @@ FORMATS: tuple[Format, ...] = (
 
 
 def read_head(path: str | Path, size: int = SNIFF_BYTES) -> bytes:
-    """The first ``size`` bytes of a file, decompressed when it is gzip (best effort for truncated files)."""
+    """The first ``size`` bytes of a file, decompressed when it is gzip (best effort for truncated files; for
+    damaged ones, the bytes before the damage: its reader says where it is)."""
     with open(path, "rb") as f:
         raw = f.read(size)
         if raw[:2] != b"\x1f\x8b":
             return raw
         inflater = zlib.decompressobj(wbits=31)
         out = b""
-        try:
-            while len(out) < size and raw:
-                out += inflater.decompress(raw, size - len(out))
-                raw = inflater.unconsumed_tail or f.read(size)
-        except zlib.error as exc:
-            raise TraceFormatError(str(path), f"decompressed byte {len(out)}", f"corrupt gzip data ({exc})") from None
+        while len(out) < size and raw:
+            piece, raw = raw[:1024], raw[1024:]  # a kilobyte at a time: what comes before damage is kept
+            try:
+                out += inflater.decompress(inflater.unconsumed_tail + piece, size - len(out))
+            except zlib.error as exc:
+                if out:
+                    return out
+                raise TraceFormatError(str(path), "decompressed byte 0", f"corrupt gzip data ({exc})") from None
+            raw = raw or f.read(size)
         return out
 
 

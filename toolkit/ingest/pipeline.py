@@ -30,6 +30,7 @@ from lltrace.ingest.checks import check_stage, warnings_for
 from lltrace.ingest.clocks import outside_window, place_log_times
 from lltrace.ingest.estimates import estimate_ttft_split
 from lltrace.ingest.files import default_run_id, expand_inputs
+from lltrace.ingest.gzipped import plain, said_of_original
 from lltrace.ingest.join import PROVENANCE, assemble_requests
 from lltrace.ingest.locate import locate, locate_depth
 from lltrace.ingest.repeats import drop_repeated_results
@@ -150,7 +151,13 @@ def ingest(
                 warnings.simplefilter("ignore", InputWarning)
                 try:
                     clock = time.perf_counter()
-                    info = fmt.ingest(str(path), stage, part, keep_python=keep_python, progress=cb)
+                    with plain(path, stage, part, fmt.reads_gzip, cb) as (readable, cut):
+                        given = cb if readable == path else None  # (the copy's offsets are not the file's)
+                        info = fmt.ingest(str(readable), stage, part, keep_python=keep_python, progress=given)
+                        said_of_original(info, readable, path)
+                    if cut:
+                        info.warnings.extend(cut)
+                        info.truncated = info.truncated or "gzip stream ends early"
                     seconds["read"] += time.perf_counter() - clock
                 except IntegerOverflow as exc:
                     where = locate(path, str(exc.value).encode()) or f"record {exc.row + 1}"

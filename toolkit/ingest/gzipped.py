@@ -1,0 +1,71 @@
+"""A gzipped file of any format read as its plain text is.
+
+Logs, result files, scrapes and request records are gzipped as often as profiler traces are (log rotation, an
+artifact store, a bug report's attachment). Formats are told by their decompressed first bytes
+(``parsers.read_head``), so a file's format never depends on its compression; the profiler trace reader streams
+gzip itself, and every other reader is given the file decompressed into the run's staging folder under the
+name it has without ``.gz`` (``server.log.gz`` is read as ``server.log``: readers that name a client after its
+file name it the same). What the reader says of that copy is said of the file the user gave: its path in
+the source record, the warnings and the errors, and a byte offset there as a decompressed one (a line number is
+the same in both). A stream that ends early is read as far as it goes, with a warning, as any cut file is.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from lltrace.errors import TraceFormatError
+from lltrace.parsers._blocks import gunzip_to, is_gzip
+from lltrace.tables import SourceInfo
+
+
+@contextmanager
+def plain(
+    path: Path, stage: Path, part: int, reads_gzip: bool, progress: Callable[[int], None] | None
+) -> Iterator[tuple[Path, list[str]]]:
+    """The file a reader is given for ``path`` (itself, unless it is gzip and the reader does not read gzip) and
+    the warnings of its decompression (a stream that ends early). The copy is removed afterwards; an error a
+    reader raises about the copy is raised about ``path``."""
+    if reads_gzip or not is_gzip(path):
+        yield path, []
+        return
+    folder = stage / f"_inflated_{part}"
+    folder.mkdir(parents=True, exist_ok=True)
+    copy = folder / (path.name[: -len(".gz")] if path.name.lower().endswith(".gz") else path.name)
+    cut: list[str] = []
+    try:
+        gunzip_to(str(path), copy, cut.append, progress)
+        try:
+            yield copy, [f"{path}: {why}: read as far as it goes" for why in cut]
+        except TraceFormatError as exc:
+            raise type(exc)(str(path), _decompressed(exc.where), _said_of(exc.message, copy, path)) from None
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def said_of_original(info: SourceInfo, copy: Path, path: Path) -> None:
+    """``info`` as the reader of ``copy`` wrote it, said of ``path``: its path, and the copy's path wherever a
+    warning or a detail names it."""
+    if copy == path:
+        return
+    info.path = str(path)
+    info.warnings = [_said_of(w, copy, path) for w in info.warnings]
+    info.details = _said_of(info.details, copy, path)
+
+
+def _decompressed(where: str) -> str:
+    return f"decompressed {where}" if where.startswith("byte ") else where
+
+
+def _said_of(value: Any, copy: Path, path: Path) -> Any:
+    if isinstance(value, str):
+        return value.replace(f"{copy}: byte ", f"{path}: decompressed byte ").replace(str(copy), str(path))
+    if isinstance(value, dict):
+        return {k: _said_of(v, copy, path) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_said_of(v, copy, path) for v in value]
+    return value
