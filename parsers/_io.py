@@ -210,6 +210,28 @@ def chain_iteration_ends(rows: list[dict[str, Any]], seconds_of: Callable[[str],
     return unplaced
 
 
+# The stamp a log collector puts before each line it keeps: `kubectl logs --timestamps`, `docker logs -t`, a CI
+# runner's log (RFC 3339: a date, a time to the nanosecond, an explicit zone); the last one before the logger's
+# own header is taken (a runner's stamp before a container's)
+COLLECTOR_CLOCK = "the log collector's stamp on each line (RFC 3339: date, zone and fraction as written)"
+_COLLECTED = re.compile(r"(\d{4}-\d\d-\d\d)T(\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:?\d\d)(?=\s)")
+
+
+def collected_seconds(prefix: str) -> float | None:
+    """Seconds since the epoch of the collector's stamp in the text before a log line's own header (its zone as
+    written, its fraction to the nanosecond), or None where there is none or it names no moment."""
+    found = _COLLECTED.findall(prefix)
+    if not found:
+        return None
+    day, time_of_day, fraction, zone = found[-1]
+    try:
+        when = datetime.strptime(f"{day} {time_of_day}", "%Y-%m-%d %H:%M:%S")
+    except ValueError:
+        return None
+    offset = 0 if zone == "Z" else (1 if zone[0] == "+" else -1) * (int(zone[1:3]) * 3600 + int(zone[-2:]) * 60)
+    return when.replace(tzinfo=timezone.utc).timestamp() - offset + float(fraction or 0)
+
+
 def log_date_seconds(stamp: str) -> float | None:
     """Seconds since the epoch of a ``YYYY-MM-DD HH:MM:SS`` log stamp, its zone UTC (assumed: logs print none);
     None for a day that year does not have."""

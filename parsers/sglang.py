@@ -20,7 +20,7 @@ from typing import Any
 
 from lltrace.errors import TraceFormatError
 from lltrace.parsers import vllm
-from lltrace.parsers._io import log_date_seconds, write_rows
+from lltrace.parsers._io import COLLECTOR_CLOCK, collected_seconds, log_date_seconds, write_rows
 from lltrace.parsers._lines import without_cut_record
 from lltrace.parsers.result_table import read_tables, table_tool
 from lltrace.tables import SourceInfo
@@ -107,16 +107,18 @@ def sniff_scheduler_log(head: bytes) -> bool:
     )
 
 
-def _records(text: str) -> Iterator[str]:
+def _records(text: str) -> Iterator[tuple[str, float | None]]:
     """Log records: lines, split again where a ``[date time ...]`` header starts inside one (lines glued
-    together when two processes wrote to one file at once)."""
+    together when two processes wrote to one file at once); each with the time a log collector stamped its line
+    with (``kubectl logs --timestamps``: ``_io.collected_seconds``), else None."""
     for line in text.splitlines():
         starts = [m.start() for m in _HEAD.finditer(line)]
         if not starts or starts == [0]:
-            yield line
+            yield line, None
             continue
-        cuts = ([0] if starts[0] else []) + starts + [len(line)]
-        yield from (line[a:b] for a, b in pairwise(cuts) if line[a:b].strip())
+        collected = collected_seconds(line[: starts[0]])
+        cuts = ([0] if starts[0] and collected is None else []) + starts + [len(line)]
+        yield from ((line[a:b], collected) for a, b in pairwise(cuts) if line[a:b].strip())
 
 
 # the scheduler's start-up line with the values it runs with (every SGLang version since 2024 prints it):
@@ -132,13 +134,17 @@ def ingest_scheduler_log(path: str, stage: Path, part: int, **_: Any) -> SourceI
     stats: list[dict[str, Any]] = []
     reqs: list[dict[str, Any]] = []
     retracted = 0
-    suspicious = impossible = 0
+    suspicious = impossible = stamped = 0
     last_ts: float | None = None
-    for line in _records(without_cut_record(path, Path(path).read_text(encoding="utf-8", errors="replace"), info)):
+    text = without_cut_record(path, Path(path).read_text(encoding="utf-8", errors="replace"), info)
+    for line, collected in _records(text):
         h = _HEAD.match(line)
         body = line[h.end() :] if h else line
-        ts = log_date_seconds(h.group(1)) if h else None
+        # a collector's stamp is the line's moment with its zone and fraction as written (SGLang's own: to the
+        # second, zone unknown)
+        ts = collected if collected is not None else log_date_seconds(h.group(1)) if h else None
         impossible += bool(h) and ts is None
+        stamped += collected is not None
         rank = (h.group(2) or "").strip() or None if h else None
         last_ts = ts or last_ts
         if (m := _LIMITS.search(body)) and "engine_config" not in info.details:
@@ -245,5 +251,9 @@ def ingest_scheduler_log(path: str, stage: Path, part: int, **_: Any) -> SourceI
         "retracted": retracted,
         "request_time_stats": len(reqs),
     }
-    info.details["clock"] = {"origin": "log date-time, zone UTC (assumed)"}
+    info.details["clock"] = (
+        {"origin": COLLECTOR_CLOCK, "stamped_lines": stamped}
+        if stamped
+        else {"origin": "log date-time, zone UTC (assumed)"}
+    )
     return info

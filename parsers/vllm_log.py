@@ -10,12 +10,19 @@ platform plugin) is placed as read, its zone UTC (assumed). Field facts: docs/SE
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from lltrace.errors import TraceFormatError
-from lltrace.parsers._io import chain_iteration_ends, log_date_seconds, strip_bom, write_rows
+from lltrace.parsers._io import (
+    COLLECTOR_CLOCK,
+    chain_iteration_ends,
+    collected_seconds,
+    log_date_seconds,
+    strip_bom,
+    write_rows,
+)
 from lltrace.parsers._lines import read_text, without_cut_record
 from lltrace.parsers.result_table import read_tables
 from lltrace.parsers.vllm import bench_objects, printed_results, sniff_client_log
@@ -133,14 +140,20 @@ def ingest_server_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
     stats: list[dict[str, Any]] = []
     steps: list[dict[str, Any]] = []
     heads = list(_HEADER.finditer(text))
-    v0 = v1 = unparsed = dated = 0
+    v0 = v1 = unparsed = dated = collected = 0
     impossible: list[int] = []  # line numbers of stamps on days no year has
     for i, h in enumerate(heads):
         body = text[h.end() : heads[i + 1].start() if i + 1 < len(heads) else len(text)]
         year = h.group(1)
         stamp: str | None = f"{h.group(2)}-{h.group(3)} {h.group(4)}:{h.group(5)}:{h.group(6)}"
-        ts: float | None = None
-        if not _possible_stamp(*(int(g) for g in h.groups()[1:6])):
+        ts = collected_seconds(text[text.rfind("\n", 0, h.start()) + 1 : h.start()])
+        by_collector = ts is not None
+        if ts is not None:
+            # the collector's stamp: the moment the line was printed, with its date and zone, to the millisecond
+            # or better (vLLM's own is to the second, without either)
+            stamp = datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+            collected += 1
+        elif not _possible_stamp(*(int(g) for g in h.groups()[1:6])):
             impossible.append(text.count("\n", 0, h.start()) + 1)
             stamp = None  # the line's values stand; its time is unknown
         elif year is not None:  # dated: placed as read, its zone UTC (assumed, as for SGLang's logs)
@@ -156,6 +169,8 @@ def ingest_server_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
             eng = _engine_index(eng)
             tc_i, tg_i = int(tc), int(tg)
             kind = "mixed" if tc_i and tg_i else "prefill" if tc_i else "decode" if tg_i else "idle"
+            # printed when the iteration ends: a collector's stamp places its end as it is (else chained below)
+            placed = {"end_s": ts, "start_s": ts - float(ms) / 1e3} if by_collector and ts is not None else {}
             steps.append(
                 {
                     "part": part,
@@ -173,6 +188,7 @@ def ingest_server_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
                     "detection": "vllm iteration log",
                     "source": "log",
                 }
+                | placed
             )
             v1 += 1
         elif m := _V1_STATS.search(body):
@@ -246,7 +262,12 @@ def ingest_server_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
     info.records = len(stats) + len(steps)  # the lines read into rows, not every timestamped line
     info.version = "V0 (metrics.py)" if v0 and not v1 else "V1 (loggers.py)" if v1 else "no stats lines"
     info.details["log_lines"] = {"stats": len(stats), "iterations": len(steps), "timestamped": len(heads)}
-    if dated:
+    if collected:
+        info.details["clock"] = {
+            "origin": COLLECTOR_CLOCK,
+            "stamped_lines": collected,
+        }
+    elif dated:
         info.details["clock"] = {"origin": "log date-time, zone UTC (assumed)", "dated_lines": dated}
     # a server and its bench client in one terminal: the client's printed result tables, as its stdout's are read
     printed = printed_results(path, read_tables(text), info)

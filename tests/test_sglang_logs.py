@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
+from datetime import datetime, timezone
 
 import pytest
 from conftest import shared_file
 
 import lltrace
+from lltrace.parsers._io import COLLECTOR_CLOCK
 
 
 def test_scheduler_log_versions(store):
@@ -93,3 +95,28 @@ def test_a_gap_in_the_record_is_not_one_long_state(store):
     run = lltrace.ingest([path], store=store)
     got, timelines = run.sql("SELECT waiting_request_s, replicas FROM engine_queue_causes").row(0)
     assert timelines == len(lines) == 3 and got == pytest.approx(want, rel=1e-9)
+
+
+def test_a_log_collectors_stamps_give_the_zone_and_the_fraction(tmp_path):
+    """The real excerpt kept by ``kubectl logs --timestamps`` in a zone two hours east of UTC: each batch line at
+    its collector's stamp (SGLang's own stamp read in that zone, plus the fraction), not at its own read as UTC."""
+    path = shared_file("serving", "log_excerpts", "sglang_scheduler_log_lines.txt")
+    lines, moments = [], {}
+    for line in path.read_text().splitlines():
+        m = re.match(r"\[(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)", line)
+        when = datetime(*(int(g) for g in m.groups()), tzinfo=timezone.utc) if m else datetime(2025, 1, 1)
+        ms = int(when.timestamp()) * 7 % 1000  # (lines of one second were printed within it: one fraction each)
+        lines.append(f"{when:%Y-%m-%dT%H:%M:%S}.{ms:03d}250+02:00 {line}")
+        if m:
+            moments[when.timestamp()] = when.timestamp() - 7200 + ms / 1e3 + 250e-6
+    log = tmp_path / "pod.log"
+    log.write_text("\n".join(lines) + "\n")
+    own = lltrace.ingest([path], store=tmp_path / "own")
+    kept = lltrace.ingest([log], store=tmp_path / "kept")
+    q = "SELECT ts_s, running, waiting, kv_usage FROM engine_stats WHERE ts_s IS NOT NULL ORDER BY ts_s, running"
+    want = sorted(((moments[t], r, w, kv) for t, r, w, kv in own.sql(q).rows()), key=str)
+    got = sorted(kept.sql(q).rows(), key=str)
+    assert len(got) == len(want) >= 30
+    assert [g[1:] for g in got] == [w[1:] for w in want]
+    assert max(abs(g[0] - w[0]) for g, w in zip(got, want, strict=True)) < 1e-6
+    assert kept.metadata["sources"][0]["clock"]["origin"] == COLLECTOR_CLOCK

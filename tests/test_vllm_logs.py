@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import re
+from datetime import datetime, timezone
 
+import pytest
 from conftest import DATA, shared_file
 
 import lltrace
+from lltrace.parsers._io import COLLECTOR_CLOCK
 
 
 def test_v1_iteration_lines_become_log_steps_on_the_run_clock(store):
@@ -109,6 +112,53 @@ def test_a_dated_log_format_reads_as_vllms_own(tmp_path):
     assert alone.sql(stats).rows() == own.sql(stats).rows()
     (src,) = alone.metadata["sources"]
     assert src["version"] == "V1 (loggers.py)" and src["clock"]["origin"].startswith("log date-time")
+
+
+def _collector_stamped(raw: str, zone_h: int) -> tuple[str, list[float]]:
+    """Each line of a log with the stamp a collector (``kubectl logs --timestamps``) would put before it: the line's
+    own stamp read as 2026 local time in a zone ``zone_h`` hours east of UTC, with a fraction of its own (to the
+    nanosecond); and each line's moment, computed here from those parts."""
+    lines, moments = [], []
+    last = "2026-01-01T00:00:00.000000000Z"
+    for i, line in enumerate(raw.splitlines()):
+        m = re.search(r"(?:INFO|WARNING|ERROR|DEBUG) (\d\d)-(\d\d) (\d\d):(\d\d):(\d\d) ", line)
+        if m:
+            mo, d, hh, mi, ss = (int(g) for g in m.groups())
+            ns = (i * 7919 + 1) % 10**9
+            last = f"2026-{mo:02d}-{d:02d}T{hh:02d}:{mi:02d}:{ss:02d}.{ns:09d}{zone_h:+03d}:00"
+            local = datetime(2026, mo, d, hh, mi, ss, tzinfo=timezone.utc).timestamp()
+            moments.append(local - zone_h * 3600 + ns / 1e9)
+        lines.append(f"{last} {line}")
+    return "\n".join(lines) + "\n", moments
+
+
+def test_a_log_collectors_stamps_place_each_line(tmp_path):
+    """``kubectl logs --timestamps`` puts an RFC 3339 stamp (date, nanoseconds, zone) before every line: run B's real
+    log so kept gives the same rows as the log alone, each stats line at its stamp and each iteration ending at its
+    own (not chained from 1-second stamps), whatever the zone."""
+    b = DATA / "vllm_cpu" / "B_kvpressure"
+    raw = (b / "server.log").read_text()
+    stamped, moments = _collector_stamped(raw, zone_h=2)
+    log = tmp_path / "pod.log"
+    log.write_text(stamped)
+    plain = lltrace.ingest([b / "server.log"], store=tmp_path / "plain")
+    kept = lltrace.ingest([log], store=tmp_path / "kept")
+    steps = "SELECT step_id, prefill_reqs, prefill_tokens, decode_reqs, wall_s FROM engine_steps ORDER BY step_id"
+    assert kept.sql(steps).rows() == plain.sql(steps).rows() and len(plain.sql(steps).rows()) == 8828
+    stats = "SELECT running, waiting, kv_usage FROM engine_stats ORDER BY log_stamp, running, waiting"
+    assert sorted(kept.sql(stats).rows()) == sorted(plain.sql(stats).rows())
+    # each header line's moment, in file order: the iteration and stats lines among them
+    heads = [line for line in raw.splitlines() if re.search(r"(?:INFO|WARNING|ERROR|DEBUG) \d\d-\d\d ", line)]
+    assert len(heads) == len(moments)
+    ends = [t for line, t in zip(heads, moments, strict=True) if "Iteration(" in line]
+    at = [t for line, t in zip(heads, moments, strict=True) if "Avg prompt throughput" in line]
+    got = kept.sql("SELECT start_s, end_s, wall_s FROM engine_steps ORDER BY step_id").rows()
+    assert max(abs(e - w) for (_, e, _), w in zip(got, ends, strict=True)) < 1e-6
+    assert max(abs(s + wall - e) for s, e, wall in got) < 1e-9
+    placed = [t for (t,) in kept.sql("SELECT ts_s FROM engine_stats ORDER BY ts_s").rows()]
+    assert placed == pytest.approx(sorted(at), abs=1e-6)
+    (src,) = kept.metadata["sources"]
+    assert src["clock"] == {"origin": COLLECTOR_CLOCK, "stamped_lines": len(heads)}
 
 
 def test_nims_dated_v0_stats_lines(tmp_path):
