@@ -36,6 +36,26 @@ _NOTHING_MORE = (
         (b'"ready"', b'"was_cancelled"', b'"partial"'),
         "AIPerf's .aiperf_results_ready.json: its exports are written",
     ),
+    # guidellm's reports beside its benchmarks.json (>= 0.4 writes json, csv and html by default; real ones of 0.8.1,
+    # `guidellm export` of lltrace's run K_guidellm: sample_traces/guidellm_exports)
+    (
+        "text",
+        (b"Run Info,", b"Request Latency", b"Time to First Token"),
+        "guidellm's CSV report: each benchmark's summary statistics of the requests its benchmarks.json holds "
+        "(lltrace reads benchmarks.json, which guidellm writes beside it)",
+    ),
+    (
+        "head",
+        (b"<title>GuideLLM Benchmark Report</title>",),
+        "guidellm's HTML report: a few percentiles per benchmark, for viewing (lltrace reads benchmarks.json, which "
+        "guidellm writes beside it)",
+    ),
+    (
+        "head",
+        (b"benchmarks:", b"module: guidellm."),
+        "guidellm's YAML report: its benchmarks.json in YAML (lltrace reads the JSON: `guidellm export "
+        "benchmarks.yaml --output kind=json` writes it)",
+    ),
     # PyTorch's ExecutionTraceObserver (Chakra schema): a real one of torch 2.13 starts
     # {"schema": "1.1.1-chakra.0.0.4", "pid": …, "time": …, "start_ts": …, "nodes": [{"id": 2, …, "inputs": {…
     (
@@ -63,7 +83,7 @@ def nothing_more(head: bytes) -> str | None:
     is_json = text[:1] in (b"{", b"[")
     header = text.split(b"\n", 1)[0]
     for kind, markers, why in _NOTHING_MORE:
-        where = header if kind == "text" else text  # "log": anywhere in a text's head (its first lines vary)
+        where = header if kind == "text" else text  # "head": anywhere in a text's head (its first lines vary)
         # (a text's first line may start with "[" too: a log's "[2026-12-03 11:59:24] INFO ...")
         if (is_json if kind == "json" else text[:1] != b"{") and all(m in where for m in markers):
             return why

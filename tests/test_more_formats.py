@@ -4,8 +4,11 @@
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import pytest
+from conftest import SAMPLES
 
 import lltrace
 from lltrace.errors import TraceFormatError
@@ -535,3 +538,26 @@ def test_a_rocprofiler_sdk_json_is_named_not_guessed(tmp_path):
         '63857982592000,"end_timestamp":63857982594840,"dispatch_info":{"kernel_id":8,"dispatch_id":1}}]}}]}'
     )
     _refused_as(doc, tmp_path, "not read: rocprofiler-sdk's JSON", "PyTorch profiler trace")
+
+
+def test_guidellms_other_reports_are_named_beside_its_json(tmp_path):
+    """guidellm >= 0.4 writes benchmarks.json, .csv and .html by default (and .yaml on request): the real reports of
+    run K_guidellm (guidellm 0.8.1's `export`) in one folder with the JSON: the JSON read, each of the others
+    skipped as what it is; named alone, each refused with one line saying so."""
+    exports = SAMPLES / "guidellm_exports"
+    folder = tmp_path / "guidellm"
+    folder.mkdir()
+    shutil.copy(SAMPLES / "vllm_cpu_limits" / "K_guidellm" / "bench" / "benchmarks.json", folder)
+    for f in exports.iterdir():
+        shutil.copy(f, folder)
+    run = lltrace.ingest([folder], store=tmp_path / "store")
+    assert [s["format"] for s in run.metadata["sources"]] == ["guidellm-benchmarks"]
+    said = {Path(s["path"]).name: s["reason"] for s in run.metadata["skipped"]}
+    assert sorted(said) == ["benchmarks.csv", "benchmarks.html", "benchmarks.yaml.gz"]
+    assert said["benchmarks.csv"].startswith("guidellm's CSV report")
+    assert said["benchmarks.html"].startswith("guidellm's HTML report")
+    assert said["benchmarks.yaml.gz"].startswith("guidellm's YAML report") and "kind=json" in said["benchmarks.yaml.gz"]
+    for f in exports.iterdir():
+        with pytest.raises(lltrace.errors.UnknownFormat, match="not read: guidellm's") as err:
+            lltrace.ingest([f], store=tmp_path / "alone")
+        assert "\n" not in str(err.value)
