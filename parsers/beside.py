@@ -56,6 +56,22 @@ _NOTHING_MORE = (
         "guidellm's YAML report: its benchmarks.json in YAML (lltrace reads the JSON: `guidellm export "
         "benchmarks.yaml --output kind=json` writes it)",
     ),
+    # vLLM's offline benchmarks' --output-json (vllm/benchmarks/throughput.py, latency.py; benchmark_throughput.py,
+    # benchmark_latency.py before them): one figure for a whole batch, no request served
+    (
+        "json",
+        (b'"elapsed_time"', b'"num_requests"', b'"requests_per_second"', b'"tokens_per_second"'),
+        "vLLM's offline throughput result (vllm bench throughput --output-json): one batch's requests and tokens per "
+        "second, no request served or timed; lltrace reads serving runs (vllm bench serve --save-result, the engine's "
+        "spans, logs and metrics)",
+    ),
+    (
+        "json",
+        (b'"avg_latency"', b'"latencies"', b'"percentiles"'),
+        "vLLM's offline latency result (vllm bench latency --output-json): the time of one whole batch, repeated, no "
+        "request served; lltrace reads serving runs (vllm bench serve --save-result, the engine's spans, logs and "
+        "metrics)",
+    ),
     # PyTorch's ExecutionTraceObserver (Chakra schema): a real one of torch 2.13 starts
     # {"schema": "1.1.1-chakra.0.0.4", "pid": …, "time": …, "start_ts": …, "nodes": [{"id": 2, …, "inputs": {…
     (

@@ -561,3 +561,20 @@ def test_guidellms_other_reports_are_named_beside_its_json(tmp_path):
         with pytest.raises(lltrace.errors.UnknownFormat, match="not read: guidellm's") as err:
             lltrace.ingest([f], store=tmp_path / "alone")
         assert "\n" not in str(err.value)
+
+
+def test_vllms_offline_benchmark_results_are_named(tmp_path):
+    """``vllm bench throughput`` / ``latency`` --output-json (built from vllm/benchmarks/throughput.py and latency.py:
+    the keys they dump, ``json.dump(results, f, indent=4)``): one batch's figures, no request served; named."""
+    throughput = {
+        "elapsed_time": 12.5,
+        "num_requests": 1000,
+        "total_num_tokens": 512000,
+        "requests_per_second": 80.0,
+        "tokens_per_second": 40960.0,
+    }
+    (tmp_path / "t").mkdir()
+    _refused_as(json.dumps(throughput, indent=4), tmp_path / "t", "offline throughput result", "vllm bench serve")
+    latency = {"avg_latency": 1.25, "latencies": [1.2, 1.3], "percentiles": {"10": 1.21, "50": 1.25, "99": 1.3}}
+    (tmp_path / "l").mkdir()
+    _refused_as(json.dumps(latency, indent=4), tmp_path / "l", "offline latency result", "vllm bench serve")
