@@ -25,9 +25,16 @@ OTLP = "otlp-traces"
 
 def sniff_otlp(head: bytes) -> bool:
     """Request spans in any OTLP-shaped wrapper: ExportTraceServiceRequest (collector JSON lines or one
-    document), a Jaeger UI export, or a flat span list (``{"spans": [...]}`` or a bare array of spans)."""
+    document), Grafana Tempo's trace API answer (v1 ``batches``, v2 ``trace``), a Jaeger UI export, or a flat span
+    list (``{"spans": [...]}`` or a bare array of spans)."""
     text = strip_bom(head)
     if re.match(rb'\{\s*"resourceSpans"', text):
+        return True
+    # Grafana Tempo's trace API: v1 {"batches": [ResourceSpans...]}, v2 {"trace": {"resourceSpans": [...]}}
+    if re.match(rb'\{\s*"trace"\s*:\s*\{\s*"resourceSpans"', text) or (
+        re.match(rb'\{\s*"batches"\s*:\s*\[', text)
+        and (b'"scopeSpans"' in text or b'"instrumentationLibrarySpans"' in text)
+    ):
         return True
     if re.match(rb'\{\s*"data"\s*:\s*\[\s*\{\s*"traceID"', text):
         return True
@@ -138,14 +145,16 @@ def _spans_of(doc: Any) -> tuple[list[dict[str, Any]], str]:
     """Every span of one parsed document, whatever wrapper holds them, and the wrapper's name."""
     if isinstance(doc, list):
         return [_span(sp, None) for sp in doc if isinstance(sp, dict)], "flat span list"
-    if "resourceSpans" in doc:
+    if isinstance(doc.get("trace"), dict) and "resourceSpans" in doc["trace"]:  # Grafana Tempo's API v2
+        return _spans_of(doc["trace"])[0], "Grafana Tempo trace (API v2)"
+    if "resourceSpans" in doc or "batches" in doc:  # (Grafana Tempo's API v1 names the list "batches")
         out = []
-        for rs in doc.get("resourceSpans") or []:
+        for rs in doc.get("resourceSpans", doc.get("batches")) or []:
             res = _attrs((rs.get("resource") or {}).get("attributes"))
             process = res.get("vllm.process_kind") or res.get("service.name")
             for ss in rs.get("scopeSpans", rs.get("instrumentationLibrarySpans", [])) or []:
                 out += [_span(sp, process) for sp in ss.get("spans") or []]
-        return out, "OTLP"
+        return out, "OTLP" if "resourceSpans" in doc else "Grafana Tempo trace (API v1)"
     if "data" in doc:
         out = []
         for trace in doc.get("data") or []:

@@ -1,5 +1,5 @@
 """Request spans read alike from every OTLP-shaped wrapper (issue 17): the collector's JSON lines, one
-ExportTraceServiceRequest, a Jaeger UI export and a flat span list, for vLLM's ``llm_request`` spans (the real
+ExportTraceServiceRequest, Grafana Tempo's trace API answers, a Jaeger UI export and a flat span list, for vLLM's ``llm_request`` spans (the real
 export of run A) and SGLang's ``Req`` spans with their stage spans."""
 
 from __future__ import annotations
@@ -121,6 +121,9 @@ def test_every_wrapper_gives_the_same_requests(engine: str, tmp_path: Path) -> N
     wrappers = {
         "collector lines": _write(tmp_path, "lines.jsonl", lines, lines=True),
         "one ExportTraceServiceRequest": _write(tmp_path, "one.json", _one_document(lines)),
+        # Grafana Tempo's trace API (its docs: v1 /api/traces/<id> {"batches": [...]}, v2 {"trace": {...}})
+        "Tempo API v1": _write(tmp_path, "tempo1.json", {"batches": _one_document(lines)["resourceSpans"]}),
+        "Tempo API v2": _write(tmp_path, "tempo2.json", {"trace": _one_document(lines)}),
         "Jaeger UI export": _write(tmp_path, "jaeger.json", _jaeger(spans)),
         "flat span list": _write(tmp_path, "flat.json", _flat(spans)),
         "bare span array": _write(tmp_path, "bare.json", _flat(spans)["spans"]),
