@@ -192,7 +192,8 @@ def _headline(doc: dict[str, Any]) -> str:
     if advice:
         items = "".join(
             f"<li><b>{html.escape(a['bottleneck'])}</b>"
-            f"{' (' + html.escape(a['setting']) + ')' if a.get('setting') else ''}: {html.escape(a['action'])} — "
+            f"{' (' + html.escape(a.get('engine_setting') or a['setting']) + ')' if a.get('setting') else ''}: "
+            f"{html.escape(a['action'])} — "
             f"{html.escape(a['expected_gain']['metric'])} {a['expected_gain']['from']:,.3f} → "
             f"{a['expected_gain']['to']:,.3f} {a['expected_gain']['unit']} <i>({html.escape(a['formula'])})</i></li>"
             for a in advice

@@ -221,7 +221,7 @@ def render(doc: dict[str, Any]) -> Group:
             g = a["expected_gain"]
             t.add_row(
                 a["bottleneck"],
-                a.get("setting") or "-",
+                a.get("engine_setting") or a.get("setting") or "-",
                 a["action"],
                 f"{g['metric']}: {_gain_figures(g)}\n({a['formula']})",
             )

@@ -154,3 +154,26 @@ def test_queue_bound_names_the_limit_that_held_its_queue():
     assert c["label"] == "queue-bound"  # KV room held 2 % of the queue: not capacity-bound
     assert c["why"].endswith("90% of it waiting for a sequence slot (max_num_seqs), 2% waiting for KV room")
     assert classify(att, kv_wait_s=36.0)["label"] == "capacity-bound"  # 60 % of the queue without KV room
+
+
+def test_each_setting_is_named_as_the_runs_engine_names_it():
+    """The canonical ``setting`` stays vLLM's name; the action and ``engine_setting`` name the run's engine's own
+    argument (SGLang's server arguments, TensorRT-LLM's trtllm-serve options), vLLM's where the engine is vLLM or
+    not known."""
+    seqs = {"value": 8.0, "basis": "stated", "origin": "server log"}
+    parts = {"kv_wait": _part(6.0), "slot_wait": _part(24.0, max_num_seqs=seqs)}
+    named = {}
+    for engine in (None, "vllm", "sglang", "trtllm"):
+        items = advise(QUEUED, "queue-bound", parts, engine=engine)
+        named[engine] = {i["bottleneck"]: (i["setting"], i["engine_setting"], i["action"]) for i in items}
+    assert named[None] == named["vllm"]
+    assert named["vllm"]["slots"][:2] == ("max_num_seqs", "max_num_seqs")
+    setting, flag, action = named["sglang"]["slots"]
+    assert (setting, flag) == ("max_num_seqs", "--max-running-requests")
+    assert action.startswith("Raise --max-running-requests (now 8, stated)")
+    assert (
+        named["sglang"]["room"][1] == "--mem-fraction-static" and "--mem-fraction-static" in named["sglang"]["room"][2]
+    )
+    assert named["trtllm"]["slots"][1] == "--max_batch_size"
+    # every item carries both, also those without an engine-specific name
+    assert all("engine_setting" in i for i in advise(QUEUED, "capacity-bound", parts, engine="sglang"))

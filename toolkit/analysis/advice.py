@@ -77,13 +77,36 @@ def advise_steps(steps: dict[str, Any] | None) -> list[dict[str, Any]]:
     ]
 
 
+# each setting as the run's engine names it, where that is not vLLM's name (the canonical ``setting``): SGLang's
+# server arguments (sglang/srt/server_args.py), TensorRT-LLM's trtllm-serve options and LLM API KV-cache config
+ENGINE_SETTINGS = {
+    "sglang": {
+        "max_num_seqs": "--max-running-requests",
+        "max_num_batched_tokens": "--chunked-prefill-size",
+        "gpu_memory_utilization": "--mem-fraction-static",
+        "enable_prefix_caching": "the radix cache (on unless --disable-radix-cache)",
+    },
+    "trtllm": {
+        "max_num_seqs": "--max_batch_size",
+        "max_num_batched_tokens": "--max_num_tokens",
+        "gpu_memory_utilization": "--kv_cache_free_gpu_memory_fraction",
+        "enable_prefix_caching": "kv_cache_config.enable_block_reuse",
+    },
+}
+
+
+def engine_setting(setting: str | None, engine: str | None) -> str | None:
+    """``setting`` (vLLM's name) as ``engine`` names it; itself for vLLM, an unknown engine or no setting."""
+    return ENGINE_SETTINGS.get(engine or "", {}).get(setting or "", setting)
+
+
 def _limit(part: dict[str, Any] | None, setting: str) -> str:
     found = ((part or {}).get("evidence") or {}).get(setting) or {}
     return f" (now {found['value']:,.0f}, {found['basis']})" if found.get("value") is not None else ""
 
 
 def _queue_items(
-    att: dict[str, Any], label: str, parts: dict[str, Any], n: int, kv: dict[str, Any] | None
+    att: dict[str, Any], label: str, parts: dict[str, Any], n: int, kv: dict[str, Any] | None, engine: str | None
 ) -> list[tuple[float, dict[str, Any]]]:
     """One item per part of queue that matters: KV room, sequence slots, token budget, plain load. Each gain is
     that part's time removed at best: an upper bound (the replay gives the simulated figure)."""
@@ -93,19 +116,19 @@ def _queue_items(
         "kv_wait": (
             "room",
             "gpu_memory_utilization",
-            "Give the KV cache more room: more KV blocks (gpu_memory_utilization, a larger GPU or more "
+            "Give the KV cache more room: more KV blocks ({setting}, a larger GPU or more "
             "tensor-parallel ranks), an FP8 KV cache (half the bytes per token), or fewer concurrent sequences "
             "with admission control: the queue head did not fit the free KV blocks",
         ),
         "slot_wait": (
             "slots",
             "max_num_seqs",
-            "Raise max_num_seqs{limit}: requests waited for a sequence slot while the KV cache had room for more",
+            "Raise {setting}{limit}: requests waited for a sequence slot while the KV cache had room for more",
         ),
         "budget_wait": (
             "budget",
             "max_num_batched_tokens",
-            "Raise max_num_batched_tokens{limit}: steps used the whole token budget while requests waited with a "
+            "Raise {setting}{limit}: steps used the whole token budget while requests waited with a "
             "slot and KV room free",
         ),
         "load_wait": (
@@ -133,7 +156,7 @@ def _queue_items(
                 {
                     "bottleneck": bottleneck,
                     "setting": setting,
-                    "action": action.format(limit=_limit(part, setting or "")),
+                    "action": action.format(limit=_limit(part, setting or ""), setting=engine_setting(setting, engine)),
                     "expected_gain": _gain("mean queue time per request", queue_mean, queue_mean - wait_mean),
                     "formula": f"queue_mean - {name}_mean: that part of queueing removed, at best (an upper bound)",
                     "evidence": evidence,
@@ -152,6 +175,7 @@ def advise(
     fp8_decode_ratio: dict[str, Any] | None = None,
     kv: dict[str, Any] | None = None,
     prefix_caching: bool | None = None,
+    engine: str | None = None,
 ) -> list[dict[str, Any]]:
     """Advice items, most valuable (seconds saved per request) first, each naming the engine ``setting`` it
     changes (None where it is not one setting).
@@ -160,12 +184,13 @@ def advise(
     (from the roofline, when the model and GPU are known) replaces the generic halving bound of weight
     quantization by the modelled ratio of FP8 to BF16 decode time per token. ``kv`` is the document's kv section
     (its usage and preemptions back the KV-room item; its measured prefix-cache hit rate the prefix item);
-    ``prefix_caching`` whether the engine ran with prefix caching (None: not known).
+    ``prefix_caching`` whether the engine ran with prefix caching (None: not known). ``engine`` (the run's serving
+    engine) names each setting as that engine does, in the action and in ``engine_setting``.
     """
     t = thresholds()
     n = att["requests"]
     mean = {k: att[f"{k}_s"] / n for k in ("e2e", "queue", "prefill", "decode", "overhead")}
-    items: list[tuple[float, dict[str, Any]]] = _queue_items(att, label, queue_parts or {}, n, kv)
+    items: list[tuple[float, dict[str, Any]]] = _queue_items(att, label, queue_parts or {}, n, kv, engine)
     spt = att.get("decode_s_per_token")
     if spt and att["decode_share"] >= t["pipe_share_for_advice"]:
         if fp8_decode_ratio:
@@ -277,4 +302,6 @@ def advise(
                 },
             )
         )
+    for _, item in items:
+        item["engine_setting"] = engine_setting(item["setting"], engine)
     return [item for _, item in sorted(items, key=lambda t: -t[0])]

@@ -28,6 +28,7 @@ from lltrace.analysis.engine_windows import engine_windows, timeline_width
 from lltrace.analysis.queue import PARTS, queue_split
 from lltrace.analysis.sql import clean, rows
 from lltrace.analysis.tail import E2E_PARTS, tail_section
+from lltrace.ingest.engine import engine_name
 from lltrace.ingest.pipeline import ProgressFn
 from lltrace.ingest.targets import Target, open_run
 from lltrace.physics.catalog import GPU, Model, gpu_of_run, model_or_error
@@ -224,6 +225,7 @@ def analyze(
                 fp8_decode_ratio(model_obj, gpu_obj, doc.get("workload")),
                 doc["kv"],
                 _prefix_caching(con),
+                engine_name(meta["sources"]),
             )
         elif "requests" in present and model_obj and gpu_obj:
             doc["classification"] = classify_token_mix(con, model_obj.name, gpu_obj.name)

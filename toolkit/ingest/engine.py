@@ -78,6 +78,11 @@ def _facts(sources: list[dict[str, Any]]) -> dict[str, Any]:
     return facts
 
 
+def engine_name(sources: list[dict[str, Any]]) -> str | None:
+    """The serving engine the run's sources name (``vllm``, ``sglang``, ``trtllm``), None where none does."""
+    return _facts(sources).get("engine")
+
+
 def _version(text: str | None) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", text or "")[:3])
 
