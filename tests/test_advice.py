@@ -177,3 +177,10 @@ def test_each_setting_is_named_as_the_runs_engine_names_it():
     assert named["trtllm"]["slots"][1] == "--max_batch_size"
     # every item carries both, also those without an engine-specific name
     assert all("engine_setting" in i for i in advise(QUEUED, "capacity-bound", parts, engine="sglang"))
+
+
+def test_the_verdict_names_the_limit_as_the_runs_engine_does():
+    att = dict(ATT, queue_s=60.0, queue_share=0.6, prefill_share=0.2, decode_share=0.15)
+    parts = {"kv_wait": {"total_s": 1.2}, "slot_wait": {"total_s": 54.0}, "budget_wait": {"total_s": None}}
+    why = classify(att, kv_wait_s=1.2, queue_parts=parts, engine="sglang")["why"]
+    assert why.endswith("90% of it waiting for a sequence slot (--max-running-requests), 2% waiting for KV room")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from lltrace.ingest.engine import engine_setting
 from lltrace.physics.catalog import GPU, Model
 from lltrace.physics.estimate import estimate
 from lltrace.queries import thresholds
@@ -75,29 +76,6 @@ def advise_steps(steps: dict[str, Any] | None) -> list[dict[str, Any]]:
             "evidence": {"eager_decode_steps": len(eager), "gpu_idle_s_mean": idle, "step_wall_s_mean": wall},
         }
     ]
-
-
-# each setting as the run's engine names it, where that is not vLLM's name (the canonical ``setting``): SGLang's
-# server arguments (sglang/srt/server_args.py), TensorRT-LLM's trtllm-serve options and LLM API KV-cache config
-ENGINE_SETTINGS = {
-    "sglang": {
-        "max_num_seqs": "--max-running-requests",
-        "max_num_batched_tokens": "--chunked-prefill-size",
-        "gpu_memory_utilization": "--mem-fraction-static",
-        "enable_prefix_caching": "the radix cache (on unless --disable-radix-cache)",
-    },
-    "trtllm": {
-        "max_num_seqs": "--max_batch_size",
-        "max_num_batched_tokens": "--max_num_tokens",
-        "gpu_memory_utilization": "--kv_cache_free_gpu_memory_fraction",
-        "enable_prefix_caching": "kv_cache_config.enable_block_reuse",
-    },
-}
-
-
-def engine_setting(setting: str | None, engine: str | None) -> str | None:
-    """``setting`` (vLLM's name) as ``engine`` names it; itself for vLLM, an unknown engine or no setting."""
-    return ENGINE_SETTINGS.get(engine or "", {}).get(setting or "", setting)
 
 
 def _limit(part: dict[str, Any] | None, setting: str) -> str:

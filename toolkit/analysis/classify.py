@@ -20,6 +20,7 @@ from typing import Any
 
 import duckdb
 
+from lltrace.ingest.engine import engine_setting
 from lltrace.physics.estimate import estimate
 from lltrace.queries import thresholds
 
@@ -56,11 +57,17 @@ def label(
 
 
 _PART_WORDS = {
-    "kv_wait": "waiting for KV room",
-    "slot_wait": "waiting for a sequence slot (max_num_seqs)",
-    "budget_wait": "waiting for token budget (max_num_batched_tokens)",
-    "load_wait": "waiting behind other work with no limit binding",
+    "kv_wait": ("waiting for KV room", None),
+    "slot_wait": ("waiting for a sequence slot", "max_num_seqs"),
+    "budget_wait": ("waiting for token budget", "max_num_batched_tokens"),
+    "load_wait": ("waiting behind other work with no limit binding", None),
 }
+
+
+def _part_words(part: str, engine: str | None) -> str:
+    """A part of queueing in words, with the limit behind it as the run's engine names it."""
+    words, setting = _PART_WORDS[part]
+    return f"{words} ({engine_setting(setting, engine)})" if setting else words
 
 
 def classify(
@@ -68,6 +75,7 @@ def classify(
     kv_wait_s: float | None,
     queue_parts: dict[str, Any] | None = None,
     engine_causes: dict[str, Any] | None = None,
+    engine: str | None = None,
 ) -> dict[str, Any]:
     """The run's label and why, from ``attribution_run`` figures; ``queue_parts`` (the attribution's kv_wait,
     slot_wait, budget_wait and load_wait) name the largest part of a queue-bound run's queue. Where no request's
@@ -95,7 +103,7 @@ def classify(
         known = {k: v["total_s"] for k, v in (queue_parts or {}).items() if v and v.get("total_s") is not None}
         if known and att["queue_s"]:
             top = max(known, key=lambda k: known[k])
-            why += f"; {known[top] / att['queue_s']:.0%} of it {_PART_WORDS[top]}"
+            why += f"; {known[top] / att['queue_s']:.0%} of it {_part_words(top, engine)}"
             if top != "kv_wait" and kv_part is not None:
                 why += f", {kv_part:.0%} waiting for KV room"
         elif kv_part is not None:

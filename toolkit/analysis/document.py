@@ -215,6 +215,7 @@ def analyze(
                 doc["attribution"]["kv_wait"]["total_s"],
                 {p: doc["attribution"][p] for p in (*PARTS, "load_wait")},
                 doc["engine_queue_causes"],
+                engine_name(meta["sources"]),
             )
             doc["advice"] = advise(
                 a,

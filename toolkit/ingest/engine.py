@@ -83,6 +83,29 @@ def engine_name(sources: list[dict[str, Any]]) -> str | None:
     return _facts(sources).get("engine")
 
 
+# each setting as the run's engine names it, where that is not vLLM's name (the canonical ``setting``): SGLang's
+# server arguments (sglang/srt/server_args.py), TensorRT-LLM's trtllm-serve options and LLM API KV-cache config
+ENGINE_ARGUMENTS = {
+    "sglang": {
+        "max_num_seqs": "--max-running-requests",
+        "max_num_batched_tokens": "--chunked-prefill-size",
+        "gpu_memory_utilization": "--mem-fraction-static",
+        "enable_prefix_caching": "the radix cache (on unless --disable-radix-cache)",
+    },
+    "trtllm": {
+        "max_num_seqs": "--max_batch_size",
+        "max_num_batched_tokens": "--max_num_tokens",
+        "gpu_memory_utilization": "--kv_cache_free_gpu_memory_fraction",
+        "enable_prefix_caching": "kv_cache_config.enable_block_reuse",
+    },
+}
+
+
+def engine_setting(setting: str | None, engine: str | None) -> str | None:
+    """``setting`` (vLLM's name) as ``engine`` names it; itself for vLLM, an unknown engine or no setting."""
+    return ENGINE_ARGUMENTS.get(engine or "", {}).get(setting or "", setting)
+
+
 def _version(text: str | None) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", text or "")[:3])
 
