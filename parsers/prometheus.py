@@ -1,6 +1,6 @@
-"""Prometheus ``/metrics`` text scrapes of vLLM and SGLang servers: one file per scrape -> ``engine_stats``.
+"""Prometheus ``/metrics`` text scrapes of vLLM, SGLang and TGI servers: one file per scrape -> ``engine_stats``.
 
-Metric names across vLLM versions and SGLang's are mapped onto the canonical columns (first present wins);
+Metric names across vLLM versions, SGLang's and TGI's are mapped onto the canonical columns (first present wins);
 the scrape time comes from a ``# scrape_unix_ts`` line or the samples' own timestamps, else it is NULL.
 """
 
@@ -18,19 +18,26 @@ from lltrace.tables import SourceInfo
 PROMETHEUS = "prometheus"
 
 
+# the metric families of each engine lltrace reads (TGI's router names its own tgi_*: router/src/server.rs)
+ENGINE_PREFIXES = ("vllm:", "sglang:", "tgi_")
+# TGI's families that tell its exposition (gauges of its queue and batch, its request histograms)
+_TGI_FAMILIES = (b"tgi_queue_size", b"tgi_batch_current_size", b"tgi_request_")
+
+
 def sniff_prometheus(head: bytes) -> bool:
-    """Prometheus text exposition with vLLM (or SGLang) metric families."""
+    """Prometheus text exposition with vLLM, SGLang or TGI metric families."""
     text = strip_bom(head)
     return (
         (text.startswith(b"# ") or text[:5].isalpha())
         and (b"# TYPE " in text or b"# HELP " in text)
-        and (b"vllm:" in text or b"sglang:" in text)
+        and (b"vllm:" in text or b"sglang:" in text or any(f in text for f in _TGI_FAMILIES))
     )
 
 
 PROM_COLUMNS = {
-    "running": ("vllm:num_requests_running", "sglang:num_running_reqs"),
-    "waiting": ("vllm:num_requests_waiting", "sglang:num_queue_reqs"),
+    # TGI: the running batch's size and the queue's (gauges set by its batching loop and queue)
+    "running": ("vllm:num_requests_running", "sglang:num_running_reqs", "tgi_batch_current_size"),
+    "waiting": ("vllm:num_requests_waiting", "sglang:num_queue_reqs", "tgi_queue_size"),
     "swapped": ("vllm:num_requests_swapped",),
     "kv_usage": ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage"),
     # SGLang's sglang:num_retracted_reqs is a gauge of the last logging interval's retractions (the scheduler
@@ -40,12 +47,29 @@ PROM_COLUMNS = {
     "generation_tokens_total": ("vllm:generation_tokens_total", "sglang:generation_tokens_total"),
     "prefix_cache_queries_total": ("vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total"),
     "prefix_cache_hits_total": ("vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total"),
-    "queue_time_sum_s": ("vllm:request_queue_time_seconds_sum", "sglang:queue_time_seconds_sum"),
-    "queue_time_count": ("vllm:request_queue_time_seconds_count", "sglang:queue_time_seconds_count"),
+    "queue_time_sum_s": (
+        "vllm:request_queue_time_seconds_sum",
+        "sglang:queue_time_seconds_sum",
+        "tgi_request_queue_duration_sum",
+    ),
+    "queue_time_count": (
+        "vllm:request_queue_time_seconds_count",
+        "sglang:queue_time_seconds_count",
+        "tgi_request_queue_duration_count",
+    ),
     "ttft_sum_s": ("vllm:time_to_first_token_seconds_sum", "sglang:time_to_first_token_seconds_sum"),
     "ttft_count": ("vllm:time_to_first_token_seconds_count", "sglang:time_to_first_token_seconds_count"),
-    "e2e_sum_s": ("vllm:e2e_request_latency_seconds_sum", "sglang:e2e_request_latency_seconds_sum"),
-    "e2e_count": ("vllm:e2e_request_latency_seconds_count", "sglang:e2e_request_latency_seconds_count"),
+    # TGI's request duration: its total time, validation to the last token (the x-total-time header's)
+    "e2e_sum_s": (
+        "vllm:e2e_request_latency_seconds_sum",
+        "sglang:e2e_request_latency_seconds_sum",
+        "tgi_request_duration_sum",
+    ),
+    "e2e_count": (
+        "vllm:e2e_request_latency_seconds_count",
+        "sglang:e2e_request_latency_seconds_count",
+        "tgi_request_duration_count",
+    ),
     "prefill_time_sum_s": ("vllm:request_prefill_time_seconds_sum",),
     "decode_time_sum_s": ("vllm:request_decode_time_seconds_sum",),
 }
@@ -57,6 +81,10 @@ _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 # histogram family (its _bucket series) -> engine_histograms.metric, across vLLM versions and SGLang
 HISTOGRAMS = {
     "vllm:request_queue_time_seconds_bucket": "queue_time",
+    "tgi_request_queue_duration_bucket": "queue_time",
+    "tgi_request_duration_bucket": "e2e",
+    "tgi_request_input_length_bucket": "prompt_tokens",
+    "tgi_request_generated_tokens_bucket": "generation_tokens",
     "sglang:queue_time_seconds_bucket": "queue_time",
     "vllm:time_to_first_token_seconds_bucket": "ttft",
     "sglang:time_to_first_token_seconds_bucket": "ttft",
@@ -185,7 +213,7 @@ def ingest_prometheus(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
         if m is None:
             raise TraceFormatError(path, f"line {n}", f"not a Prometheus sample: {line[:80]!r}")
         name, labels, value, sample_ts = m.groups()
-        if not name.startswith(("vllm:", "sglang:")):
+        if not name.startswith(ENGINE_PREFIXES):
             continue
         key = (name, ",".join(sorted(f"{k}={v}" for k, v in _LABEL.findall(labels or ""))))
         if key in seen:  # one series twice in one scrape: invalid exposition, and which value holds is unknown
@@ -259,9 +287,13 @@ def ingest_prometheus(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
     if hist:
         write_rows(stage, "engine_histograms", part, hist)
     info.details["scrape_unix_ts"] = ts
+    if any(name.startswith("tgi_") for _, name, _, _, _ in samples):
+        config["engine"] = "tgi"  # (its families name it: no other engine writes tgi_*)
     if config:
         info.details["engine_config"] = config
-        info.details["engine_config_origin"] = dict.fromkeys(config, "Prometheus vllm:cache_config_info")
+        info.details["engine_config_origin"] = dict.fromkeys(config, "Prometheus vllm:cache_config_info") | (
+            {"engine": "Prometheus tgi_* families"} if "engine" in config else {}
+        )
     return info
 
 

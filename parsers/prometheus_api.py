@@ -37,7 +37,14 @@ import numpy as np
 from lltrace.errors import TraceFormatError
 from lltrace.parsers._io import check_wall_clock, strip_bom, write_columns
 from lltrace.parsers._lines import DuplicateKey, duplicate_at, read_text, unique_keys
-from lltrace.parsers.prometheus import CUMULATIVE_METRICS, PROM_COLUMNS, bucket_key, cache_config, engine_of
+from lltrace.parsers.prometheus import (
+    CUMULATIVE_METRICS,
+    ENGINE_PREFIXES,
+    PROM_COLUMNS,
+    bucket_key,
+    cache_config,
+    engine_of,
+)
 from lltrace.tables import SourceInfo
 
 if TYPE_CHECKING:  # imported where a frame is built: importing the parsers (every ingest) stays without polars
@@ -47,11 +54,11 @@ PROMETHEUS_API = "prometheus-api"
 
 
 def sniff(head: bytes) -> bool:
-    """A Prometheus HTTP API answer (matrix or vector) holding vLLM or SGLang series."""
+    """A Prometheus HTTP API answer (matrix or vector) holding vLLM, SGLang or TGI series."""
     text = strip_bom(head).lstrip()
     if re.match(rb'\{\s*"status"\s*:\s*"error"', text) and b'"errorType"' in text:
         return True  # the server's error answer: read to say so
-    families = b'"vllm:' in text or b'"sglang:' in text
+    families = any(b'"' + p.encode() in text for p in ENGINE_PREFIXES)
     if re.match(rb'\[\s*\{\s*"metric"\s*:', text):  # promtool query -o json: the series list alone
         return families and (b'"values"' in text or b'"value"' in text)
     return text.startswith(b"{") and b'"resultType"' in text and b'"result"' in text and families
@@ -268,7 +275,7 @@ def ingest(path: str, stage: Path, part: int, progress: Callable[[int], None] | 
         if s.name is None:
             unnamed += 1  # a query that computed something (rate(), sum by): not a raw family
             continue
-        if not s.name.startswith(("vllm:", "sglang:")):
+        if not s.name.startswith(ENGINE_PREFIXES):
             continue
         native += s.native
         label_key = (s.name, tuple(sorted(s.labels.items())))

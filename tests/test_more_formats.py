@@ -578,3 +578,47 @@ def test_vllms_offline_benchmark_results_are_named(tmp_path):
     latency = {"avg_latency": 1.25, "latencies": [1.2, 1.3], "percentiles": {"10": 1.21, "50": 1.25, "99": 1.3}}
     (tmp_path / "l").mkdir()
     _refused_as(json.dumps(latency, indent=4), tmp_path / "l", "offline latency result", "vllm bench serve")
+
+
+def _tgi_exposition(queue: list[float], e2e: list[float], waiting: int, batch: int) -> str:
+    """A TGI router's /metrics as router/src/server.rs sets it up (duration buckets 0.0001 x 1.5^k, k = 1..35, for
+    every family ending in "duration") and metrics-exporter-prometheus renders it: HELP, TYPE, buckets, sum,
+    count per family."""
+    bounds, v = [], 0.0001
+    for _ in range(35):
+        v *= 1.5
+        bounds.append(v)
+
+    def hist(name: str, obs: list[float]) -> str:
+        rows = [f"# HELP {name} (TGI)", f"# TYPE {name} histogram"]
+        rows += [f'{name}_bucket{{le="{b!r}"}} {sum(o <= b for o in obs)}' for b in bounds]
+        rows += [f'{name}_bucket{{le="+Inf"}} {len(obs)}', f"{name}_sum {sum(obs)!r}", f"{name}_count {len(obs)}"]
+        return "\n".join(rows) + "\n\n"
+
+    gauges = "".join(
+        f"# HELP {n} (TGI)\n# TYPE {n} gauge\n{n} {x}\n\n"
+        for n, x in (("tgi_queue_size", waiting), ("tgi_batch_current_size", batch))
+    )
+    counter = "# HELP tgi_request_count (TGI)\n# TYPE tgi_request_count counter\ntgi_request_count 13\n\n"
+    return gauges + counter + hist("tgi_request_queue_duration", queue) + hist("tgi_request_duration", e2e)
+
+
+def test_tgis_metrics_give_its_queue_batch_and_latency_histograms(tmp_path):
+    """TGI's /metrics (its router's tgi_* families; a fixture from its source, no real scrape at hand): the queue
+    and batch gauges as waiting and running, its queue-time and request-duration histograms as the engine's own
+    queue and e2e, the engine named TGI (so advice names its launcher's arguments)."""
+    queue, e2e = [0.0004, 0.0009, 0.012, 0.35, 1.2], [0.8, 1.1, 1.9, 2.6, 3.4]
+    path = tmp_path / "tgi_metrics.prom"
+    path.write_text("# scrape_unix_ts 1764547200\n" + _tgi_exposition(queue, e2e, waiting=3, batch=8))
+    run = lltrace.ingest([path], store=tmp_path / "store")
+    (src,) = run.metadata["sources"]
+    assert src["format"] == "prometheus" and src["engine_config"] == {"engine": "tgi"}
+    (row,) = run.sql(
+        "SELECT waiting, running, queue_time_sum_s, queue_time_count, e2e_sum_s, e2e_count, ts_s FROM engine_stats"
+    ).rows()
+    assert row == pytest.approx((3, 8, sum(queue), 5, sum(e2e), 5, 1764547200))
+    (n_buckets,) = run.sql("SELECT count(*) FROM engine_histograms WHERE metric = 'queue_time'").rows()[0]
+    assert n_buckets == 36
+    latency = lltrace.analyze(run).to_dict()["engine_latency"]
+    assert latency["queue_mean_s"] == pytest.approx(sum(queue) / 5)
+    assert latency["e2e_mean_s"] == pytest.approx(sum(e2e) / 5)

@@ -578,3 +578,22 @@ def test_a_scrape_of_two_servers_keeps_them_apart(tmp_path: Path) -> None:
     (src,) = run.metadata["sources"]
     # vllm:cache_config_info carries no model_name: the two servers' copies are one series twice (said so)
     assert src["dropped"] == {"nan_samples": 1, "duplicated_series": 1} and src["replicas_by"] == ["model_name"]
+
+
+def test_tgis_series_in_an_api_answer_read_as_its_scrape(tmp_path: Path) -> None:
+    """TGI's tgi_* series (its router's families) in a query_range answer: its queue and batch gauges as waiting
+    and running, its queue-time histogram's sum and count, at each sample time."""
+    t0 = 1764547200.0
+    series = {
+        ("tgi_queue_size", (("instance", "tgi:80"),)): [[t0, "3"], [t0 + 15, "0"]],
+        ("tgi_batch_current_size", (("instance", "tgi:80"),)): [[t0, "8"], [t0 + 15, "2"]],
+        ("tgi_request_queue_duration_sum", (("instance", "tgi:80"),)): [[t0, "1.5"], [t0 + 15, "1.75"]],
+        ("tgi_request_queue_duration_count", (("instance", "tgi:80"),)): [[t0, "5"], [t0 + 15, "9"]],
+    }
+    path = tmp_path / "tgi_range.json"
+    path.write_text(json.dumps(_matrix(series)))
+    run = lltrace.ingest([path], store=tmp_path / "s")
+    rows = run.sql(
+        "SELECT ts_s, waiting, running, queue_time_sum_s, queue_time_count FROM engine_stats ORDER BY ts_s"
+    ).rows()
+    assert rows == [(t0, 3.0, 8.0, 1.5, 5.0), (t0 + 15, 0.0, 2.0, 1.75, 9.0)]

@@ -1,6 +1,6 @@
 """Request spans read alike from every OTLP-shaped wrapper (issue 17): the collector's JSON lines, one
-ExportTraceServiceRequest, Grafana Tempo's trace API answers, a Jaeger UI export and a flat span list, for vLLM's ``llm_request`` spans (the real
-export of run A) and SGLang's ``Req`` spans with their stage spans."""
+ExportTraceServiceRequest, Grafana Tempo's trace API answers, a Jaeger UI export and a flat span list, for vLLM's
+``llm_request`` spans (the real export of run A) and SGLang's ``Req`` spans with their stage spans."""
 
 from __future__ import annotations
 

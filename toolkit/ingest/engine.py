@@ -38,7 +38,13 @@ _KEYS = {
     "kv_cache_tokens": ("kv_cache_tokens",),
     "tensor_parallel_size": ("tensor_parallel_size",),
 }
-_FORMAT_ENGINE = {"vllm-server-log": "vllm", "sglang-scheduler-log": "sglang", "trtllm-iteration-log": "trtllm"}
+_FORMAT_ENGINE = {
+    "vllm-server-log": "vllm",
+    "sglang-scheduler-log": "sglang",
+    "trtllm-iteration-log": "trtllm",
+    "tgi-log": "tgi",
+    "tgi-response-headers": "tgi",
+}
 _V1_DEFAULTS_SINCE = (0, 10)  # vLLM V1 with EngineArgs.get_batch_defaults' per-device table
 # vLLM's CPU platform sets an unset block size to 128 (before, 128 only with IPEX, else 16); GPU block sizes
 # depend on the attention backend and the model (16, 64 for MLA, larger for hybrids), so no GPU default is given
@@ -79,18 +85,26 @@ def _facts(sources: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def engine_name(sources: list[dict[str, Any]]) -> str | None:
-    """The serving engine the run's sources name (``vllm``, ``sglang``, ``trtllm``), None where none does."""
+    """The serving engine the run's sources name (``vllm``, ``sglang``, ``tgi``, ``trtllm``), None where none does."""
     return _facts(sources).get("engine")
 
 
 # each setting as the run's engine names it, where that is not vLLM's name (the canonical ``setting``): SGLang's
-# server arguments (sglang/srt/server_args.py), TensorRT-LLM's trtllm-serve options and LLM API KV-cache config
+# server arguments (sglang/srt/server_args.py), TGI's launcher's, TensorRT-LLM's trtllm-serve options and LLM API
+# KV-cache config
 ENGINE_ARGUMENTS = {
     "sglang": {
         "max_num_seqs": "--max-running-requests",
         "max_num_batched_tokens": "--chunked-prefill-size",
         "gpu_memory_utilization": "--mem-fraction-static",
         "enable_prefix_caching": "the radix cache (on unless --disable-radix-cache)",
+    },
+    # TGI's launcher (launcher/src/main.rs): the batch's KV room in tokens, its prefill budget, its size limit
+    "tgi": {
+        "max_num_seqs": "--max-batch-size",
+        "max_num_batched_tokens": "--max-batch-prefill-tokens",
+        "gpu_memory_utilization": "--max-batch-total-tokens",
+        "enable_prefix_caching": "PREFIX_CACHING",
     },
     "trtllm": {
         "max_num_seqs": "--max_batch_size",
