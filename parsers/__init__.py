@@ -83,7 +83,7 @@ FORMATS: tuple[Format, ...] = (
         name=otlp.OTLP,
         family="OpenTelemetry",
         description="OpenTelemetry llm_request spans: collector JSON lines of ExportTraceServiceRequest, a single "
-        "OTLP/JSON document, or a Jaeger UI export",
+        "OTLP/JSON document, Grafana Tempo's trace API answer, or a Jaeger UI export",
         tables=("requests",),
         attributes="per request: queue, prefill, decode (measured by the engine), server TTFT and e2e, token "
         "counts; preemptions where journey events are present",
@@ -93,6 +93,7 @@ FORMATS: tuple[Format, ...] = (
         versions=(
             "vLLM llm_request spans, collector JSON lines: real file",
             "one OTLP/JSON document, Jaeger UI export: fixture from source",
+            "Grafana Tempo trace API v1 (batches) and v2 (trace): run A's real spans so wrapped",
         ),
     ),
     Format(
@@ -171,8 +172,8 @@ FORMATS: tuple[Format, ...] = (
     Format(
         name=prometheus.PROMETHEUS,
         family="Prometheus",
-        description="Prometheus /metrics text scrapes (a file per scrape; time from `# scrape_unix_ts` or "
-        "sample timestamps)",
+        description="Prometheus /metrics text scrapes of vLLM, SGLang and TGI (a file per scrape; time from "
+        "`# scrape_unix_ts` or sample timestamps)",
         tables=("engine_stats",),
         attributes="running / waiting (by reason: capacity) requests, KV-cache usage, cumulative preemptions, "
         "token and prefix-cache counters over time",
@@ -182,6 +183,7 @@ FORMATS: tuple[Format, ...] = (
         versions=(
             "vLLM V1 0.32 /metrics: real file",
             "vLLM V0 and SGLang names: fixture from source",
+            "TGI's router tgi_* families (queue, batch, durations): fixture from source",
         ),
     ),
     Format(
