@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import datetime, timezone
 
 import pytest
-from conftest import DATA, shared_file
+from conftest import DATA, SAMPLES, shared_file
 
 import lltrace
+from lltrace.parsers import detect
 from lltrace.parsers._io import COLLECTOR_CLOCK
 
 
@@ -173,3 +175,35 @@ def test_nims_dated_v0_stats_lines(tmp_path):
     run = lltrace.ingest([log], store=tmp_path / "s")
     rows = run.sql("SELECT ts_s, log_stamp, running, waiting, kv_usage FROM engine_stats").rows()
     assert rows == [(1757521925.0, "2025-09-10 16:32:05", 3.0, 1.0, 0.025)]  # 2025-09-10T16:32:05Z
+
+
+def test_vllms_json_log_records_read_as_its_text_log(tmp_path):
+    """vLLM 0.32's own JSON log (--logging-config.formatter json; lltrace's real run S_json_log): each record's
+    message read as the text formatter's line would be. Expected from the raw records with the json module: the
+    iteration lines' steps and token sums (context tokens = the bench's total input), the stats lines' queue."""
+    d = SAMPLES / "vllm_cpu_limits" / "S_json_log"
+    records = [json.loads(x) for x in (d / "server.log").read_text().splitlines() if x.startswith("{")]
+    iterations = [r["message"] for r in records if "Iteration(" in r["message"]]
+    stats = [r for r in records if "Avg prompt throughput" in r["message"]]
+    context = sum(int(re.search(r"(\d+) context tokens", m).group(1)) for m in iterations)
+    generation = sum(int(re.search(r"(\d+) generation tokens", m).group(1)) for m in iterations)
+    bench = json.loads((d / "bench" / "bench.json").read_text())
+    assert context == bench["total_input_tokens"] and generation == bench["total_output_tokens"] - bench["completed"]
+    run = lltrace.ingest([d / "server.log"], store=tmp_path / "s")
+    (src,) = run.metadata["sources"]
+    assert src["format"] == "vllm-server-log" and f"JSON records ({len(records)})" in src["version"]
+    got = run.sql(
+        "SELECT count(*), sum(prefill_tokens), sum(decode_tokens), max(step_id) FROM engine_steps WHERE source = 'log'"
+    ).rows()
+    assert got == [(len(iterations), context, generation, len(iterations) - 1)]
+    rows = run.sql("SELECT ts_s, waiting FROM engine_stats WHERE source = 'log' ORDER BY ts_s").rows()
+    want = [
+        (
+            datetime.strptime(r["asctime"][:19], "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc).timestamp(),
+            float(re.search(r"Waiting: (\d+)", r["message"]).group(1)),
+        )
+        for r in stats
+    ]
+    assert rows == sorted(want) and len(rows) == 2
+    assert run.metadata["sources"][0]["engine_config"]["max_num_seqs"] == 4  # the non-default args record
+    assert detect(d / "server.log").name == "vllm-server-log"

