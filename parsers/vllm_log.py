@@ -37,7 +37,7 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 # (vllm/logger.py); a logging config of its own (NVIDIA NIM's "INFO 2025-09-10 16:32:05.957 metrics.py:386]", a
 # platform plugin's "[vllm-rbln] INFO 2026-10-07 22:01:17,796 [loggers.py:248]") prints the year and milliseconds
 _HEADER = re.compile(
-    r"(?:INFO|WARNING|ERROR|DEBUG)\s+(?:(\d{4})-)?(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:[.,]\d+)?\s+\[?[\w./-]+:\d+\]"
+    r"(?:INFO|WARNING|ERROR|DEBUG)\s+(?:(\d{4})-)?(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:[.,](\d+))?\s+\[?[\w./-]+:\d+\]"
 )
 _F = r"(\d+(?:\.\d+)?)"  # a plain decimal number, as the loggers print them
 _V1_STATS = re.compile(
@@ -187,7 +187,7 @@ def ingest_server_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
         year = h.group(1)
         stamp: str | None = f"{h.group(2)}-{h.group(3)} {h.group(4)}:{h.group(5)}:{h.group(6)}"
         ts = collected_seconds(text[text.rfind("\n", 0, h.start()) + 1 : h.start()])
-        by_collector = ts is not None
+        exact = ts is not None  # the line's moment to the millisecond or better: an iteration's end is its stamp
         if ts is not None:
             # the collector's stamp: the moment the line was printed, with its date and zone, to the millisecond
             # or better (vLLM's own is to the second, without either)
@@ -204,13 +204,19 @@ def ingest_server_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
             else:
                 stamp = f"{year}-{stamp}"
                 dated += 1
+                if h.group(7):  # the moment, not its second: logging's msecs (NIM prints them unpadded: ".7" is
+                    # 7 ms; Python's default ",007"), or a longer decimal fraction (%f)
+                    digits = h.group(7)
+                    ts += int(digits) / 1000 if len(digits) <= 3 else float(f"0.{digits}")
+                    exact = True
         if m := _ITERATION.search(body):
             eng, k, nc, tc, ng, tg, ms, kv = m.groups()
             eng = _engine_index(eng)
             tc_i, tg_i = int(tc), int(tg)
             kind = "mixed" if tc_i and tg_i else "prefill" if tc_i else "decode" if tg_i else "idle"
-            # printed when the iteration ends: a collector's stamp places its end as it is (else chained below)
-            placed = {"end_s": ts, "start_s": ts - float(ms) / 1e3} if by_collector and ts is not None else {}
+            # printed when the iteration ends: a stamp to the millisecond (a collector's, or a dated config's)
+            # places its end as it is; a stamp to the second is chained below
+            placed = {"end_s": ts, "start_s": ts - float(ms) / 1e3} if exact and ts is not None else {}
             steps.append(
                 {
                     "part": part,

@@ -88,13 +88,15 @@ def test_a_bench_client_log_opening_with_vllms_logger_lines_is_a_client_log(tmp_
 
 def test_a_dated_log_format_reads_as_vllms_own(tmp_path):
     """A logging config of its own (NVIDIA NIM's ``INFO 2025-09-10 16:32:05.957 metrics.py:386]``, a platform
-    plugin's ``[vllm-rbln] INFO 2026-10-07 22:01:17,796 [loggers.py:248]``) prints the year and milliseconds: run
-    B's real log rewritten so gives the same rows, placed as read (UTC) where vLLM's own stamps are placed by the
-    run's spans (their zone checked to be UTC): the same start and end of every one of its 8,828 iterations."""
+    plugin's ``[vllm-rbln] INFO 2026-10-07 22:01:17,796 [loggers.py:248]``) prints the year: run B's real log
+    rewritten so (its seconds as vLLM printed them, no fraction: B's log has none to give) gives the same rows,
+    placed as read (UTC) where vLLM's own stamps are placed by the run's spans (their zone checked to be UTC): the
+    same start and end of every one of its 8,828 iterations. (A stamp's milliseconds, where printed, place a line
+    to the millisecond: the JSON and NIM tests below.)"""
     b = DATA / "vllm_cpu" / "B_kvpressure"
     raw = (b / "server.log").read_text()
     year = "2026"  # run B's spans: 2026-11-29
-    dated = re.sub(r"(INFO|WARNING|ERROR|DEBUG) (\d\d-\d\d \d\d:\d\d:\d\d) ", rf"\1 {year}-\2,123 ", raw)
+    dated = re.sub(r"(INFO|WARNING|ERROR|DEBUG) (\d\d-\d\d \d\d:\d\d:\d\d) ", rf"\1 {year}-\2 ", raw)
     dated = dated.replace(" INFO 2026-", " [vllm-rbln] INFO 2026-", 50)  # a plugin's prefix on some lines
     (tmp_path / "dated").mkdir()
     (tmp_path / "dated" / "server.log").write_text(dated)
@@ -171,10 +173,17 @@ def test_nims_dated_v0_stats_lines(tmp_path):
         "INFO 2025-09-10 16:32:05.957 metrics.py:386] Avg prompt throughput: 0.2 tokens/s, Avg generation throughput: "
         "1.1 tokens/s, Running: 3 reqs, Swapped: 0 reqs, Pending: 1 reqs, GPU KV cache usage: 2.5%, CPU KV cache "
         "usage: 0.0%.\n"
+        # the same line 10 s on, its msecs a single digit as NIM prints them (the start-up line above: ".7")
+        "INFO 2025-09-10 16:32:15.7 metrics.py:386] Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: "
+        "1.3 tokens/s, Running: 2 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 1.9%, CPU KV cache "
+        "usage: 0.0%.\n"
     )
     run = lltrace.ingest([log], store=tmp_path / "s")
-    rows = run.sql("SELECT ts_s, log_stamp, running, waiting, kv_usage FROM engine_stats").rows()
-    assert rows == [(1757521925.0, "2025-09-10 16:32:05", 3.0, 1.0, 0.025)]  # 2025-09-10T16:32:05Z
+    rows = run.sql("SELECT ts_s, log_stamp, running, waiting, kv_usage FROM engine_stats ORDER BY ts_s").rows()
+    assert rows == [
+        (1757521925.957, "2025-09-10 16:32:05", 3.0, 1.0, 0.025),  # 2025-09-10T16:32:05.957Z
+        (1757521935.007, "2025-09-10 16:32:15", 2.0, 0.0, 0.019),  # .7: 7 ms, not 700
+    ]
 
 
 def test_vllms_json_log_records_read_as_its_text_log(tmp_path):
@@ -197,13 +206,15 @@ def test_vllms_json_log_records_read_as_its_text_log(tmp_path):
     ).rows()
     assert got == [(len(iterations), context, generation, len(iterations) - 1)]
     rows = run.sql("SELECT ts_s, waiting FROM engine_stats WHERE source = 'log' ORDER BY ts_s").rows()
-    want = [
-        (
-            datetime.strptime(r["asctime"][:19], "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc).timestamp(),
-            float(re.search(r"Waiting: (\d+)", r["message"]).group(1)),
-        )
-        for r in stats
-    ]
-    assert rows == sorted(want) and len(rows) == 2
+
+    def moment(r: dict) -> float:  # asctime, "2026-12-05 02:33:55,557": to the millisecond, UTC (as logged)
+        return datetime.strptime(r["asctime"], "%Y-%m-%d %H:%M:%S,%f").replace(tzinfo=timezone.utc).timestamp()
+
+    want = [(moment(r), float(re.search(r"Waiting: (\d+)", r["message"]).group(1))) for r in stats]
+    assert len(rows) == len(want) == 2 and [w for _, w in rows] == [w for _, w in sorted(want)]
+    assert [t for t, _ in rows] == pytest.approx([t for t, _ in sorted(want)], abs=1e-6)
+    # each iteration ends at its record's moment, to the millisecond (not chained from whole seconds)
+    ends = [t for (t,) in run.sql("SELECT end_s FROM engine_steps WHERE source = 'log' ORDER BY step_id").rows()]
+    assert ends == pytest.approx([moment(r) for r in records if "Iteration(" in r["message"]], abs=1e-6)
     assert run.metadata["sources"][0]["engine_config"]["max_num_seqs"] == 4  # the non-default args record
     assert detect(d / "server.log").name == "vllm-server-log"
