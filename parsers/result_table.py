@@ -23,7 +23,8 @@ their own before the table (``Traffic request rate: inf``); those are taken from
 Where the table was kept, its lines often carry a prefix the client did not print: a CI runner's or
 ``kubectl logs --timestamps``' stamp, ``docker compose``'s ``bench-1  | ``, a comment sign in a script or a
 README. A table's rows are the lines that carry its header line's prefix, the same up to its digits and spacing
-(a stamp changes from line to line); other lines between them (a server's, another container's) are not read.
+(a stamp changes from line to line), or none (a logger given the whole table prefixes its first line only); other
+prefixed lines between them (a server's, another container's) are not read.
 """
 
 from __future__ import annotations
@@ -108,9 +109,11 @@ def _prefix(prefix: str) -> re.Pattern[str]:
 
 
 def _row(line: str, prefix: re.Pattern[str]) -> tuple[str, str | None, str]:
-    """A line of a table, its prefix removed: (the row, its result-file key or None, its value text)."""
+    """A line of a table, its prefix removed: (the row, its result-file key or None, its value text). A line without
+    the prefix is read as it is: a logger that prefixed only the first line of the table it was given (another
+    process's prefixed line is no row either way)."""
     m = prefix.match(line)
-    row = line[m.end() :].strip() if m else ""
+    row = (line[m.end() :] if m else line).strip()
     r = _ROW.match(row)
     return row, (_key(r.group("label")) if r else None), (r.group("value") if r else "")
 

@@ -333,3 +333,12 @@ def test_lines_without_the_tables_prefix_are_not_its_rows() -> None:
     lines += [f"bench-1   | {r}" for r in rows[5:]]
     [table] = read_tables("\n".join(lines))
     assert table.closed and table.figures["completed"] == 50 and table.figures["duration"] == 1044.40
+
+
+def test_a_table_logged_whole_carries_the_prefix_on_its_first_line_only():
+    """A wrapper that logs the printed table as one message: the logger's prefix on the header line alone."""
+    rows = _NEW.splitlines()
+    text = "\n".join(["INFO 12-01 10:00:00 [bench.py:42] " + rows[0], *rows[1:]])
+    [table] = read_tables(text)
+    [alone] = read_tables(_NEW)
+    assert table.closed and table.figures == alone.figures and table.figures["completed"] == 50
