@@ -217,7 +217,8 @@ FORMATS: tuple[Format, ...] = (
             "a platform plugin's '[vllm-rbln] INFO 2026-10-07 22:01:17,796 [loggers.py:248]'): run B's real log "
             "rewritten so, and public lines",
             "JSON records (--logging-config.formatter json, vLLM 0.32): real file (lltrace's run S_json_log)",
-            "a log collector's RFC 3339 stamp on each line (kubectl logs --timestamps): run B's real log so kept",
+            "a log collector's RFC 3339 stamp on each line (kubectl logs --timestamps), Docker's json-file lines: run "
+            "B's real log so kept",
         ),
     ),
     Format(

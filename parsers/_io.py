@@ -232,6 +232,53 @@ def collected_seconds(prefix: str) -> float | None:
     return when.replace(tzinfo=timezone.utc).timestamp() - offset + float(fraction or 0)
 
 
+# Logs kept as JSON, a line per record, after whatever prefix a collector puts: vLLM's own JSON records
+# (--logging-config.formatter json, vLLM >= 0.32: asctime, levelname, name, processName, process, message,
+# vllm_process_name), and Docker's json-file driver's lines ({"log": the line as printed, "stream", "time": RFC 3339})
+_JSON_LINE = re.compile(r'^(?P<prefix>[^{]*)(?P<record>\{"(?:asctime|log)": ?".*\})\s*$')
+
+
+def json_log(head: bytes) -> str | None:
+    """Which JSON log a head holds: ``"vllm"`` (vLLM's records: a vLLM logger's name among them), ``"docker"``
+    (Docker's json-file lines), or None."""
+    if b'{"asctime": "' in head and b'"levelname": "' in head and b'"name": "vllm.' in head:
+        return "vllm"
+    if b'{"log":"' in head and b'"time":"' in head and b'"stream":"' in head:
+        return "docker"
+    return None
+
+
+def json_log_as_text(text: str) -> tuple[str, str | None]:
+    """A JSON log written as the text lines its records stand for, so that one reader reads both: vLLM's records as
+    its text formatter's dated lines (``LEVEL YYYY-MM-DD HH:MM:SS,mmm [logger:0] message``: the stamp with its year,
+    as NIM's config prints it; the logger's name where the text has file and line), Docker's lines as the line
+    printed after the collector's stamp (``time``). Other lines stay as they are. Returns the text and what was
+    unwrapped ("JSON records (820)"), or the text unchanged and None where it is no JSON log."""
+    kind = json_log(text[: 64 << 10].encode("utf-8", "replace"))
+    if kind is None:
+        return text, None
+    out, n = [], 0
+    for line in text.splitlines():
+        m = _JSON_LINE.match(line)
+        record: Any = None
+        if m is not None:
+            try:
+                record = json.loads(m.group("record"))
+            except json.JSONDecodeError:
+                record = None
+        if kind == "vllm" and isinstance(record, dict) and {"asctime", "levelname", "message"} <= record.keys():
+            logger = str(record.get("name") or "vllm").replace(" ", "_")
+            out.append(f"{m.group('prefix')}{record['levelname']} {record['asctime']} [{logger}:0] {record['message']}")
+        elif kind == "docker" and isinstance(record, dict) and isinstance(record.get("log"), str):
+            out.append(f"{m.group('prefix')}{record.get('time', '')} {record['log'].rstrip(chr(10))}")
+        else:
+            out.append(line)
+            continue
+        n += 1
+    what = "JSON records" if kind == "vllm" else "Docker json-file lines"
+    return "\n".join(out) + "\n", f"{what} ({n:,})"
+
+
 def log_date_seconds(stamp: str) -> float | None:
     """Seconds since the epoch of a ``YYYY-MM-DD HH:MM:SS`` log stamp, its zone UTC (assumed: logs print none);
     None for a day that year does not have."""

@@ -20,7 +20,7 @@ from typing import Any
 
 from lltrace.errors import TraceFormatError
 from lltrace.parsers import vllm
-from lltrace.parsers._io import COLLECTOR_CLOCK, collected_seconds, log_date_seconds, write_rows
+from lltrace.parsers._io import COLLECTOR_CLOCK, collected_seconds, json_log_as_text, log_date_seconds, write_rows
 from lltrace.parsers._lines import without_cut_record
 from lltrace.parsers.result_table import read_tables, table_tool
 from lltrace.tables import SourceInfo
@@ -137,6 +137,9 @@ def ingest_scheduler_log(path: str, stage: Path, part: int, **_: Any) -> SourceI
     suspicious = impossible = stamped = 0
     last_ts: float | None = None
     text = without_cut_record(path, Path(path).read_text(encoding="utf-8", errors="replace"), info)
+    text, unwrapped = json_log_as_text(text)  # Docker's json-file lines: each line after its collector's stamp
+    if unwrapped:
+        info.version += f", {unwrapped}"
     for line, collected in _records(text):
         h = _HEAD.match(line)
         body = line[h.end() :] if h else line

@@ -9,7 +9,6 @@ platform plugin) is placed as read, its zone UTC (assumed). Field facts: docs/SE
 
 from __future__ import annotations
 
-import json
 import re
 from datetime import datetime, timezone
 from pathlib import Path
@@ -20,6 +19,8 @@ from lltrace.parsers._io import (
     COLLECTOR_CLOCK,
     chain_iteration_ends,
     collected_seconds,
+    json_log,
+    json_log_as_text,
     log_date_seconds,
     strip_bom,
     write_rows,
@@ -57,45 +58,12 @@ _ITERATION_START = re.compile(r"Engine \d+: Iteration\(")
 _V0_PREEMPT = re.compile(r"is preempted by PreemptionMode\.(\w+) mode.*?total_num_cumulative_preemption=(\d+)")
 
 
-# vLLM's JSON log (--logging-config.formatter json, vLLM >= 0.32: one object per record with asctime, levelname,
-# name, processName, process, message, vllm_process_name), a line per record, after whatever prefix a collector puts
-_JSON_RECORD = re.compile(r'^(?P<prefix>[^{]*)(?P<record>\{"asctime": ?"[^"]*",.*\})\s*$')
-
-
-def _json_records_as_text(text: str) -> tuple[str, int]:
-    """A log of vLLM's JSON records written as the dated text lines its text formatter would print
-    (``LEVEL YYYY-MM-DD HH:MM:SS,mmm [logger:0] message``: the stamp with its year, as NIM's config prints it; the
-    logger's name where the text has file and line), so that one reader reads both; other lines as they are. Returns
-    the text and how many records were JSON."""
-    out, n = [], 0
-    for line in text.splitlines():
-        m = _JSON_RECORD.match(line)
-        record: Any = None
-        if m is not None:
-            try:
-                record = json.loads(m.group("record"))
-            except json.JSONDecodeError:
-                record = None
-        if not isinstance(record, dict) or not {"asctime", "levelname", "message"} <= record.keys():
-            out.append(line)
-            continue
-        n += 1
-        logger = str(record.get("name") or "vllm").replace(" ", "_")
-        out.append(f"{m.group('prefix')}{record['levelname']} {record['asctime']} [{logger}:0] {record['message']}")
-    return "\n".join(out) + "\n", n
-
-
-def _is_json_log(head: bytes) -> bool:
-    """Whether a head holds vLLM's JSON log records (a vLLM logger's name among them)."""
-    return b'{"asctime": "' in head and b'"levelname": "' in head and b'"name": "vllm.' in head
-
-
 def sniff_server_log(head: bytes) -> bool:
     """A vLLM server log: its logger header lines with stats, iteration or startup lines (also as vLLM's JSON
     records)."""
     if sniff_client_log(head):  # a bench client's stdout carries vLLM's logger lines too
         return False
-    if _is_json_log(head):
+    if json_log(head) == "vllm":
         return True
     text = head.decode("utf-8", "replace")
     return _HEADER.search(text) is not None and any(
@@ -174,9 +142,7 @@ def ingest_server_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
     info = SourceInfo(path=path, format=SERVER_LOG)
     text = _ANSI.sub("", Path(path).read_text(encoding="utf-8", errors="replace"))
     text = without_cut_record(path, text, info)
-    json_records = 0
-    if _is_json_log(text[: 64 << 10].encode()):
-        text, json_records = _json_records_as_text(text)
+    text, json_records = json_log_as_text(text)
     stats: list[dict[str, Any]] = []
     steps: list[dict[str, Any]] = []
     heads = list(_HEADER.finditer(text))
@@ -309,7 +275,7 @@ def ingest_server_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
     info.version = "V0 (metrics.py)" if v0 and not v1 else "V1 (loggers.py)" if v1 else "no stats lines"
     info.details["log_lines"] = {"stats": len(stats), "iterations": len(steps), "timestamped": len(heads)}
     if json_records:
-        info.version += f", JSON records ({json_records:,})"
+        info.version += f", {json_records}"
     if collected:
         info.details["clock"] = {
             "origin": COLLECTOR_CLOCK,

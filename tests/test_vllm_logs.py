@@ -136,14 +136,22 @@ def _collector_stamped(raw: str, zone_h: int) -> tuple[str, list[float]]:
     return "\n".join(lines) + "\n", moments
 
 
-def test_a_log_collectors_stamps_place_each_line(tmp_path):
-    """``kubectl logs --timestamps`` puts an RFC 3339 stamp (date, nanoseconds, zone) before every line: run B's real
-    log so kept gives the same rows as the log alone, each stats line at its stamp and each iteration ending at its
-    own (not chained from 1-second stamps), whatever the zone."""
+@pytest.mark.parametrize("kept_by", ["kubectl", "docker"])
+def test_a_log_collectors_stamps_place_each_line(kept_by, tmp_path):
+    """``kubectl logs --timestamps`` puts an RFC 3339 stamp (date, nanoseconds, zone) before every line; Docker's
+    json-file driver keeps each line as ``{"log": line, "stream": …, "time": stamp}``: run B's real log kept either
+    way gives the same rows as the log alone, each stats line at its stamp and each iteration ending at its own (not
+    chained from 1-second stamps), whatever the zone."""
     b = DATA / "vllm_cpu" / "B_kvpressure"
     raw = (b / "server.log").read_text()
     stamped, moments = _collector_stamped(raw, zone_h=2)
     log = tmp_path / "pod.log"
+    if kept_by == "docker":  # the same stamps, as the driver writes them (compact JSON, the line's newline kept)
+        lines = (x.split(" ", 1) for x in stamped.splitlines())
+        stamped = "".join(
+            json.dumps({"log": f"{line}\n", "stream": "stdout", "time": t}, separators=(",", ":")) + "\n"
+            for t, line in lines
+        )
     log.write_text(stamped)
     plain = lltrace.ingest([b / "server.log"], store=tmp_path / "plain")
     kept = lltrace.ingest([log], store=tmp_path / "kept")
