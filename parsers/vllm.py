@@ -183,6 +183,26 @@ def _not_streamed(summary: dict[str, Any]) -> bool:
     return True
 
 
+def _no_gaps(summary: dict[str, Any]) -> bool:
+    """True, and the ITL figures set to None, when every ITL figure of a result is 0 while its TTFT is not: the
+    clients take their inter-token figures over every gap between streamed chunks (``np.mean(itls or 0)``, vLLM's and
+    SGLang's), so a run whose replies came in one chunk after the first token, or whose client recorded no gaps,
+    reports 0 for a figure it never measured."""
+    itl = [v for k, v in summary.items() if _ITL_FIGURE.match(k) and v is not None]
+    if not itl or any(v != 0 for v in itl):
+        return False
+    for key in summary:
+        if _ITL_FIGURE.match(key):
+            summary[key] = None
+    return True
+
+
+_NO_GAPS = (
+    "every inter-token latency figure is 0 ms: the client recorded no gap between tokens and reports the mean of "
+    "none as 0: inter-token figures left NULL"
+)
+
+
 # the result schemas vLLM's bench client has written, each told by keys only it has (newest first); the rest of
 # the keys is read by name wherever it appears
 _BENCH_SCHEMAS = (
@@ -260,6 +280,8 @@ def ingest_bench(
                 "streamed (no first token was timed): TTFT and inter-token figures left NULL"
             )
             info.dropped["unstreamed_results"] = info.dropped.get("unstreamed_results", 0) + 1
+        elif _no_gaps(summary):
+            info.warnings.append(f"{path}: result {k + 1}: {_NO_GAPS}")
         summaries.append(summary)
         lens = obj.get("input_lens")
         if not isinstance(lens, list):
@@ -420,5 +442,7 @@ def printed_results(path: str, tables: list[ResultTable], info: SourceInfo) -> l
                 f"{path}: line {table.line}: every TTFT figure is 0 ms, the client's default for a reply that was not "
                 "streamed (no first token was timed): TTFT and inter-token figures left NULL"
             )
+        elif _no_gaps(summary):
+            info.warnings.append(f"{path}: line {table.line}: {_NO_GAPS}")
         summaries.append(summary)
     return summaries

@@ -342,3 +342,24 @@ def test_a_table_logged_whole_carries_the_prefix_on_its_first_line_only():
     [table] = read_tables(text)
     [alone] = read_tables(_NEW)
     assert table.closed and table.figures == alone.figures and table.figures["completed"] == 50
+
+
+def test_all_zero_inter_token_figures_are_no_measurement(tmp_path: Path) -> None:
+    """The public LoRA study's tables end with an ITL section of zeros beside a 1.76 ms mean TPOT: the client's mean of
+    no gaps (np.mean(itls or 0)), not a measured 0 ms. Its ITL figures are NULL and said so; TTFT and TPOT stand."""
+    itl = (
+        "---------------Inter-token Latency----------------\n"
+        "Mean ITL (ms):                           0.00      \n"
+        "Median ITL (ms):                         0.00      \n"
+        "P99 ITL (ms):                            0.00      \n"
+    )
+    log = tmp_path / "results.md"
+    log.write_text(_SGLANG_2024.replace("==================================================\n", itl + "=" * 50 + "\n"))
+    [table] = read_tables(log.read_text())
+    assert table.figures["mean_itl_ms"] == 0 and table.figures["p99_itl_ms"] == 0  # as printed
+    doc = _doc([log], tmp_path / "store")
+    [entry] = doc["client_summary"]
+    assert entry["itl_s"] is None and entry["tpot_s"]["mean"] == pytest.approx(0.00176)
+    assert entry["ttft_s"]["mean"] == pytest.approx(2.07409)
+    [src] = doc["run"]["sources"]
+    assert any("every inter-token latency figure is 0 ms" in w and "line 3" in w for w in src["warnings"])
