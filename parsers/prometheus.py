@@ -7,6 +7,7 @@ the scrape time comes from a ``# scrape_unix_ts`` line or the samples' own times
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +19,10 @@ from lltrace.tables import SourceInfo
 PROMETHEUS = "prometheus"
 
 
-# the metric families of each engine lltrace reads (TGI's router names its own tgi_*: router/src/server.rs)
-ENGINE_PREFIXES = ("vllm:", "sglang:", "tgi_")
+# the metric families of each engine lltrace reads, by the prefix each engine names its own with (TGI's router:
+# tgi_*, router/src/server.rs)
+ENGINE_OF_PREFIX = {"vllm:": "vllm", "sglang:": "sglang", "tgi_": "tgi"}
+ENGINE_PREFIXES = tuple(ENGINE_OF_PREFIX)
 # TGI's families that tell its exposition (gauges of its queue and batch, its request histograms)
 _TGI_FAMILIES = (b"tgi_queue_size", b"tgi_batch_current_size", b"tgi_request_")
 
@@ -100,6 +103,16 @@ HISTOGRAMS = {
     "vllm:request_prompt_tokens_bucket": "prompt_tokens",
     "vllm:request_generation_tokens_bucket": "generation_tokens",
 }
+
+
+def name_engine(info: SourceInfo, names: Iterable[str]) -> None:
+    """Name the serving engine in ``info``'s engine config where the metric families read are one engine's (each
+    names its own: ``vllm:*``, ``sglang:*``, ``tgi_*``), with where that came from."""
+    engines = {e for n in names for p, e in ENGINE_OF_PREFIX.items() if n.startswith(p)}
+    if len(engines) == 1:
+        (engine,) = engines
+        info.details.setdefault("engine_config", {})["engine"] = engine
+        info.details.setdefault("engine_config_origin", {})["engine"] = f"Prometheus {engine} metric families"
 
 
 def engine_of(labels: dict[str, str]) -> str | None:
@@ -287,13 +300,10 @@ def ingest_prometheus(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
     if hist:
         write_rows(stage, "engine_histograms", part, hist)
     info.details["scrape_unix_ts"] = ts
-    if any(name.startswith("tgi_") for _, name, _, _, _ in samples):
-        config["engine"] = "tgi"  # (its families name it: no other engine writes tgi_*)
     if config:
         info.details["engine_config"] = config
-        info.details["engine_config_origin"] = dict.fromkeys(config, "Prometheus vllm:cache_config_info") | (
-            {"engine": "Prometheus tgi_* families"} if "engine" in config else {}
-        )
+        info.details["engine_config_origin"] = dict.fromkeys(config, "Prometheus vllm:cache_config_info")
+    name_engine(info, (name for _, name, _, _, _ in samples))
     return info
 
 

@@ -44,6 +44,7 @@ from lltrace.parsers.prometheus import (
     bucket_key,
     cache_config,
     engine_of,
+    name_engine,
 )
 from lltrace.tables import SourceInfo
 
@@ -349,6 +350,7 @@ def ingest(path: str, stage: Path, part: int, progress: Callable[[int], None] | 
     if agreed:
         info.details["engine_config"] = agreed
         info.details["engine_config_origin"] = dict.fromkeys(agreed, "Prometheus vllm:cache_config_info")
+    name_engine(info, (s.name for s in series if s.name))
     info.records = write_columns(stage, "engine_stats", part, stats_frame.to_arrow())
     if hist.height:
         write_columns(stage, "engine_histograms", part, hist.to_arrow())

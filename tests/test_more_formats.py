@@ -376,6 +376,8 @@ def test_sglang_prometheus_names(store, tmp_path):
     run = lltrace.ingest([path], store=store)
     row = run.table("engine_stats").to_dicts()[0]
     assert (row["ts_s"], row["running"], row["waiting"], row["kv_usage"]) == (1700000000.5, 12.0, 40.0, 0.97)
+    # its families name the engine: advice and verdict name SGLang's arguments
+    assert run.metadata["sources"][0]["engine_config"] == {"engine": "sglang"}
 
 
 def test_vllm_journey_events_give_request_events_and_measured_preemption(store, tmp_path):
