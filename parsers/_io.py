@@ -218,8 +218,9 @@ _COLLECTED = re.compile(r"(\d{4}-\d\d-\d\d)T(\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:
 
 
 def collected_seconds(prefix: str) -> float | None:
-    """Seconds since the epoch of the collector's stamp in the text before a log line's own header (its zone as
-    written, its fraction to the nanosecond), or None where there is none or it names no moment."""
+    """Seconds since the epoch of the RFC 3339 stamp in the text before a log line's own content (a collector's, or
+    a logger's own such as TGI's tracing: its zone as written, its fraction to the nanosecond; the last one there),
+    or None where there is none or it names no moment."""
     found = _COLLECTED.findall(prefix)
     if not found:
         return None

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from lltrace.errors import TraceFormatError
-from lltrace.parsers._io import check_wall_clock, json_objects, stamp_ns, write_rows
+from lltrace.parsers._io import check_wall_clock, collected_seconds, json_objects, stamp_ns, write_rows
 from lltrace.parsers._lines import read_text, without_cut_record
 from lltrace.tables import SourceInfo
 
@@ -17,7 +17,6 @@ TGI_LOG = "tgi-log"
 _RUST_DURATION = re.compile(r"([\d.]+)\s*(s|ms|µs|us|ns)$")
 _TGI_FIELDS = re.compile(r'(total_time|validation_time|queue_time|inference_time|time_per_token)="([^"]+)"')
 _INTEGER = re.compile(r"-?\d+")
-_ISO = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z)")
 
 
 def rust_duration_s(text: str) -> float:
@@ -48,12 +47,9 @@ def ingest_tgi_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
             d = {k: rust_duration_s(v) for k, v in fields.items()}
         except ValueError as exc:
             raise TraceFormatError(path, f"line {n}", f"not a duration: {exc.args[0]!r}") from None
-        ts = _ISO.search(line)
-        finished = None
-        if ts:
-            from datetime import datetime
-
-            finished = datetime.fromisoformat(ts.group(1).replace("Z", "+00:00")).timestamp()
+        # the line's RFC 3339 stamp (tracing's, before its span fields): read as a collector's stamp is
+        finished = collected_seconds(line[: _TGI_FIELDS.search(line).start()])
+        if finished is not None:
             check_wall_clock(path, f"line {n}", finished, "a log line")
         rows.append(
             {
