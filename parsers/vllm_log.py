@@ -56,6 +56,16 @@ _ITERATION = re.compile(
 )
 _ITERATION_START = re.compile(r"Engine \d+: Iteration\(")
 _V0_PREEMPT = re.compile(r"is preempted by PreemptionMode\.(\w+) mode.*?total_num_cumulative_preemption=(\d+)")
+# The request lines of --enable-log-requests (on by default before 0.10: --disable-log-requests): the frontend's
+# "Received request ID: [prompt: ..., ]params: ..." (entrypoints/logger.py; serve/utils/request_logger.py since
+# 0.11), the engine's "Added request ID." (V1 0.11+ appends "-<8 hex>" to the frontend's id), V0's "Finished request
+# ID.", "Aborted request ID." (V1: "Aborted request(s) ID,ID."), and "Generated response ID[ (streaming
+# complete)]: output: ..., finish_reason: R" (--enable-log-outputs, chat and responses endpoints)
+_RECEIVED = re.compile(r"Received request (\S+?): (?:prompt: |params: )")
+_ENGINE_EVENT = re.compile(r"(Added|Finished|Aborted) request(?:\(s\))? (\S+?)\.?(?:\s|$)")
+_GENERATED = re.compile(r"Generated response (\S+?)( \(streaming (?:complete|delta)\))?: output: ")
+_FINISH_REASON = re.compile(r"finish_reason: (\w+)\s*$")
+_MAX_TOKENS = re.compile(r"\bmax_tokens=(\d+|None)")
 
 
 def sniff_server_log(head: bytes) -> bool:
@@ -72,7 +82,8 @@ def sniff_server_log(head: bytes) -> bool:
 
 
 _ARG_INT = re.compile(
-    r"'(num_gpu_blocks_override|max_num_seqs|max_num_batched_tokens|block_size|max_model_len|tensor_parallel_size)'"
+    r"'(num_gpu_blocks_override|max_num_seqs|max_num_batched_tokens|block_size|max_model_len|tensor_parallel_size"
+    r"|max_log_len)'"
     r": (\d+)"
 )
 _ARG_STR = re.compile(r"'(model|kv_cache_dtype|quantization|dtype)': '([^']*)'")
@@ -124,6 +135,98 @@ def _engine_config(text: str) -> tuple[dict[str, Any], dict[str, str]]:
     return config, origin
 
 
+class _RequestLines:
+    """The request lines of one log, gathered into one record per request (the frontend's id; the engine's id
+    where it adds a suffix). A request is generation where its params are SamplingParams or BeamSearchParams;
+    others (a tokenize call's ``params: None``, an embedding's PoolingParams) are counted, not kept."""
+
+    def __init__(self, max_log_len: int | None) -> None:
+        self.max_log_len = max_log_len
+        self.by_id: dict[str, dict[str, Any]] = {}
+        self.engine_ids: dict[str, str] = {}  # the engine's id -> the frontend's
+        self.counts = dict.fromkeys(("received", "added", "finished", "aborted", "generated", "not_generation"), 0)
+        self.unknown_ids = 0  # an engine line about a request no Received or Added line named
+
+    def _record(self, rid: str, stamp: str | None, ts: float | None, exact: bool, line: int) -> dict[str, Any]:
+        return self.by_id.setdefault(
+            rid,
+            {"request_id": rid, "arrival_stamp": stamp, "arrival_s": ts, "exact": exact, "line": line},
+        )
+
+    def _known(self, eid: str) -> dict[str, Any] | None:
+        rid = self.engine_ids.get(eid, eid)
+        if rid not in self.by_id and "-" in eid:  # V1 0.11+: the frontend's id and "-<suffix>"
+            rid = eid.rsplit("-", 1)[0]
+        return self.by_id.get(rid)
+
+    def read(self, body: str, stamp: str | None, ts: float | None, exact: bool, line: int) -> bool:
+        """Take one line's request event; whether it was one."""
+        if m := _RECEIVED.match(body.lstrip()):
+            rid = m.group(1)
+            at = body.rfind("params: ")
+            params = body[at + 8 : at + 40]
+            if not params.startswith(("SamplingParams(", "BeamSearchParams(")):
+                self.counts["not_generation"] += 1
+                return True
+            self.counts["received"] += 1
+            rec = self._record(rid, stamp, ts, exact, line)
+            if mt := _MAX_TOKENS.search(body, at):
+                rec["max_tokens"] = int(mt.group(1)) if mt.group(1) != "None" else None
+            ids_at = body.find("prompt_token_ids: [", at)
+            if ids_at >= 0:  # listed whole unless --max-log-len cut it (a list of that length may have been longer)
+                close = body.find("]", ids_at)
+                listed = body[ids_at + 19 : close]
+                n = listed.count(",") + 1 if listed.strip() else 0
+                if close > 0 and (self.max_log_len is None or n < self.max_log_len):
+                    rec["input_tokens"] = n
+            return True
+        if m := _ENGINE_EVENT.match(body.lstrip()):
+            what, ids = m.groups()
+            for eid in ids.split(","):
+                if what == "Added":
+                    self.counts["added"] += 1
+                    rec = self._known(eid)
+                    if rec is None:  # no Received line (a frontend of its own, or the log's start cut)
+                        rec = self._record(eid, stamp, ts, exact, line)
+                    elif eid != rec["request_id"]:
+                        rec["engine_request_id"] = eid
+                    self.engine_ids[eid] = rec["request_id"]
+                    continue
+                rec = self._known(eid)
+                if rec is None:
+                    self.unknown_ids += 1
+                    continue
+                self.counts[what.lower()] += 1
+                rec |= {"outcome": what.lower(), "end_stamp": stamp, "end_s": ts, "exact": rec["exact"] and exact}
+            return True
+        if m := _GENERATED.match(body.lstrip()):
+            if m.group(2) == " (streaming delta)":
+                return True
+            rec = self._known(m.group(1))
+            if rec is None:
+                self.unknown_ids += 1
+                return True
+            self.counts["generated"] += 1
+            reason = _FINISH_REASON.search(body.rstrip())
+            rec |= {
+                "outcome": "aborted" if reason and reason.group(1) == "abort" else "finished",
+                "finish_reason": reason.group(1) if reason else None,
+                "end_stamp": stamp,
+                "end_s": ts,
+                "exact": rec["exact"] and exact,
+            }
+            return True
+        return False
+
+    def rows(self, part: int) -> list[dict[str, Any]]:
+        """One row per generation request, in the order first logged."""
+        return [r | {"part": part} for r in self.by_id.values()]
+
+    def summary(self) -> dict[str, int]:
+        """The lines read, by kind (run metadata)."""
+        return {"requests": len(self.by_id), **self.counts, "unknown_ids": self.unknown_ids}
+
+
 def _possible_stamp(month: int, day: int, hour: int, minute: int, second: int) -> bool:
     """Whether ``MM-DD HH:MM:SS`` names a moment of some year (2000 is a leap year, so 02-29 passes)."""
     try:
@@ -146,6 +249,8 @@ def ingest_server_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
     stats: list[dict[str, Any]] = []
     steps: list[dict[str, Any]] = []
     heads = list(_HEADER.finditer(text))
+    config, origin = _engine_config(text)
+    requests = _RequestLines(config.get("max_log_len"))
     v0 = v1 = unparsed = dated = collected = 0
     impossible: list[int] = []  # line numbers of stamps on days no year has
     for i, h in enumerate(heads):
@@ -241,6 +346,8 @@ def ingest_server_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
                 }
             )
             v0 += 1
+        elif "request" in body[:40] and requests.read(body, stamp, ts, exact, text.count("\n", 0, h.start()) + 1):
+            pass
         elif m := _V0_PREEMPT.search(body):
             # Logged only every 50th preemption: the cumulative count is the figure, not the line count.
             stats.append(
@@ -264,16 +371,25 @@ def ingest_server_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
     if unparsed:
         info.dropped["unreadable_stats_lines"] = unparsed
         info.warnings.append(f"{path}: {unparsed} stats or iteration lines that do not parse: skipped")
-    if not stats and not steps:
-        info.warnings.append(f"{path}: no stats or iteration lines found in the log")
+    if not stats and not steps and not requests.by_id:
+        info.warnings.append(f"{path}: no stats, iteration or request lines found in the log")
     write_rows(stage, "engine_stats", part, stats)
+    logged = requests.rows(part)
+    if logged:
+        write_rows(stage, "_log_requests", part, logged)
+        info.details["log_requests"] = requests.summary()
     # dated iteration lines placed as read (undated ones when the run is assembled, by the same rule)
     chain_iteration_ends([r for r in steps if r["log_stamp"] and len(r["log_stamp"]) == 19], log_date_seconds)
     if steps:
         write_rows(stage, "engine_steps", part, steps)
-    info.records = len(stats) + len(steps)  # the lines read into rows, not every timestamped line
+    info.records = len(stats) + len(steps) + len(logged)  # the lines read into rows, not every timestamped line
     info.version = "V0 (metrics.py)" if v0 and not v1 else "V1 (loggers.py)" if v1 else "no stats lines"
-    info.details["log_lines"] = {"stats": len(stats), "iterations": len(steps), "timestamped": len(heads)}
+    info.details["log_lines"] = {
+        "stats": len(stats),
+        "iterations": len(steps),
+        "requests": len(logged),
+        "timestamped": len(heads),
+    }
     if json_records:
         info.version += f", {json_records}"
     if collected:
@@ -288,7 +404,6 @@ def ingest_server_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
     if printed:
         info.details["bench"] = printed
         info.version += f", {len(printed)} printed result table{'s' if len(printed) != 1 else ''}"
-    config, origin = _engine_config(text)
     if config:
         info.details["engine_config"] = config
         info.details["engine_config_origin"] = origin

@@ -39,9 +39,11 @@ SELECT r.* REPLACE (coalesce(r.ttft_s, r.server_ttft_s) AS ttft_s, coalesce(r.e2
        END AS tpot_s,
        status IS NOT DISTINCT FROM 'error' AS failed,
        CASE WHEN status = 'error' THEN 'failed'
-            WHEN status IN ('cancelled', 'incomplete', 'warmup', 'cooldown', 'unjoined') THEN status ELSE 'ok' END
+            WHEN status IN ('cancelled', 'aborted', 'incomplete', 'warmup', 'cooldown', 'unjoined') THEN status
+            ELSE 'ok' END
            AS outcome,
-       coalesce(status NOT IN ('error', 'cancelled', 'incomplete', 'warmup', 'cooldown', 'unjoined'), true) AS counted,
+       coalesce(status NOT IN ('error', 'cancelled', 'aborted', 'incomplete', 'warmup', 'cooldown', 'unjoined'), true)
+           AS counted,
        CASE WHEN r.cached_tokens IS NOT NULL THEN 'measured' WHEN d.derived_cached IS NOT NULL THEN 'derived' END
            AS cached_basis
 FROM requests r LEFT JOIN derived d ON r.run_id = d.run_id AND r.request_id = d.request_id;

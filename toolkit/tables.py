@@ -548,6 +548,29 @@ SPANS = Table(
     internal=True,
 )
 
+LOG_REQUESTS = Table(
+    "_log_requests",
+    "a server log's request lines (staging)",
+    "vLLM's request lines (--enable-log-requests; on by default before 0.10): Received, Added, Finished, Generated "
+    "response and Aborted, one row per request, before they are placed on the run clock and added to requests.",
+    (
+        PART,
+        _c("request_id", S, None, "the id the frontend logged (Received request), else the engine's (Added request)"),
+        _c("engine_request_id", S, None, "the engine's id (Added request) where it differs (vLLM 0.11+: a suffix)"),
+        _c("arrival_stamp", S, None, "the Received (else Added) line's stamp as written"),
+        _time("arrival_s", "the Received (else Added) line's time, where the stamp is dated (else placed later)"),
+        _c("end_stamp", S, None, "the Finished, Generated response or Aborted line's stamp as written"),
+        _time("end_s", "that line's time, where the stamp is dated (else placed later)"),
+        _c("exact", pa.bool_(), None, "both stamps print the moment to the millisecond or better"),
+        _c("outcome", S, None, "finished or aborted, as the log says; NULL where it says neither"),
+        _c("finish_reason", S, None, "Generated response's finish_reason"),
+        _count("max_tokens", "SamplingParams max_tokens", "tokens"),
+        _count("input_tokens", "prompt_token_ids listed whole (older versions, at INFO)", "tokens"),
+        _count("line", "the Received (else Added) line's number in the file", "count"),
+    ),
+    internal=True,
+)
+
 TABLES: dict[str, Table] = {
     t.name: t
     for t in (
@@ -564,7 +587,7 @@ TABLES: dict[str, Table] = {
     )
 }
 """The store's tables, by name."""
-STAGING: dict[str, Table] = {t.name: t for t in (BENCH, SPANS)}
+STAGING: dict[str, Table] = {t.name: t for t in (BENCH, SPANS, LOG_REQUESTS)}
 
 
 @dataclass

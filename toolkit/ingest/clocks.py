@@ -33,6 +33,11 @@ def _has_values(path: Path, column: str) -> bool:
     return False
 
 
+def _stamp_column(f: Path) -> str:
+    """The column of a staged file that holds its log stamps (a request line's: its arrival's)."""
+    return "arrival_stamp" if f.parent.name == "_log_requests" else "log_stamp"
+
+
 def place_log_times(stage: Path) -> dict[str, Any] | None:
     """Put log-stamped rows (``MM-DD HH:MM:SS``, no year, no zone) on the run clock.
 
@@ -45,11 +50,12 @@ def place_log_times(stage: Path) -> dict[str, Any] | None:
     """
     stat_files = sorted((stage / "engine_stats").glob("*.parquet"))
     step_files = sorted((stage / "engine_steps").glob("*.parquet"))
+    request_files = sorted((stage / "_log_requests").glob("*.parquet"))  # a log's request lines
     logged = [
         f
-        for f in stat_files + step_files
-        if _has_values(f, "log_stamp")
-        and any(_needs_year(x) for x in pq.read_table(f, columns=["log_stamp"]).column("log_stamp").to_pylist())
+        for f in stat_files + step_files + request_files
+        if _has_values(f, _stamp_column(f))
+        and any(_needs_year(x) for x in pq.read_table(f, columns=[_stamp_column(f)]).column(0).to_pylist())
     ]
     if not logged:
         return None
@@ -109,7 +115,7 @@ def place_log_times(stage: Path) -> dict[str, Any] | None:
         stamps = [
             t
             for f in logged
-            for x in pq.read_table(f, columns=["log_stamp"]).column("log_stamp").to_pylist()
+            for x in pq.read_table(f, columns=[_stamp_column(f)]).column(0).to_pylist()
             if _needs_year(x) and (t := epoch(x)) is not None
         ]
         origin = min(stamps, default=0.0)
@@ -148,7 +154,14 @@ def place_log_times(stage: Path) -> dict[str, Any] | None:
     for f in logged:
         rows = pq.read_table(f).to_pylist()
         schema = pq.read_schema(f)
-        if "ts_s" in schema.names:  # engine_stats
+        if f in request_files:  # each request's Received and end lines
+            for r in rows:
+                for stamp, at in (("arrival_stamp", "arrival_s"), ("end_stamp", "end_s")):
+                    if _needs_year(r.get(stamp)) and r.get(at) is None:
+                        t = epoch(r[stamp])
+                        r[at] = None if t is None else t + shift
+                        unplaced += t is None
+        elif "ts_s" in schema.names:  # engine_stats
             for r in rows:
                 if _needs_year(r.get("log_stamp")) and r.get("ts_s") is None:
                     t = epoch(r["log_stamp"])

@@ -33,6 +33,7 @@ from lltrace.ingest.files import default_run_id, expand_inputs
 from lltrace.ingest.gzipped import plain, said_of_original
 from lltrace.ingest.join import PROVENANCE, assemble_requests
 from lltrace.ingest.locate import locate, locate_depth
+from lltrace.ingest.log_requests import add_log_requests
 from lltrace.ingest.repeats import drop_repeated_results
 from lltrace.parsers.kineto import NAME as KINETO
 from lltrace.store import Run, Store, check_run_id
@@ -206,6 +207,7 @@ def ingest(
                 warnings.warn(w, InputWarning, stacklevel=2)
             join = assemble_requests(stage, sources)
             log_clock = place_log_times(stage)
+            from_log = add_log_requests(stage)
             split = estimate_ttft_split(stage)
             detected = _detected(sources)
             engine.write(stage, engine.resolve(sources, detected["gpu"], stage))
@@ -265,6 +267,7 @@ def ingest(
             "detected": detected,
             "step_detection": detection,
             "join": join,
+            "log_requests": from_log,
             "checks": checks,
             "counter_resets_between_files": resets,
             "samples_merged_across_files": merged,
