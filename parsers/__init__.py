@@ -30,6 +30,7 @@ from lltrace.parsers import (
     vllm_log,
     workloads,
 )
+from lltrace.parsers._blocks import compression_of, decompressed
 from lltrace.tables import SourceInfo
 
 SNIFF_BYTES = 64 << 10
@@ -203,10 +204,12 @@ FORMATS: tuple[Format, ...] = (
         name=vllm_log.SERVER_LOG,
         family="vLLM",
         description="vLLM server log: V1 `Engine NNN:` stats and `Iteration(k)` lines, V0 metrics.py stats "
-        "and preemption warnings (ANSI colours, process prefixes and glued lines tolerated)",
-        tables=("engine_stats", "engine_steps"),
+        "and preemption warnings (ANSI colours, process prefixes and glued lines tolerated); the request lines of "
+        "--enable-log-requests (Received, Added, Finished, Aborted, Generated response)",
+        tables=("engine_stats", "engine_steps", "requests"),
         attributes="running / waiting / KV usage over time; per-iteration prefill and decode tokens and "
-        "elapsed time (a step source without a profiler)",
+        "elapsed time (a step source without a profiler); per request: arrival, outcome (aborted, finished), "
+        "prompt size where listed",
         sniff=vllm_log.sniff_server_log,
         ingest=vllm_log.ingest_server_log,
         markers=(b"INFO", b"Avg prompt throughput", b"Iteration(", b"Engine 000"),
@@ -219,6 +222,8 @@ FORMATS: tuple[Format, ...] = (
             "JSON records (--logging-config.formatter json, vLLM 0.32): real file (lltrace's run S_json_log)",
             "a log collector's RFC 3339 stamp on each line (kubectl logs --timestamps), Docker's json-file lines: run "
             "B's real log so kept",
+            "request lines (0.32: Received, Added with the engine's suffix, Aborted request(s)): real file (lltrace's "
+            "run T_log_requests); V0's (prompt and prompt_token_ids, Finished request): fixture from the source",
         ),
     ),
     Format(
@@ -513,10 +518,23 @@ FORMATS: tuple[Format, ...] = (
 
 
 def read_head(path: str | Path, size: int = SNIFF_BYTES) -> bytes:
-    """The first ``size`` bytes of a file, decompressed when it is gzip (best effort for truncated files; for
-    damaged ones, the bytes before the damage: its reader says where it is)."""
+    """The first ``size`` bytes of a file, decompressed when it is gzip, zstd, xz or bzip2 (best effort for
+    truncated files; for damaged ones, the bytes before the damage: its reader says where it is)."""
     with open(path, "rb") as f:
         raw = f.read(size)
+        kind = compression_of(raw)
+        if kind not in (None, "gzip"):
+            f.seek(0)
+            out = b""
+            try:
+                for chunk in decompressed(f, str(path), kind, size, None):
+                    out += chunk
+                    if len(out) >= size:
+                        break
+            except TraceFormatError:
+                if not out:
+                    raise
+            return out[:size]
         if raw[:2] != b"\x1f\x8b":
             return raw
         inflater = zlib.decompressobj(wbits=31)
@@ -553,7 +571,20 @@ def detect(path: str | Path) -> Format | None:
     hits = [fmt for fmt in FORMATS if fmt.sniff(head)]
     if len(hits) > 1:
         raise UnknownFormat(f"{path}: ambiguous: the file looks like {', '.join(f.name for f in hits)}")
+    if not hits:
+        _check_stream(path)
     return hits[0] if hits else None
+
+
+def _check_stream(path: str | Path) -> None:
+    """A compressed file whose head fits no format, decompressed to its end: damage in it (which the block
+    compressors find only at a block's end, after giving its bytes) is said as damage, not as an unknown format."""
+    with open(path, "rb") as f:
+        kind = compression_of(f.read(6))
+        if kind is not None:
+            f.seek(0)
+            for _ in decompressed(f, str(path), kind, 4 << 20, None):
+                pass
 
 
 def utf16_format(head: bytes) -> Format | None:

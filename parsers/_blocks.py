@@ -1,15 +1,17 @@
 """A file's bytes in blocks, gunzipped where its magic says gzip (also multi-member, zero padding after the
-last member), never more than a block or two in memory; and a gzipped file decompressed into another file with
-the inflating and the writing on two threads."""
+last member), never more than a block or two in memory; and a compressed file (gzip, zstd, xz, bzip2) decompressed
+into another file with the decompressing and the writing on two threads."""
 
 from __future__ import annotations
 
+import bz2
+import lzma
 import queue
 import threading
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from lltrace.errors import TraceFormatError
 
@@ -20,6 +22,117 @@ def is_gzip(path: str | Path) -> bool:
     """Whether the file starts with gzip's magic bytes."""
     with open(path, "rb") as f:
         return f.read(2) == b"\x1f\x8b"
+
+
+# each compression's magic bytes (RFC 1952, RFC 8878, the .xz file format, bzip2's "BZh" and block size digit)
+_MAGIC = (
+    (b"\x1f\x8b", "gzip"),
+    (b"\x28\xb5\x2f\xfd", "zstd"),
+    (b"\xfd7zXZ\x00", "xz"),
+    *((b"BZh" + bytes([d]), "bzip2") for d in b"123456789"),
+)
+SUFFIXES = {"gzip": (".gz",), "zstd": (".zst", ".zstd"), "xz": (".xz",), "bzip2": (".bz2",)}
+"""The file name endings of each compression (a decompressed copy is named without one)."""
+
+
+def compression_of(head: bytes) -> str | None:
+    """The compression a file's first bytes name (gzip, zstd, xz, bzip2), else None."""
+    return next((name for magic, name in _MAGIC if head.startswith(magic)), None)
+
+
+def compression(path: str | Path) -> str | None:
+    """The compression of the file (from its magic bytes, never its name), else None."""
+    with open(path, "rb") as f:
+        return compression_of(f.read(6))
+
+
+def without_suffix(name: str) -> str:
+    """A compressed file's name without its compression's ending (``server.log.zst`` -> ``server.log``)."""
+    lower = name.lower()
+    for ending in (e for ends in SUFFIXES.values() for e in ends):
+        if lower.endswith(ending):
+            return name[: -len(ending)]
+    return name
+
+
+class Unpack:
+    """A zstd, xz or bzip2 file's decompressed bytes (every frame or stream of the file), in chunks of at most
+    ``chunk_bytes``; as ``Inflate`` does for gzip: corrupt data raises ``TraceFormatError`` at the decompressed
+    byte where it was found, a stream that ends early sets ``truncated_at``."""
+
+    def __init__(
+        self, f: BinaryIO, path: str, kind: str, chunk_bytes: int, on_position: Callable[[int], None] | None
+    ) -> None:
+        self.f, self.path, self.kind, self.chunk_bytes, self.on_position = f, path, kind, chunk_bytes, on_position
+        self.truncated_at: int | None = None
+        self.done = 0
+
+    def _corrupt(self, exc: BaseException) -> TraceFormatError:
+        return TraceFormatError(self.path, f"decompressed byte {self.done}", f"corrupt {self.kind} data ({exc})")
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield from self._zstd() if self.kind == "zstd" else self._streams()
+
+    def _zstd(self) -> Iterator[bytes]:
+        import pyarrow as pa  # its zstd codec (the standard library has none before Python 3.14)
+
+        raw = pa.PythonFile(self.f, mode="r")
+        stream = pa.CompressedInputStream(raw, "zstd")
+        out = bytearray()
+        while True:
+            try:  # small reads: a read that meets the end of a cut stream gives nothing of what it decompressed
+                piece = stream.read(1 << 16)
+            except OSError as exc:
+                if "Truncated" not in str(exc):
+                    raise self._corrupt(exc) from None
+                self.truncated_at = self.done
+                piece = b""
+            if piece:
+                out += piece
+                self.done += len(piece)
+            if len(out) >= self.chunk_bytes or (not piece and out):
+                if self.on_position:
+                    self.on_position(self.f.tell())
+                yield bytes(out)
+                out = bytearray()
+            if not piece:
+                return
+
+    def _streams(self) -> Iterator[bytes]:
+        make: Callable[[], Any] = lzma.LZMADecompressor if self.kind == "xz" else bz2.BZ2Decompressor
+        d, data, started = make(), b"", False
+        while True:
+            if d.eof:  # another stream may follow (xz and pbzip2 write several): padding after the last is skipped
+                data, d, started = d.unused_data, make(), False
+                if not data.strip(b"\x00"):
+                    data = b""
+            if d.needs_input and not data:
+                data = self.f.read(4 << 20)
+                if not data:
+                    break
+                if not started and not data.strip(b"\x00"):
+                    data = b""
+                    continue
+            try:
+                out = d.decompress(data, self.chunk_bytes)
+            except (lzma.LZMAError, OSError, EOFError, ValueError) as exc:
+                raise self._corrupt(exc) from None
+            data, started = b"", True
+            if self.on_position:
+                self.on_position(self.f.tell())
+            if out:
+                self.done += len(out)
+                yield out
+        if started and not d.eof:
+            self.truncated_at = self.done
+
+
+def decompressed(f: BinaryIO, path: str, kind: str, chunk_bytes: int, on_position: Callable[[int], None] | None) -> Any:
+    """The decompressed chunks of the open file ``f`` of compression ``kind`` (``Inflate`` or ``Unpack``): iterate,
+    then ``truncated_at`` says whether the stream ended early."""
+    if kind == "gzip":
+        return Inflate(f, path, chunk_bytes, on_position)
+    return Unpack(f, path, kind, chunk_bytes, on_position)
 
 
 class Inflate:
@@ -79,8 +192,8 @@ def _good_bytes(inflater: zlib._Decompress, data: bytes) -> int:
     return good
 
 
-def _truncated(done: int) -> str:
-    return f"gzip stream ends early after {done} decompressed bytes"
+def _truncated(done: int, kind: str = "gzip") -> str:
+    return f"{kind} stream ends early after {done} decompressed bytes"
 
 
 def read_blocks(
@@ -124,11 +237,13 @@ def gunzip_to(
     dest: Path,
     on_truncated: Callable[[str], None],
     on_position: Callable[[int], None] | None = None,
+    kind: str = "gzip",
 ) -> None:
-    """Decompress the gzip file ``path`` (also multi-member) into the file ``dest``, as ``read_blocks`` would read it
-    (the same errors, and ``on_truncated`` where the stream ends early). The inflating runs on this thread and the
-    writing on another (both release the GIL): on two cores they overlap, and the file is written as fast as the
-    slower of the two, not their sum. At most a few blocks wait between them."""
+    """Decompress the gzip file ``path`` (also multi-member; or a ``kind`` of ``compression``'s) into the file
+    ``dest``, as ``read_blocks`` would read it (the same errors, and ``on_truncated`` where the stream ends early).
+    The decompressing runs on this thread and the writing on another (both release the GIL): on two cores they
+    overlap, and the file is written as fast as the slower of the two, not their sum. At most a few blocks wait
+    between them."""
     chunks: queue.Queue[bytes | None] = queue.Queue(maxsize=2)
     failed: list[BaseException] = []
 
@@ -144,7 +259,7 @@ def gunzip_to(
     writer = threading.Thread(target=write, name="lltrace-gunzip-write", daemon=True)
     writer.start()
     with open(path, "rb") as f:
-        stream = Inflate(f, path, BLOCK_BYTES, on_position)
+        stream = decompressed(f, path, kind, BLOCK_BYTES, on_position)
         try:
             for chunk in stream:
                 if failed:
@@ -156,4 +271,4 @@ def gunzip_to(
     if failed:
         raise failed[0]
     if stream.truncated_at is not None:
-        on_truncated(_truncated(stream.truncated_at))
+        on_truncated(_truncated(stream.truncated_at, kind))

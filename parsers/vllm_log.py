@@ -77,7 +77,8 @@ def sniff_server_log(head: bytes) -> bool:
         return True
     text = head.decode("utf-8", "replace")
     return _HEADER.search(text) is not None and any(
-        k in text for k in ("vLLM", "vllm", "Avg prompt throughput", "Iteration(", "api_server", "loggers.py")
+        k in text
+        for k in ("vLLM", "vllm", "Avg prompt throughput", "Iteration(", "api_server", "loggers.py", "Added request ")
     )
 
 
@@ -390,6 +391,8 @@ def ingest_server_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
         "requests": len(logged),
         "timestamped": len(heads),
     }
+    if logged:
+        info.version += f", request lines ({len(logged)} requests)"
     if json_records:
         info.version += f", {json_records}"
     if collected:

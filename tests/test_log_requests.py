@@ -28,7 +28,9 @@ def _raw_requests() -> tuple[dict[str, str], dict[str, str]]:
     )
     aborted = {
         eid.rsplit("-", 1)[0]: stamp
-        for stamp, eid in re.findall(r"INFO (\d\d-\d\d \d\d:\d\d:\d\d) \[[\w.]+:\d+\] Aborted request\(s\) (\S+)\.", raw)
+        for stamp, eid in re.findall(
+            r"INFO (\d\d-\d\d \d\d:\d\d:\d\d) \[[\w.]+:\d+\] Aborted request\(s\) (\S+)\.", raw
+        )
     }
     return received, aborted
 
@@ -131,10 +133,9 @@ def test_older_request_lines_give_prompt_sizes_and_exact_latencies(tmp_path):
 
 
 def test_a_prompt_list_cut_by_max_log_len_gives_no_size_and_whole_seconds_no_latency(tmp_path):
-    text = (
-        "INFO 09-10 16:32:00 api_server.py:1] non-default args: {'max_log_len': 4}\n"
-        + _V0.replace("INFO 2025-", "INFO ").replace(".100 ", " ").replace(".250 ", " ")
-    )
+    text = "INFO 09-10 16:32:00 api_server.py:1] non-default args: {'max_log_len': 4}\n" + _V0.replace(
+        "INFO 2025-", "INFO "
+    ).replace(".100 ", " ").replace(".250 ", " ")
     text = re.sub(r"(INFO \d\d-\d\d \d\d:\d\d:\d\d)\.\d{3} ", r"\1 ", text)
     path = tmp_path / "server.log"
     path.write_text(text)

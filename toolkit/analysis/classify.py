@@ -215,7 +215,7 @@ def classify_steps(
     held = f" in steps ({share['steps_hold']:.0%} of the GPU's)" if share.get("steps_hold") is not None else ""
     why = (
         f"from the {'engine log' if logged else 'profiler'}'s engine steps: prefill {p:.0%}, decode {d:.0%}, "
-        f"mixed {share['mixed_share']:.0%} of {basis}{held} (no request-level source in this run)"
+        f"mixed {share['mixed_share']:.0%} of {basis}{held} (no request latencies in this run)"
     )
     if q is not None:
         why = (

@@ -82,7 +82,7 @@ def expand_inputs(paths: Sequence[str | os.PathLike[str]]) -> tuple[list[tuple[P
 
 # file names the tools write: a file so named that does not sniff is likely a damaged part of the run
 _NAMED = (
-    (re.compile(r"\.pt\.trace\.json(\.gz)?$|trace.*\.json\.gz$"), "profiler trace"),
+    (re.compile(r"\.pt\.trace\.json(\.gz|\.zst|\.xz|\.bz2)?$|trace.*\.json\.(gz|zst|xz|bz2)$"), "profiler trace"),
     (re.compile(r"\.otlp\.jsonl?$|traces?\.jsonl?$"), "span export"),
     (re.compile(r"\.prom$|metrics.*\.txt$"), "Prometheus scrape"),
     (re.compile(r"server.*\.log$|vllm.*\.log$|sglang.*\.log$"), "server log"),
@@ -115,7 +115,7 @@ def default_run_id(files: list[Path], digest: str, folder: Path | None = None) -
     """``<name>-<digest>``: the name of the one folder given, else of the one file, else of its folder."""
     first = files[0]
     stem = folder.name if folder is not None else first.name if len(files) == 1 else (first.parent.name or first.name)
-    stem = re.sub(r"(\.pt\.trace)?\.json(\.gz)?$|\.gz$", "", stem)
+    stem = re.sub(r"(\.pt\.trace)?\.json(\.gz|\.zst|\.zstd|\.xz|\.bz2)?$|\.(gz|zst|zstd|xz|bz2)$", "", stem)
     stem = re.sub(r"[^A-Za-z0-9._-]+", "-", stem).strip("-._")[:80] or "run"
     return f"{stem}-{digest[:8]}"
 

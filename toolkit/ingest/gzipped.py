@@ -1,11 +1,12 @@
-"""A gzipped file of any format read as its plain text is.
+"""A compressed file of any format (gzip, zstd, xz, bzip2) read as its plain text is.
 
-Logs, result files, scrapes and request records are gzipped as often as profiler traces are (log rotation, an
+Logs, result files, scrapes and request records are compressed as often as profiler traces are (log rotation, an
 artifact store, a bug report's attachment). Formats are told by their decompressed first bytes
 (``parsers.read_head``), so a file's format never depends on its compression; the profiler trace reader streams
-gzip itself, and every other reader is given the file decompressed into the run's staging folder under the
-name it has without ``.gz`` (``server.log.gz`` is read as ``server.log``: readers that name a client after its
-file name it the same). What the reader says of that copy is said of the file the user gave: its path in
+gzip itself, and every other reader (and the profiler trace reader, for the other compressions) is given the file
+decompressed into the run's staging folder under the name it has without its compression's ending
+(``server.log.gz`` or ``server.log.zst`` is read as ``server.log``: readers that name a client after its file name
+it the same). What the reader says of that copy is said of the file the user gave: its path in
 the source record, the warnings and the errors, and a byte offset there as a decompressed one (a line number is
 the same in both). A stream that ends early is read as far as it goes, with a warning, as any cut file is.
 """
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from lltrace.errors import TraceFormatError
-from lltrace.parsers._blocks import gunzip_to, is_gzip
+from lltrace.parsers._blocks import compression, gunzip_to, without_suffix
 from lltrace.tables import SourceInfo
 
 
@@ -30,15 +31,16 @@ def plain(
     """The file a reader is given for ``path`` (itself, unless it is gzip and the reader does not read gzip) and
     the warnings of its decompression (a stream that ends early). The copy is removed afterwards; an error a
     reader raises about the copy is raised about ``path``."""
-    if reads_gzip or not is_gzip(path):
+    kind = compression(path)
+    if kind is None or (reads_gzip and kind == "gzip"):
         yield path, []
         return
     folder = stage / f"_inflated_{part}"
     folder.mkdir(parents=True, exist_ok=True)
-    copy = folder / (path.name[: -len(".gz")] if path.name.lower().endswith(".gz") else path.name)
+    copy = folder / without_suffix(path.name)
     cut: list[str] = []
     try:
-        gunzip_to(str(path), copy, cut.append, progress)
+        gunzip_to(str(path), copy, cut.append, progress, kind)
         try:
             yield copy, [f"{path}: {why}: read as far as it goes" for why in cut]
         except TraceFormatError as exc:

@@ -40,6 +40,10 @@ PROVENANCE = {
     "requests.last_token_s": "derived: first_token_s + decode_s",
     "requests.ttft_s": "measured by the client (bench ttfts)",
     "requests.e2e_s": "measured by the client (bench latencies)",
+    "requests.arrival_s (client_id 'server log')": "measured: the log's Received request line's stamp (to the "
+    "second as vLLM prints it; to the millisecond where a collector's or a dated config's stamp prints it)",
+    "requests.server_e2e_s (client_id 'server log')": "measured: Finished (or Generated response) line's stamp - "
+    "the Received line's, only where both stamps print milliseconds; else NULL",
     "engine_steps.start_s (source log)": "estimated: iteration ends chained from elapsed times within 1 s log stamps",
     "engine_stats.ts_s (source log)": "derived: log stamp with the year of another source, zone UTC or inferred",
     "requests.queue_s_est / prefill_s_est": "estimated: client TTFT split by a prefill rate calibrated on the "
