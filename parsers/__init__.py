@@ -482,6 +482,19 @@ FORMATS: tuple[Format, ...] = (
         ),
     ),
     Format(
+        name=bench_clients.GUIDELLM_CSV,
+        family="benchmark clients",
+        description="guidellm's CSV report (benchmarks.csv, written beside benchmarks.json by default since 0.4)",
+        tables=(),
+        attributes="each benchmark's own statistics (client_summary): strategy and rate, request counts, duration, "
+        "mean / median / p90 / p99 of TTFT, TPOT, ITL and request latency, throughput; the JSON's kept where both "
+        "are given",
+        sniff=bench_clients.sniff_guidellm_csv,
+        ingest=bench_clients.ingest_guidellm_csv,
+        markers=(b"Run Info,", b"Request Latency", b"Time to First Token", b"Percentiles"),
+        versions=("0.8.1 (guidellm export of lltrace's own runs K_guidellm and M_guidellm_streams): real files",),
+    ),
+    Format(
         name=vllm_log.STATS_CSV,
         family="vLLM",
         description="vLLM V0 engine stats sampled into CSV by a client (BurstGPT replay tooling; KV usage in %)",

@@ -37,13 +37,7 @@ _NOTHING_MORE = (
         "AIPerf's .aiperf_results_ready.json: its exports are written",
     ),
     # guidellm's reports beside its benchmarks.json (>= 0.4 writes json, csv and html by default; real ones of 0.8.1,
-    # `guidellm export` of lltrace's run K_guidellm: sample_traces/guidellm_exports)
-    (
-        "text",
-        (b"Run Info,", b"Request Latency", b"Time to First Token"),
-        "guidellm's CSV report: each benchmark's summary statistics of the requests its benchmarks.json holds "
-        "(lltrace reads benchmarks.json, which guidellm writes beside it)",
-    ),
+    # `guidellm export` of lltrace's run K_guidellm: sample_traces/guidellm_exports; its CSV is read: guidellm-csv)
     (
         "head",
         (b"<title>GuideLLM Benchmark Report</title>",),

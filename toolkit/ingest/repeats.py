@@ -66,8 +66,10 @@ def drop_repeated_results(stage: Path, sources: list[dict[str, Any]]) -> list[st
 
 def _csv_copies(sources: list[dict[str, Any]]) -> list[str]:
     """AIPerf (and GenAI-Perf) write the same statistics as JSON and as CSV into one artifacts folder: the CSV
-    copy, rounded to two decimals, is left out where the JSON aggregate beside it gives the same figures."""
-    out = []
+    copy, rounded to two decimals, is left out where the JSON aggregate beside it gives the same figures. guidellm
+    writes benchmarks.json and benchmarks.csv: the CSV is left out where the run's JSON holds its benchmarks (by
+    guidellm's benchmark ids; without ids, by their request counts and mean TTFT)."""
+    out = _guidellm_csv_copies(sources)
     jsons = [s for s in sources if s.get("format") == "aiperf-summary" and s.get("aiperf_summary")]
     for src in sources:
         if src.get("format") != "aiperf-summary-csv" or not src.get("aiperf_summary"):
@@ -145,3 +147,31 @@ def _same_figures(csv_src: dict[str, Any], json_src: dict[str, Any]) -> bool:
             if abs(x - y) > 0.0051e-3:  # ms figures written with two decimals
                 return False
     return compared > 0
+
+
+def _guidellm_key(summary: dict[str, Any]) -> Any:
+    """What tells one guidellm benchmark from another: its id (>= 0.4), else its request counts and mean TTFT."""
+    if summary.get("benchmark_id"):
+        return summary["benchmark_id"]
+    ttft = ((summary.get("metrics") or {}).get("time_to_first_token_ms") or {}).get("successful") or {}
+    totals = summary.get("request_totals") or {}
+    return (totals.get("successful"), totals.get("errored"), ttft.get("mean"))
+
+
+def _guidellm_csv_copies(sources: list[dict[str, Any]]) -> list[str]:
+    out = []
+    held = {
+        _guidellm_key(b)
+        for s in sources
+        if s.get("format") == "guidellm-benchmarks"
+        for b in s.get("guidellm_metrics") or []
+    }
+    for src in sources:
+        mine = src.get("guidellm_metrics") or []
+        if src.get("format") != "guidellm-csv" or not mine or not all(_guidellm_key(b) in held for b in mine):
+            continue
+        src["guidellm_metrics"] = None
+        json_files = sorted({Path(s["path"]).name for s in sources if s.get("format") == "guidellm-benchmarks"})
+        src["copy_of"] = json_files
+        out.append(f"{src['path']}: the CSV report of {', '.join(json_files)}'s benchmarks: read once, from the JSON")
+    return out
