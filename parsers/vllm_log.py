@@ -66,6 +66,7 @@ _ENGINE_EVENT = re.compile(r"(Added|Finished|Aborted) request(?:\(s\))? (\S+?)\.
 _GENERATED = re.compile(r"Generated response (\S+?)( \(streaming (?:complete|delta)\))?: output: ")
 _FINISH_REASON = re.compile(r"finish_reason: (\w+)\s*$")
 _MAX_TOKENS = re.compile(r"\bmax_tokens=(\d+|None)")
+_REQUEST_LINES = ("Received request", "Added request", "Finished request", "Aborted request", "Generated response")
 
 
 def sniff_server_log(head: bytes) -> bool:
@@ -254,6 +255,13 @@ def ingest_server_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
     requests = _RequestLines(config.get("max_log_len"))
     v0 = v1 = unparsed = dated = collected = 0
     impossible: list[int] = []  # line numbers of stamps on days no year has
+    counted = [0, 1]  # (offset, its line number): line numbers counted on as the lines are read, never from 0
+
+    def line_of(offset: int) -> int:
+        counted[1] += text.count("\n", counted[0], offset)
+        counted[0] = offset
+        return counted[1]
+
     for i, h in enumerate(heads):
         body = text[h.end() : heads[i + 1].start() if i + 1 < len(heads) else len(text)]
         year = h.group(1)
@@ -347,7 +355,9 @@ def ingest_server_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
                 }
             )
             v0 += 1
-        elif "request" in body[:40] and requests.read(body, stamp, ts, exact, text.count("\n", 0, h.start()) + 1):
+        elif body[:24].lstrip().startswith(_REQUEST_LINES) and requests.read(
+            body, stamp, ts, exact, line_of(h.start())
+        ):
             pass
         elif m := _V0_PREEMPT.search(body):
             # Logged only every 50th preemption: the cumulative count is the figure, not the line count.

@@ -145,3 +145,35 @@ def test_a_prompt_list_cut_by_max_log_len_gives_no_size_and_whole_seconds_no_lat
     assert rows["chatcmpl-a1"]["input_tokens"] is None and rows["chatcmpl-b2"]["input_tokens"] is None
     # stamps to the second: the finish time is kept, no latency made of two whole-second stamps
     assert rows["chatcmpl-a1"]["server_e2e_s"] is None and rows["chatcmpl-a1"]["finished_s"] is not None
+
+
+# --enable-log-outputs (serve/utils/request_logger.py, 0.32: "Generated response %s%s: output: %r, finish_reason: %s",
+# the stream's deltas " (streaming delta)", its end " (streaming complete)"), with 0.32's request and engine lines
+_OUTPUTS = """\
+INFO 12-05 04:45:56 [request_logger.py:65] Received request chatcmpl-c3: params: SamplingParams(n=1, max_tokens=16), \
+lora_request: None.
+INFO 12-05 04:45:56 [async_llm.py:578] Added request chatcmpl-c3-0a1b2c3d.
+INFO 12-05 04:45:56 [request_logger.py:109] Generated response chatcmpl-c3 (streaming delta): output: 'Hi', \
+finish_reason: None
+INFO 12-05 04:45:57 [request_logger.py:109] Generated response chatcmpl-c3 (streaming complete): output: 'Hi there', \
+finish_reason: length
+INFO 12-05 04:45:57 [request_logger.py:65] Received request chatcmpl-d4: params: SamplingParams(n=1, max_tokens=8), \
+lora_request: None.
+INFO 12-05 04:45:57 [async_llm.py:578] Added request chatcmpl-d4-9f8e7d6c.
+INFO 12-05 04:45:58 [request_logger.py:109] Generated response chatcmpl-d4: output: 'Yes', finish_reason: stop
+"""
+
+
+def test_generated_response_lines_end_their_requests(tmp_path):
+    path = tmp_path / "server.log"
+    path.write_text(_OUTPUTS)
+    run = lltrace.ingest([path], store=tmp_path / "s")
+    rows = {r["request_id"]: r for r in run.sql("SELECT * FROM requests").to_dicts()}
+    assert set(rows) == {"chatcmpl-c3", "chatcmpl-d4"}
+    assert rows["chatcmpl-c3"]["engine_request_id"] == "chatcmpl-c3-0a1b2c3d"
+    assert {r["status"] for r in rows.values()} == {"finished"}
+    # whole-second stamps: the end is kept, one second after the arrival, and no latency is made of them
+    assert rows["chatcmpl-c3"]["finished_s"] - rows["chatcmpl-c3"]["arrival_s"] == 1.0
+    assert rows["chatcmpl-c3"]["server_e2e_s"] is None
+    (src,) = run.metadata["sources"]
+    assert src["log_requests"]["generated"] == 2 and src["log_requests"]["received"] == 2
