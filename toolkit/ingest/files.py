@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from lltrace.errors import TraceFormatError, UnknownFormat
+from lltrace.ingest.archives import archive_kind
 from lltrace.parsers import FORMATS, Format, closest_formats, detect, read_head, utf16_format
 from lltrace.parsers.beside import nothing_more
 from lltrace.store import Skipped
@@ -40,7 +41,10 @@ def expand_inputs(paths: Sequence[str | os.PathLike[str]]) -> tuple[list[tuple[P
                 except UnknownFormat as exc:
                     skipped.append(Skipped(str(f), str(exc).split(": ", 1)[1]))
                     continue
-                if fmt is None and (wide := utf16_format(read_head(f))):
+                if fmt is None and (kind := archive_kind(f)):
+                    why = f"an archive ({kind}) inside the folder: give it as a path of its own to read what it holds"
+                    skipped.append(Skipped(str(f), why))
+                elif fmt is None and (wide := utf16_format(read_head(f))):
                     skipped.append(Skipped(str(f), _utf16_why(f, wide.name)))
                 elif fmt is None and (what := nothing_more(read_head(f))):
                     skipped.append(Skipped(str(f), what))

@@ -24,8 +24,9 @@ from typing import Any
 import duckdb
 
 from lltrace.arrow_rows import IntegerOverflow
-from lltrace.errors import InputWarning, TraceFormatError, TruncatedInput, UnexpectedContent
+from lltrace.errors import InputWarning, TraceFormatError, TruncatedInput, UnexpectedContent, UnknownFormat
 from lltrace.ingest import counters, engine
+from lltrace.ingest.archives import unpacked
 from lltrace.ingest.checks import check_stage, warnings_for
 from lltrace.ingest.clocks import outside_window, place_log_times
 from lltrace.ingest.estimates import estimate_ttft_split
@@ -36,7 +37,7 @@ from lltrace.ingest.locate import locate, locate_depth
 from lltrace.ingest.log_requests import add_log_requests
 from lltrace.ingest.repeats import drop_repeated_results
 from lltrace.parsers.kineto import NAME as KINETO
-from lltrace.store import Run, Store, check_run_id
+from lltrace.store import Run, Skipped, Store, check_run_id
 from lltrace.version import __version__
 
 ProgressFn = Callable[[str, int, int], None]
@@ -115,9 +116,40 @@ def ingest(
 
     Re-ingesting the same files (same content hashes and options) reuses the stored run unless
     ``force``. A truncated file is read as far as it is valid with a ``TruncatedInput`` warning, or,
-    with ``strict``, rejected. Raises ``UnknownFormat``, ``TraceFormatError`` or ``StoreError``; nothing
-    is left in the store when it raises.
+    with ``strict``, rejected. An archive (zip, tar) among the paths is read as the folder it holds
+    (``archives``). Raises ``UnknownFormat``, ``TraceFormatError`` or ``StoreError``; nothing is left in
+    the store when it raises.
     """
+    options: dict[str, Any] = {"run": run, "keep_python": keep_python, "force": force, "strict": strict}
+    with unpacked(paths) as (given, shown):
+        if given == [str(p) for p in paths]:
+            return _ingest(paths, store, progress=progress, **options)
+        said = (lambda p, done, total: progress(shown(p), done, total)) if progress else None
+        caught: list[warnings.WarningMessage] = []
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                return _ingest(given, store, progress=said, shown=shown, **options)
+        except TraceFormatError as exc:
+            raise type(exc)(shown(exc.path), exc.where, shown(exc.message)) from None
+        except UnknownFormat as exc:
+            raise UnknownFormat(shown(str(exc))) from None
+        finally:  # what was warned of the unpacked files, said of the archive
+            for w in caught:
+                warnings.warn(shown(str(w.message)), w.category, stacklevel=3)
+
+
+def _ingest(
+    paths: Sequence[str | os.PathLike[str]],
+    store: Store | str | os.PathLike[str] | None,
+    *,
+    run: str | None,
+    keep_python: bool,
+    force: bool,
+    strict: bool,
+    progress: ProgressFn | None,
+    shown: Callable[[Any], Any] = lambda x: x,
+) -> Run:
     st = store if isinstance(store, Store) else Store(store)
     files, skipped = expand_inputs(paths)
     folder = Path(paths[0]) if len(paths) == 1 and Path(paths[0]).is_dir() else None
@@ -138,7 +170,7 @@ def ingest(
     if not force and _may_be_stored(st, run, [f for f, _ in files], folder):
         run_id = identify()
         if st.has_run(run_id) and st.metadata(run_id).get("input_digest") == ident["digest"]:
-            return Run(run_id, st, skipped, reused=True)
+            return Run(run_id, st, [Skipped(shown(k.path), shown(k.reason)) for k in skipped], reused=True)
     started = time.time()
     seconds: dict[str, float] = dict.fromkeys(("read", "steps", "assemble", "checks", "hash_wait"), 0.0)
     took: list[dict[str, Any]] = []  # per source: the timings its reader recorded (_SOURCE_TIMINGS), its hash
@@ -281,8 +313,9 @@ def ingest(
             | (PROVENANCE if join or log_clock else {}),
         }
         # strict JSON, readable by any parser: a non-finite number a source wrote is kept as text ("inf")
+        meta = shown(meta)  # (an archive's files named as in it)
         (stage / "run.json").write_text(json.dumps(_finite(meta), indent=2, default=str, allow_nan=False))
-    return Run(run_id, st, skipped)
+    return Run(run_id, st, [Skipped(shown(k.path), shown(k.reason)) for k in skipped])
 
 
 _UNEXPECTED = (
