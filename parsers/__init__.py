@@ -585,16 +585,23 @@ def detect(path: str | Path) -> Format | None:
     if len(hits) > 1:
         raise UnknownFormat(f"{path}: ambiguous: the file looks like {', '.join(f.name for f in hits)}")
     if not hits:
-        _check_stream(path)
+        _check_stream(path, head)
     return hits[0] if hits else None
 
 
-def _check_stream(path: str | Path) -> None:
-    """A compressed file whose head fits no format, decompressed to its end: damage in it (which the block
-    compressors find only at a block's end, after giving its bytes) is said as damage, not as an unknown format."""
+_CHECKED_BYTES = 256 << 20  # the largest compressed file of no format decompressed to its end to look for damage
+
+
+def _check_stream(path: str | Path, head: bytes) -> None:
+    """A zstd, xz or bzip2 file whose head fits no format, decompressed to its end: damage in it (which these
+    compressors may find only at a block's or frame's end, after giving garbage for its bytes) is said as damage,
+    not as an unknown format. Not for gzip (deflate fails where its data does), a tar archive, or a file over
+    ``_CHECKED_BYTES``."""
+    if head[257:262] == b"ustar" or Path(path).stat().st_size > _CHECKED_BYTES:
+        return
     with open(path, "rb") as f:
         kind = compression_of(f.read(6))
-        if kind is not None:
+        if kind not in (None, "gzip"):
             f.seek(0)
             for _ in decompressed(f, str(path), kind, 4 << 20, None):
                 pass
