@@ -144,22 +144,29 @@ class _RequestLines:
 
     def __init__(self, max_log_len: int | None) -> None:
         self.max_log_len = max_log_len
-        self.by_id: dict[str, dict[str, Any]] = {}
+        self.records: list[dict[str, Any]] = []
+        self.by_id: dict[str, dict[str, Any]] = {}  # each id's latest request
         self.engine_ids: dict[str, str] = {}  # the engine's id -> the frontend's
         self.counts = dict.fromkeys(("received", "added", "finished", "aborted", "generated", "not_generation"), 0)
         self.unknown_ids = 0  # an engine line about a request no Received or Added line named
+        self.reused_ids = 0  # a Received line with an id an earlier one had (a restart, a client reusing its ids)
 
     def _record(self, rid: str, stamp: str | None, ts: float | None, exact: bool, line: int) -> dict[str, Any]:
-        return self.by_id.setdefault(
-            rid,
-            {"request_id": rid, "arrival_stamp": stamp, "arrival_s": ts, "exact": exact, "line": line},
-        )
+        """A new request under ``rid``; an id received before is a request of its own, named ``<id>#2`` …"""
+        name = rid
+        if rid in self.by_id:
+            self.reused_ids += 1
+            name = f"{rid}#{sum(r['request_id'].split('#')[0] == rid for r in self.records) + 1}"
+        rec = {"request_id": name, "arrival_stamp": stamp, "arrival_s": ts, "exact": exact, "line": line}
+        self.records.append(rec)
+        self.by_id[rid] = rec
+        return rec
 
     def _known(self, eid: str) -> dict[str, Any] | None:
         rid = self.engine_ids.get(eid, eid)
         if rid not in self.by_id and "-" in eid:  # V1 0.11+: the frontend's id and "-<suffix>"
             rid = eid.rsplit("-", 1)[0]
-        return self.by_id.get(rid)
+        return self.by_id.get(rid.split("#")[0])
 
     def read(self, body: str, stamp: str | None, ts: float | None, exact: bool, line: int) -> bool:
         """Take one line's request event; whether it was one."""
@@ -188,11 +195,12 @@ class _RequestLines:
                 if what == "Added":
                     self.counts["added"] += 1
                     rec = self._known(eid)
-                    if rec is None:  # no Received line (a frontend of its own, or the log's start cut)
+                    if rec is None or "added" in rec:  # no Received line (a frontend of its own, the log's start cut)
                         rec = self._record(eid, stamp, ts, exact, line)
-                    elif eid != rec["request_id"]:
+                    if eid != rec["request_id"].split("#")[0]:
                         rec["engine_request_id"] = eid
-                    self.engine_ids[eid] = rec["request_id"]
+                    rec["added"] = True
+                    self.engine_ids[eid] = rec["request_id"].split("#")[0]
                     continue
                 rec = self._known(eid)
                 if rec is None:
@@ -222,11 +230,16 @@ class _RequestLines:
 
     def rows(self, part: int) -> list[dict[str, Any]]:
         """One row per generation request, in the order first logged."""
-        return [r | {"part": part} for r in self.by_id.values()]
+        return [{k: v for k, v in r.items() if k != "added"} | {"part": part} for r in self.records]
 
     def summary(self) -> dict[str, int]:
         """The lines read, by kind (run metadata)."""
-        return {"requests": len(self.by_id), **self.counts, "unknown_ids": self.unknown_ids}
+        return {
+            "requests": len(self.records),
+            **self.counts,
+            "unknown_ids": self.unknown_ids,
+            "reused_ids": self.reused_ids,
+        }
 
 
 def _possible_stamp(month: int, day: int, hour: int, minute: int, second: int) -> bool:
@@ -382,7 +395,12 @@ def ingest_server_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
     if unparsed:
         info.dropped["unreadable_stats_lines"] = unparsed
         info.warnings.append(f"{path}: {unparsed} stats or iteration lines that do not parse: skipped")
-    if not stats and not steps and not requests.by_id:
+    if requests.reused_ids:
+        info.warnings.append(
+            f"{path}: {requests.reused_ids} request id(s) received again after an earlier request of the same id (a "
+            "restart, or a client reusing its ids): each a request of its own, the later named <id>#2, <id>#3 …"
+        )
+    if not stats and not steps and not requests.records:
         info.warnings.append(f"{path}: no stats, iteration or request lines found in the log")
     write_rows(stage, "engine_stats", part, stats)
     logged = requests.rows(part)

@@ -177,3 +177,18 @@ def test_generated_response_lines_end_their_requests(tmp_path):
     assert rows["chatcmpl-c3"]["server_e2e_s"] is None
     (src,) = run.metadata["sources"]
     assert src["log_requests"]["generated"] == 2 and src["log_requests"]["received"] == 2
+
+
+def test_an_id_received_again_is_a_request_of_its_own(tmp_path):
+    """A server restarted in one log, or a client reusing its ids (a bench's --request-id-prefix run twice): the same
+    id received again is another request, named <id>#2, never one request made of two."""
+    again = _OUTPUTS.replace("04:45:5", "04:46:5")
+    path = tmp_path / "server.log"
+    path.write_text(_OUTPUTS + again)
+    with pytest.warns(lltrace.InputWarning, match=r"2 request id\(s\) received again"):
+        run = lltrace.ingest([path], store=tmp_path / "s")
+    rows = {r["request_id"]: r for r in run.sql("SELECT * FROM requests").to_dicts()}
+    assert set(rows) == {"chatcmpl-c3", "chatcmpl-d4", "chatcmpl-c3#2", "chatcmpl-d4#2"}
+    assert rows["chatcmpl-c3#2"]["arrival_s"] - rows["chatcmpl-c3"]["arrival_s"] == 60.0
+    assert rows["chatcmpl-c3#2"]["engine_request_id"] == "chatcmpl-c3-0a1b2c3d"
+    assert {r["status"] for r in rows.values()} == {"finished"}
