@@ -137,6 +137,73 @@ def _engine_config(text: str) -> tuple[dict[str, Any], dict[str, str]]:
     return config, origin
 
 
+# uvicorn's access line, '127.0.0.1:36506 - "POST /v1/chat/completions HTTP/1.1" 200 OK' (printed when a response
+# starts: a stream aborted later still shows its 200)
+_ACCESS = re.compile(r' - "([A-Z]+) (\S+) HTTP/[\d.]+" (\d{3})')
+# the server's shutdown (vLLM 0.11+ tags each of its lines "[shutdown]"; earlier API servers print "Shutting down
+# FastAPI HTTP server."): ERROR records after it (a killed engine's EngineDeadError) are the shutdown's
+_SHUTDOWN = ("[shutdown]", "Shutting down FastAPI HTTP server")
+
+
+class _Trouble:
+    """The log's ERROR records (a traceback's lines, one record each, counted once: same stamp and source line)
+    before and after the server began shutting down, and uvicorn's access lines by status."""
+
+    def __init__(self) -> None:
+        self.shutdown_line: int | None = None
+        self.errors: list[dict[str, Any]] = []  # {"line", "message", "after_shutdown"}
+        self._last: tuple[str, str] | None = None
+
+    def read(self, level: str, where: str, stamp: str | None, body: str, line: int) -> None:
+        if self.shutdown_line is None and any(mark in body[:80] for mark in _SHUTDOWN):
+            self.shutdown_line = line
+        if level != "ERROR":
+            self._last = None
+            return
+        key = (stamp or "", where)
+        if key == self._last:  # the next line of one traceback
+            return
+        self._last = key
+        message = body.strip().splitlines()[0][:160] if body.strip() else ""
+        self.errors.append({"line": line, "message": message, "after_shutdown": self.shutdown_line is not None})
+
+    def report(self, path: str, text: str, info: SourceInfo) -> None:
+        """Into ``info``: the counts (details ``errors``, ``http``) and a warning for what happened while serving."""
+        serving = [e for e in self.errors if not e["after_shutdown"]]
+        if self.errors:
+            info.details["errors"] = {
+                "records": len(self.errors),
+                "while_serving": len(serving),
+                "first": [{k: e[k] for k in ("line", "message")} for e in (serving or self.errors)[:3]],
+                "shutdown_line": self.shutdown_line,
+            }
+        if serving:
+            info.warnings.append(
+                f"{path}: line {serving[0]['line']}: {len(serving)} ERROR record(s) while the server was serving "
+                f"(first: {serving[0]['message']})"
+            )
+        statuses: dict[tuple[str, str, str], int] = {}
+        for method, where, status in _ACCESS.findall(text):
+            key = (method, where.split("?")[0], status)
+            statuses[key] = statuses.get(key, 0) + 1
+        if not statuses:
+            return
+        failed = {k: n for k, n in statuses.items() if k[2] >= "500" or (k[0] == "POST" and k[2] >= "400")}
+        info.details["http"] = {
+            "responses": sum(statuses.values()),
+            "by_status": {
+                st: sum(n for k, n in statuses.items() if k[2] == st) for st in sorted({k[2] for k in statuses})
+            },
+            "failed": [{"method": m, "path": w, "status": int(st), "responses": n} for (m, w, st), n in failed.items()],
+        }
+        if failed:
+            said = ", ".join(f"{m} {w} {st} x{n:,}" for (m, w, st), n in sorted(failed.items(), key=lambda kv: -kv[1]))
+            info.warnings.append(
+                f"{path}: {sum(failed.values()):,} request(s) answered with an HTTP error (uvicorn's access lines: "
+                f"{said})"
+            )
+
+
 class _RequestLines:
     """The request lines of one log, gathered into one record per request (the frontend's id; the engine's id
     where it adds a suffix). A request is generation where its params are SamplingParams or BeamSearchParams;
@@ -275,8 +342,12 @@ def ingest_server_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
         counted[0] = offset
         return counted[1]
 
+    trouble = _Trouble()
     for i, h in enumerate(heads):
         body = text[h.end() : heads[i + 1].start() if i + 1 < len(heads) else len(text)]
+        level = h.group(0)[:5]
+        if level == "ERROR" or trouble.shutdown_line is None:
+            trouble.read(level, h.group(0).rsplit("[", 1)[-1], h.group(0)[5:], body, line_of(h.start()))
         year = h.group(1)
         stamp: str | None = f"{h.group(2)}-{h.group(3)} {h.group(4)}:{h.group(5)}:{h.group(6)}"
         ts = collected_seconds(text[text.rfind("\n", 0, h.start()) + 1 : h.start()])
@@ -395,6 +466,7 @@ def ingest_server_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
     if unparsed:
         info.dropped["unreadable_stats_lines"] = unparsed
         info.warnings.append(f"{path}: {unparsed} stats or iteration lines that do not parse: skipped")
+    trouble.report(path, text, info)
     if requests.reused_ids:
         info.warnings.append(
             f"{path}: {requests.reused_ids} request id(s) received again after an earlier request of the same id (a "

@@ -8,7 +8,7 @@ import re
 from datetime import datetime, timezone
 
 import pytest
-from conftest import SAMPLES
+from conftest import DATA, SAMPLES
 
 import lltrace
 from lltrace.ingest.log_requests import LOG_CLIENT
@@ -192,3 +192,46 @@ def test_an_id_received_again_is_a_request_of_its_own(tmp_path):
     assert rows["chatcmpl-c3#2"]["arrival_s"] - rows["chatcmpl-c3"]["arrival_s"] == 60.0
     assert rows["chatcmpl-c3#2"]["engine_request_id"] == "chatcmpl-c3-0a1b2c3d"
     assert {r["status"] for r in rows.values()} == {"finished"}
+
+
+def test_errors_while_serving_and_http_errors_are_said(tmp_path):
+    """Run T's real log, with what a failing request adds to it inserted mid-run (in vLLM 0.32's and uvicorn's own
+    line formats): a traceback's ERROR records (one error: same stamp and source line) and two 400 responses. Said
+    in warnings and counted; the EngineDeadError a killed engine prints after the [shutdown] lines is not."""
+    lines = (RUN / "server.log").read_text().splitlines(keepends=True)
+    at = next(i for i, x in enumerate(lines) if "Avg prompt throughput" in x) + 1
+    head = "(APIServer pid=17308) ERROR 12-05 04:45:57 [serving_completion.py:175] "
+    inserted = [
+        head + "Error in preprocessing prompt inputs\n",
+        head + "Traceback (most recent call last):\n",
+        head + "ValueError: This model's maximum context length is 2048 tokens.\n",
+        'INFO:     127.0.0.1:50718 - "POST /v1/completions HTTP/1.1" 400 Bad Request\n',
+        'INFO:     127.0.0.1:50720 - "POST /v1/completions HTTP/1.1" 400 Bad Request\n',
+    ]
+    path = tmp_path / "server.log"
+    path.write_text("".join(lines[:at] + inserted + lines[at:]))
+    with pytest.warns(lltrace.InputWarning) as said:
+        run = lltrace.ingest([path], store=tmp_path / "s")
+    text = [str(w.message) for w in said]
+    assert any(f"line {at + 1}: 1 ERROR record(s) while the server was serving" in w for w in text)
+    assert any("2 request(s) answered with an HTTP error" in w and "POST /v1/completions 400 x2" in w for w in text)
+    (src,) = run.metadata["sources"]
+    raw = (RUN / "server.log").read_text()
+    assert src["http"]["responses"] == raw.count(" HTTP/1.1\" ") + 2
+    assert src["errors"] == {
+        "records": 1,
+        "while_serving": 1,
+        "first": [{"line": at + 1, "message": "Error in preprocessing prompt inputs"}],
+        "shutdown_line": next(i for i, x in enumerate(lines) if "[shutdown]" in x) + len(inserted) + 1,
+    }
+
+
+def test_a_killed_engines_errors_after_shutdown_are_not_warned(tmp_path):
+    """Run B's real log ends with the EngineDeadError traceback of its killed engine, after the [shutdown] lines."""
+    log = DATA / "vllm_cpu" / "B_kvpressure" / "server.log"
+    raw = log.read_text()
+    assert "EngineDeadError" in raw and raw.index("[shutdown]") < raw.index("EngineDeadError")
+    run = lltrace.ingest([log], store=tmp_path / "s")
+    (src,) = run.metadata["sources"]
+    assert src["errors"]["records"] == 1 and src["errors"]["while_serving"] == 0
+    assert not any("ERROR record" in w for w in src["warnings"])
