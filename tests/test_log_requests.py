@@ -217,7 +217,7 @@ def test_errors_while_serving_and_http_errors_are_said(tmp_path):
     assert any("2 request(s) answered with an HTTP error" in w and "POST /v1/completions 400 x2" in w for w in text)
     (src,) = run.metadata["sources"]
     raw = (RUN / "server.log").read_text()
-    assert src["http"]["responses"] == raw.count(" HTTP/1.1\" ") + 2
+    assert src["http"]["responses"] == raw.count(' HTTP/1.1" ') + 2
     assert src["errors"] == {
         "records": 1,
         "while_serving": 1,
