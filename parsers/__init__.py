@@ -7,15 +7,15 @@ post-ingest step (the profiler's step detection). Detection never trusts the fil
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from lltrace.errors import TraceFormatError, UnknownFormat
+from lltrace.errors import UnknownFormat
 from lltrace.parsers import (
     aggregate_csv,
     bench_clients,
+    guidellm_csv,
     inference_perf,
     kineto,
     kineto_steps,
@@ -30,10 +30,8 @@ from lltrace.parsers import (
     vllm_log,
     workloads,
 )
-from lltrace.parsers._blocks import compression_of, decompressed
+from lltrace.parsers._blocks import check_stream, read_head
 from lltrace.tables import SourceInfo
-
-SNIFF_BYTES = 64 << 10
 
 
 @dataclass(frozen=True)
@@ -482,15 +480,15 @@ FORMATS: tuple[Format, ...] = (
         ),
     ),
     Format(
-        name=bench_clients.GUIDELLM_CSV,
+        name=guidellm_csv.GUIDELLM_CSV,
         family="benchmark clients",
         description="guidellm's CSV report (benchmarks.csv, written beside benchmarks.json by default since 0.4)",
         tables=(),
         attributes="each benchmark's own statistics (client_summary): strategy and rate, request counts, duration, "
         "mean / median / p90 / p99 of TTFT, TPOT, ITL and request latency, throughput; the JSON's kept where both "
         "are given",
-        sniff=bench_clients.sniff_guidellm_csv,
-        ingest=bench_clients.ingest_guidellm_csv,
+        sniff=guidellm_csv.sniff_guidellm_csv,
+        ingest=guidellm_csv.ingest_guidellm_csv,
         markers=(b"Run Info,", b"Request Latency", b"Time to First Token", b"Percentiles"),
         versions=("0.8.1 (guidellm export of lltrace's own runs K_guidellm and M_guidellm_streams): real files",),
     ),
@@ -530,40 +528,6 @@ FORMATS: tuple[Format, ...] = (
 )
 
 
-def read_head(path: str | Path, size: int = SNIFF_BYTES) -> bytes:
-    """The first ``size`` bytes of a file, decompressed when it is gzip, zstd, xz or bzip2 (best effort for
-    truncated files; for damaged ones, the bytes before the damage: its reader says where it is)."""
-    with open(path, "rb") as f:
-        raw = f.read(size)
-        kind = compression_of(raw)
-        if kind not in (None, "gzip"):
-            f.seek(0)
-            out = b""
-            try:
-                for chunk in decompressed(f, str(path), kind, size, None):
-                    out += chunk
-                    if len(out) >= size:
-                        break
-            except TraceFormatError:
-                if not out:
-                    raise
-            return out[:size]
-        if raw[:2] != b"\x1f\x8b":
-            return raw
-        inflater = zlib.decompressobj(wbits=31)
-        out = b""
-        while len(out) < size and raw:
-            piece, raw = raw[:1024], raw[1024:]  # a kilobyte at a time: what comes before damage is kept
-            try:
-                out += inflater.decompress(inflater.unconsumed_tail + piece, size - len(out))
-            except zlib.error as exc:
-                if out:
-                    return out
-                raise TraceFormatError(str(path), "decompressed byte 0", f"corrupt gzip data ({exc})") from None
-            raw = raw or f.read(size)
-        return out
-
-
 def closest_formats(head: bytes, n: int = 3) -> list[str]:
     """Formats whose marker words the head shares most, for an error message (best first)."""
     scores = []
@@ -585,26 +549,8 @@ def detect(path: str | Path) -> Format | None:
     if len(hits) > 1:
         raise UnknownFormat(f"{path}: ambiguous: the file looks like {', '.join(f.name for f in hits)}")
     if not hits:
-        _check_stream(path, head)
+        check_stream(path, head)
     return hits[0] if hits else None
-
-
-_CHECKED_BYTES = 256 << 20  # the largest compressed file of no format decompressed to its end to look for damage
-
-
-def _check_stream(path: str | Path, head: bytes) -> None:
-    """A zstd, xz or bzip2 file whose head fits no format, decompressed to its end: damage in it (which these
-    compressors may find only at a block's or frame's end, after giving garbage for its bytes) is said as damage,
-    not as an unknown format. Not for gzip (deflate fails where its data does), a tar archive, or a file over
-    ``_CHECKED_BYTES``."""
-    if head[257:262] == b"ustar" or Path(path).stat().st_size > _CHECKED_BYTES:
-        return
-    with open(path, "rb") as f:
-        kind = compression_of(f.read(6))
-        if kind not in (None, "gzip"):
-            f.seek(0)
-            for _ in decompressed(f, str(path), kind, 4 << 20, None):
-                pass
 
 
 def utf16_format(head: bytes) -> Format | None:

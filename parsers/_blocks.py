@@ -16,6 +16,7 @@ from typing import Any, BinaryIO
 from lltrace.errors import TraceFormatError
 
 BLOCK_BYTES = 16 << 20
+SNIFF_BYTES = 64 << 10  # the first bytes a format is told by (``read_head``)
 
 
 def is_gzip(path: str | Path) -> bool:
@@ -272,3 +273,55 @@ def gunzip_to(
         raise failed[0]
     if stream.truncated_at is not None:
         on_truncated(_truncated(stream.truncated_at, kind))
+
+
+def read_head(path: str | Path, size: int = SNIFF_BYTES) -> bytes:
+    """The first ``size`` bytes of a file, decompressed when it is gzip, zstd, xz or bzip2 (best effort for
+    truncated files; for damaged ones, the bytes before the damage: its reader says where it is)."""
+    with open(path, "rb") as f:
+        raw = f.read(size)
+        kind = compression_of(raw)
+        if kind not in (None, "gzip"):
+            f.seek(0)
+            out = b""
+            try:
+                for chunk in decompressed(f, str(path), kind, size, None):
+                    out += chunk
+                    if len(out) >= size:
+                        break
+            except TraceFormatError:
+                if not out:
+                    raise
+            return out[:size]
+        if raw[:2] != b"\x1f\x8b":
+            return raw
+        inflater = zlib.decompressobj(wbits=31)
+        out = b""
+        while len(out) < size and raw:
+            piece, raw = raw[:1024], raw[1024:]  # a kilobyte at a time: what comes before damage is kept
+            try:
+                out += inflater.decompress(inflater.unconsumed_tail + piece, size - len(out))
+            except zlib.error as exc:
+                if out:
+                    return out
+                raise TraceFormatError(str(path), "decompressed byte 0", f"corrupt gzip data ({exc})") from None
+            raw = raw or f.read(size)
+        return out
+
+
+_CHECKED_BYTES = 256 << 20  # the largest compressed file of no format decompressed to its end to look for damage
+
+
+def check_stream(path: str | Path, head: bytes) -> None:
+    """A zstd, xz or bzip2 file whose head fits no format, decompressed to its end: damage in it (which these
+    compressors may find only at a block's or frame's end, after giving garbage for its bytes) is said as damage,
+    not as an unknown format. Not for gzip (deflate fails where its data does), a tar archive, or a file over
+    ``_CHECKED_BYTES``."""
+    if head[257:262] == b"ustar" or Path(path).stat().st_size > _CHECKED_BYTES:
+        return
+    with open(path, "rb") as f:
+        kind = compression_of(f.read(6))
+        if kind not in (None, "gzip"):
+            f.seek(0)
+            for _ in decompressed(f, str(path), kind, 4 << 20, None):
+                pass

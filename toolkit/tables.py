@@ -484,13 +484,7 @@ ENGINE_HISTOGRAMS = Table(
         _c("engine", S, None, "engine index, or instance/engine of a replica (as engine_stats)"),
         _c("instance", S, None, "the replica's Prometheus instance label"),
         _c("metric", S, None, "which latency or size the histogram counts", values=HISTOGRAM_METRICS),
-        _c(
-            "le",
-            F64,
-            None,
-            "the bucket's upper bound, seconds or tokens (NULL: the +Inf bucket, every observation)",
-            lo=0.0,
-        ),
+        _c("le", F64, None, "the bucket's upper bound, s or tokens (NULL: +Inf, every observation)", lo=0.0),
         _count("count", "observations at or below le so far (cumulative)", typ=F64),
     ),
 )
@@ -551,8 +545,7 @@ SPANS = Table(
 LOG_REQUESTS = Table(
     "_log_requests",
     "a server log's request lines (staging)",
-    "vLLM's request lines (--enable-log-requests; on by default before 0.10): Received, Added, Finished, Generated "
-    "response and Aborted, one row per request, before they are placed on the run clock and added to requests.",
+    "vLLM's request lines (--enable-log-requests), one row per request, before the run clock places them.",
     (
         PART,
         _c("request_id", S, None, "the id the frontend logged (Received request), else the engine's (Added request)"),
@@ -571,21 +564,8 @@ LOG_REQUESTS = Table(
     internal=True,
 )
 
-TABLES: dict[str, Table] = {
-    t.name: t
-    for t in (
-        KERNELS,
-        OPS,
-        ANNOTATIONS,
-        FLOWS,
-        ENGINE_STEPS,
-        REQUESTS,
-        REQUEST_EVENTS,
-        ENGINE_STATS,
-        ENGINE_HISTOGRAMS,
-        ENGINE_CONFIG,
-    )
-}
+_STORED = (KERNELS, OPS, ANNOTATIONS, FLOWS, ENGINE_STEPS, REQUESTS, REQUEST_EVENTS, ENGINE_STATS, ENGINE_HISTOGRAMS)
+TABLES: dict[str, Table] = {t.name: t for t in (*_STORED, ENGINE_CONFIG)}
 """The store's tables, by name."""
 STAGING: dict[str, Table] = {t.name: t for t in (BENCH, SPANS, LOG_REQUESTS)}
 
