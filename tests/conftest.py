@@ -7,6 +7,7 @@ import json
 from decimal import Decimal
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
@@ -107,3 +108,23 @@ def write_journey_span(path: Path) -> None:
     path.write_text(
         json.dumps({"resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [{"spans": [span]}]}]})
     )
+
+
+def document_text(doc: dict[str, Any], where: str) -> str:
+    """An analysis document as text to compare two readings of one run: its run id (the files' hashes name it) and
+    sources' sizes taken out, the folder or archive ``where`` as RUN, floats to 12 significant digits (DuckDB's
+    parallel sums may add in another order)."""
+    doc["run"].pop("id")
+    for src in doc["run"]["sources"]:
+        src.pop("size_bytes", None)
+    return json.dumps(_rounded(doc), sort_keys=True).replace(where, "RUN")
+
+
+def _rounded(x: Any) -> Any:
+    if isinstance(x, float):
+        return float(f"{x:.12g}")
+    if isinstance(x, dict):
+        return {k: _rounded(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_rounded(v) for v in x]
+    return x

@@ -4,15 +4,13 @@ its files named as in it; what cannot be unpacked safely is not, and said so."""
 from __future__ import annotations
 
 import io
-import json
 import shutil
 import tarfile
 import zipfile
 from pathlib import Path
-from typing import Any
 
 import pytest
-from conftest import DATA
+from conftest import DATA, document_text
 
 import lltrace
 from lltrace.errors import TraceFormatError
@@ -27,11 +25,6 @@ def _zip(folder: Path, dest: Path, extra: dict[str, bytes] | None = None) -> Pat
     return dest
 
 
-def _said(doc: dict[str, Any], where: str) -> str:
-    doc["run"].pop("id")
-    return json.dumps(doc, sort_keys=True).replace(where, "RUN")
-
-
 def test_a_run_zipped_reads_as_its_folder(tmp_path: Path) -> None:
     """Run D (spans, bench, server log, scrapes) zipped as a CI job's artifacts are: the same document as the
     folder's, each file named <archive>/<member>, the run named after the archive."""
@@ -42,7 +35,7 @@ def test_a_run_zipped_reads_as_its_folder(tmp_path: Path) -> None:
     assert run.id.startswith("D_chunked-")
     got = lltrace.analyze(run).to_dict()
     assert all(s["path"].startswith(f"{archive}/") for s in got["run"]["sources"])
-    assert _said(got, str(archive)) == _said(want, str(folder))
+    assert document_text(got, str(archive)) == document_text(want, str(folder))
 
 
 def test_a_tar_gz_bundle_with_a_member_outside_its_folder(tmp_path: Path) -> None:

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import bz2
 import gzip
-import json
 import lzma
 import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import DATA
+from conftest import DATA, document_text
 
 import lltrace
 from lltrace.errors import TraceFormatError
@@ -32,22 +31,8 @@ def _gzipped_copy(run: Path, dest: Path) -> Path:
 
 
 def _said(doc: dict[str, Any], folder: Path) -> str:
-    """The document as text, the run's folder and the ``.gz`` suffixes taken out of the paths it names, its floats
-    to 12 significant digits (DuckDB's parallel sums may add in another order)."""
-    doc["run"].pop("id")  # (the files' hashes name it)
-    for src in doc["run"]["sources"]:
-        src.pop("size_bytes", None)
-    return json.dumps(_rounded(doc), sort_keys=True).replace(str(folder), "RUN").replace(".gz", "")
-
-
-def _rounded(x: Any) -> Any:
-    if isinstance(x, float):
-        return float(f"{x:.12g}")
-    if isinstance(x, dict):
-        return {k: _rounded(v) for k, v in x.items()}
-    if isinstance(x, list):
-        return [_rounded(v) for v in x]
-    return x
+    """The document as text (``conftest.document_text``), the ``.gz`` suffixes taken out of the paths it names."""
+    return document_text(doc, str(folder)).replace(".gz", "")
 
 
 @pytest.mark.parametrize("run", ["A_baseline", "E_prefix"])
