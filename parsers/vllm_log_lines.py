@@ -109,7 +109,8 @@ class RequestLines:
         if rid in self.by_id:
             self.reused_ids += 1
             name = f"{rid}#{sum(r['request_id'].split('#')[0] == rid for r in self.records) + 1}"
-        rec = {"request_id": name, "arrival_stamp": stamp, "arrival_s": ts, "exact": exact, "line": line}
+        rec = {"request_id": name, "arrival_stamp": stamp, "arrival_s": ts, "exact": exact, "arrival_exact": exact}
+        rec["line"] = line
         self.records.append(rec)
         self.by_id[rid] = rec
         return rec

@@ -10,7 +10,9 @@
 -- mean number of requests in flight (summed e2e over the run window).
 -- columns:
 --   run_id                   run
---   requests                 counted requests with sizes
+--   requests                 counted requests
+--   sized                    of those, the requests whose source gives their prompt size (the size figures are
+--                            theirs; a vLLM log of 0.11 on lists arrivals only)
 --   input_p50                median prompt tokens
 --   input_p90                90th percentile prompt tokens
 --   input_mean               mean prompt tokens
@@ -19,7 +21,11 @@
 --   output_mean              mean output tokens
 --   span_s                   first to last arrival (a lone client's send times where no arrival is on the
 --                            run clock), seconds
---   rate_per_s               requests per second over the arrival span (NULL under threshold_rate_min_requests())
+--   rate_per_s               requests per second over the arrival span (NULL under threshold_rate_min_requests(),
+--                            and where the arrival stamps' resolution could move it by more than
+--                            threshold_rate_stamp_error(): resolution / span)
+--   arrival_resolution_s     the coarsest arrival stamp's resolution (requests.arrival_resolution_s; NULL: a
+--                            millisecond or finer)
 --   window_s                 first arrival to last finish (arrival + e2e, else the finish time), seconds
 --   throughput_per_s         requests finished per second over the run window (NULL without finish times)
 --   prefix_blocks            prefix blocks over all requests (where the source gives them)
@@ -39,7 +45,7 @@ WITH clock AS (
     FROM requests_prefix_reuse r JOIN clock c USING (run_id),
          LATERAL (SELECT CASE WHEN c.on_run_clock THEN r.arrival_s WHEN c.one_client THEN r.client_start_s END
                   AS start_s) t
-    WHERE r.input_tokens IS NOT NULL AND r.counted
+    WHERE r.counted
 ), flight AS (
     -- the most requests in flight at one instant: +1 at each send, -1 at each finish (a finish before a
     -- send at the same instant)
@@ -50,12 +56,12 @@ WITH clock AS (
               SELECT run_id, finish_s, -1 FROM counted WHERE finish_s IS NOT NULL AND start_s IS NOT NULL)
     ) GROUP BY run_id
 ), sizes AS (
-    SELECT run_id, count(*) AS requests,
+    SELECT run_id, count(*) AS requests, count(input_tokens) AS sized,
            quantile_cont(input_tokens, 0.5) AS input_p50, quantile_cont(input_tokens, 0.9) AS input_p90,
            avg(input_tokens) AS input_mean,
            quantile_cont(output_tokens, 0.5) AS output_p50, quantile_cont(output_tokens, 0.9) AS output_p90,
            avg(output_tokens) AS output_mean,
-           count(start_s) AS arrivals,
+           count(start_s) AS arrivals, max(arrival_resolution_s) AS arrival_resolution_s,
            max(start_s) - min(start_s) AS span_s,
            max(finish_s) - min(start_s) AS window_s,
            count(finish_s) AS finished,
@@ -63,9 +69,12 @@ WITH clock AS (
            sum(prefix_blocks) AS prefix_blocks, sum(prefix_blocks_reused) AS prefix_blocks_reused
     FROM counted GROUP BY run_id
 )
-SELECT run_id, requests, input_p50, input_p90, input_mean, output_p50, output_p90, output_mean,
+SELECT run_id, requests, sized, input_p50, input_p90, input_mean, output_p50, output_p90, output_mean,
        span_s,
-       CASE WHEN arrivals >= threshold_rate_min_requests() THEN arrivals / nullif(span_s, 0) END AS rate_per_s,
+       CASE WHEN arrivals >= threshold_rate_min_requests()
+                 AND coalesce(arrival_resolution_s / nullif(span_s, 0), 0) <= threshold_rate_stamp_error()
+            THEN arrivals / nullif(span_s, 0) END AS rate_per_s,
+       arrival_resolution_s,
        window_s, finished / nullif(window_s, 0) AS throughput_per_s,
        prefix_blocks, prefix_blocks_reused,
        prefix_blocks_reused / nullif(prefix_blocks, 0) AS prefix_reuse,

@@ -229,13 +229,22 @@ def render(doc: dict[str, Any]) -> Group:
 
     mix = doc.get("workload")
     if mix:
-        line = (
-            f"Workload: {mix['requests']:,} requests · prompt p50 {whole(mix['input_p50'])} / p90 "
-            f"{whole(mix['input_p90'])} tokens · output p50 {whole(mix['output_p50'])} / p90 "
-            f"{whole(mix['output_p90'])} tokens"
-        )
+        line = f"Workload: {count_noun(mix['requests'], 'request')}"
+        if mix["sized"]:
+            some = "" if mix["sized"] == mix["requests"] else f" (of the {mix['sized']:,} with sizes)"
+            line += (
+                f" · prompt p50 {whole(mix['input_p50'])} / p90 {whole(mix['input_p90'])} tokens · output p50 "
+                f"{whole(mix['output_p50'])} / p90 {whole(mix['output_p90'])} tokens{some}"
+            )
+        else:
+            line += " (their sizes not given)"
         if mix.get("rate_per_s"):
             line += f" · arriving {per_s(mix['rate_per_s'])} req/s"
+        elif mix.get("arrival_resolution_s") and mix.get("span_s") is not None:
+            line += (
+                f" · arrivals over {mix['span_s']:,g} s, stamped to {mix['arrival_resolution_s']:g} s: too coarse for "
+                "a rate"
+            )
         if mix.get("throughput_per_s"):
             line += f" · finished {per_s(mix['throughput_per_s'])} req/s over {mix['window_s']:,.1f} s"
         if mix.get("prefix_reuse") is not None:
@@ -383,9 +392,7 @@ def render(doc: dict[str, Any]) -> Group:
         if t.row_count:
             parts.append(t)
         else:
-            parts.append(
-                Text(f"Requests: {req['count']:,} ({counted}): the sources give arrivals and sizes, no latencies")
-            )
+            parts.append(Text(f"Requests: {req['count']:,} ({counted}): the sources give no latencies"))
         for e in req.get("excluded") or []:
             parts.append(Text(f"  left out: {e['requests']:,} {e['outcome']}: {e['why']}"))
 

@@ -56,6 +56,13 @@ def test_a_log_alone_lists_its_requests_and_the_aborted_ones(tmp_path):
     doc = lltrace.analyze(run).to_dict()
     assert doc["requests"]["count"] == 86 and doc["requests"]["counted"] == 80
     assert [(e["outcome"], e["requests"]) for e in doc["requests"]["excluded"]] == [("aborted", 6)]
+    # the workload: the 80 counted arrivals, no sizes (0.32 logs none at INFO); their stamps, to the second, span
+    # too little for a rate
+    counted = [_epoch(received[rid]) for rid in received if rid not in aborted]
+    mix = doc["workload"]
+    assert (mix["requests"], mix["sized"], mix["input_p50"]) == (80, 0, None)
+    assert mix["span_s"] == max(counted) - min(counted) and mix["arrival_resolution_s"] == 1.0
+    assert mix["rate_per_s"] is None
 
 
 def test_beside_the_spans_only_the_aborted_requests_are_added(tmp_path):
@@ -124,7 +131,7 @@ def test_older_request_lines_give_prompt_sizes_and_exact_latencies(tmp_path):
     t0 = datetime(2025, 9, 10, 16, 32, 5, tzinfo=timezone.utc).timestamp()
     assert a["arrival_s"] == pytest.approx(t0 + 0.1, abs=1e-6) and a["finished_s"] == pytest.approx(t0 + 2.25)
     assert a["server_e2e_s"] == pytest.approx(2.15, abs=1e-6)  # both stamps to the millisecond
-    assert a["input_tokens"] == 4 and a["status"] == "finished"
+    assert a["input_tokens"] == 4 and a["status"] == "finished" and a["arrival_resolution_s"] is None
     assert b["status"] == "aborted" and b["input_tokens"] == 8 and b["server_e2e_s"] is None
     (src,) = run.metadata["sources"]
     lines = src["log_requests"]

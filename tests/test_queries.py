@@ -406,14 +406,25 @@ def test_workload_mix_prefix_reuse_and_concurrency():
             ('m', 0.0, 0, 1024, 10, [1, 2], 2.0, NULL),
             ('m', 1.0, 1000000000, 1536, 20, [1, 2, 3], 1.0, NULL),   -- reuses blocks 1 and 2
             ('m', 2.0, 2000000000, 512, 30, [4], NULL, 1.0),          -- server e2e only
-            ('m', 3.0, 3000000000, NULL, NULL, NULL, NULL, NULL)       -- no sizes: left out
+            ('m', 3.0, 3000000000, NULL, NULL, NULL, NULL, NULL)       -- no sizes: an arrival, out of the sizes
     """)
     row = c.execute(
-        "SELECT requests, input_p50, output_mean, span_s, rate_per_s, window_s, throughput_per_s, prefix_blocks, "
-        "prefix_blocks_reused, prefix_reuse, mean_concurrency FROM workload_mix"
+        "SELECT requests, sized, input_p50, output_mean, span_s, rate_per_s, window_s, throughput_per_s, "
+        "prefix_blocks, prefix_blocks_reused, prefix_reuse, mean_concurrency FROM workload_mix"
     ).fetchone()
-    # three arrivals give no rate; the run window is first arrival (0) to last finish (2 + 1 = 3)
-    assert row == (3, 1024.0, 20.0, 2.0, None, 3.0, 1.0, 6, 2, pytest.approx(1 / 3), pytest.approx(4 / 3))
+    # four arrivals give no rate; the run window is first arrival (0) to last finish (3, both the unsized arrival
+    # and 2 + 1)
+    assert row == (4, 3, 1024.0, 20.0, 3.0, None, 3.0, 1.0, 6, 2, pytest.approx(1 / 3), pytest.approx(4 / 3))
+
+
+@pytest.mark.parametrize(("span_s", "rate"), [(100.0, None), (200.0, 11 / 200.0)])
+def test_workload_mix_rate_only_where_the_stamps_resolution_cannot_move_it(span_s: float, rate: float | None):
+    """Arrivals stamped to the second (a vLLM log's request lines) over a span of 100 s could be 99 to 101 s apart:
+    a rate 1 % uncertain is not given; over 200 s (0.5 %: the third figure it is printed to) it is."""
+    rows = ", ".join(f"('m', {span_s * i / 10}, 1.0)" for i in range(11))
+    c = tiny(f"INSERT INTO requests (run_id, arrival_s, arrival_resolution_s) VALUES {rows}")
+    got = c.execute("SELECT requests, sized, span_s, rate_per_s, arrival_resolution_s FROM workload_mix").fetchone()
+    assert got == (11, 0, span_s, rate if rate is None else pytest.approx(rate), 1.0)
 
 
 def test_workload_mix_rate_needs_ten_arrivals_and_leaves_out_what_the_run_did_not_count():

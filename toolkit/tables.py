@@ -166,6 +166,11 @@ REQUESTS = Table(
         _seconds("server_e2e_s", "end-to-end latency measured by the server"),
         _time("client_start_s", "the client's send time on its own clock (perf_counter: arbitrary origin)"),
         _c("arrival_ns", I64, "ns", "arrival in integer nanoseconds, where the source's clock has them"),
+        _seconds(
+            "arrival_resolution_s",
+            "how finely the source writes the arrival where coarser than a millisecond (a vLLM log line's stamp: "
+            "1 s); NULL: a millisecond or finer",
+        ),
         _c(
             "engine_request_id",
             S,
@@ -555,6 +560,7 @@ LOG_REQUESTS = Table(
         _c("end_stamp", S, None, "the Finished, Generated response or Aborted line's stamp as written"),
         _time("end_s", "that line's time, where the stamp is dated (else placed later)"),
         _c("exact", pa.bool_(), None, "both stamps print the moment to the millisecond or better"),
+        _c("arrival_exact", pa.bool_(), None, "the arrival's stamp prints the moment to the millisecond or better"),
         _c("outcome", S, None, "finished or aborted, as the log says; NULL where it says neither"),
         _c("finish_reason", S, None, "Generated response's finish_reason"),
         _count("max_tokens", "SamplingParams max_tokens", "tokens"),

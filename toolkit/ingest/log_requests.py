@@ -23,6 +23,8 @@ from lltrace.tables import REQUESTS
 
 LOG_CLIENT = "server log"
 """``requests.client_id`` of the rows a server log's request lines give."""
+STAMP_RESOLUTION_S = 1.0
+"""How finely vLLM's own line stamps write the moment (``%m-%d %H:%M:%S``: whole seconds)."""
 
 
 def _request_row(r: dict[str, Any]) -> dict[str, Any]:
@@ -38,6 +40,7 @@ def _request_row(r: dict[str, Any]) -> dict[str, Any]:
         "input_tokens": r.get("input_tokens"),
         "status": r.get("outcome"),
         "server_e2e_s": e2e,
+        "arrival_resolution_s": None if r.get("arrival_exact") else STAMP_RESOLUTION_S,
     }
 
 
