@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 
 class LltraceError(Exception):
     """Base class of every error lltrace raises on purpose."""
@@ -47,3 +50,18 @@ class InputWarning(UserWarning):
 
 class TruncatedInput(InputWarning):
     """A source ended early; lltrace read it as far as it was valid (the message says how much was dropped)."""
+
+
+def said_of(value: Any, renames: Sequence[tuple[str, str]]) -> Any:
+    """What is said of one file said of another: each (old, new) text replaced in turn in ``value``, a message or
+    the dicts and lists of them a source's details hold (a decompressed copy's or an unpacked archive's path said
+    as the file the user named)."""
+    if isinstance(value, str):
+        for old, new in renames:
+            value = value.replace(old, new)
+        return value
+    if isinstance(value, dict):
+        return {k: said_of(v, renames) for k, v in value.items()}
+    if isinstance(value, list):
+        return [said_of(v, renames) for v in value]
+    return value

@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from lltrace.errors import InputWarning, TraceFormatError, UnknownFormat
+from lltrace.errors import InputWarning, TraceFormatError, UnknownFormat, said_of
 from lltrace.parsers import read_head
 from lltrace.parsers._blocks import compression, gunzip_to, without_suffix
 
@@ -148,17 +148,6 @@ def unpacked(paths: Sequence[str | os.PathLike[str]]) -> Iterator[tuple[list[str
             given[str(into)] = str(p)
             out.append(str(into))
 
-        def shown(x: Any) -> Any:
-            if isinstance(x, str):
-                for folder, archive in given.items():
-                    x = x.replace(folder, archive)
-                return x
-            if isinstance(x, dict):
-                return {k: shown(v) for k, v in x.items()}
-            if isinstance(x, list):
-                return [shown(v) for v in x]
-            return x
-
-        yield out, shown
+        yield out, lambda x: said_of(x, list(given.items()))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

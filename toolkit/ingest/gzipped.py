@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from lltrace.errors import TraceFormatError
+from lltrace.errors import TraceFormatError, said_of
 from lltrace.parsers._blocks import compression, gunzip_to, without_suffix
 from lltrace.tables import SourceInfo
 
@@ -64,10 +64,4 @@ def _decompressed(where: str) -> str:
 
 
 def _said_of(value: Any, copy: Path, path: Path) -> Any:
-    if isinstance(value, str):
-        return value.replace(f"{copy}: byte ", f"{path}: decompressed byte ").replace(str(copy), str(path))
-    if isinstance(value, dict):
-        return {k: _said_of(v, copy, path) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_said_of(v, copy, path) for v in value]
-    return value
+    return said_of(value, [(f"{copy}: byte ", f"{path}: decompressed byte "), (str(copy), str(path))])
