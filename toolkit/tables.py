@@ -166,11 +166,7 @@ REQUESTS = Table(
         _seconds("server_e2e_s", "end-to-end latency measured by the server"),
         _time("client_start_s", "the client's send time on its own clock (perf_counter: arbitrary origin)"),
         _c("arrival_ns", I64, "ns", "arrival in integer nanoseconds, where the source's clock has them"),
-        _seconds(
-            "arrival_resolution_s",
-            "how finely the source writes the arrival where coarser than a millisecond (a vLLM log line's stamp: "
-            "1 s); NULL: a millisecond or finer",
-        ),
+        _seconds("arrival_resolution_s", "how finely the source writes the arrival, where coarser than 1 ms"),
         _c(
             "engine_request_id",
             S,
