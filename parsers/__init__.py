@@ -370,15 +370,20 @@ FORMATS: tuple[Format, ...] = (
     Format(
         name=sglang.SCHEDULER_LOG,
         family="SGLang",
-        description="SGLang scheduler log: Prefill/Decode batch lines (2025-03 to 2026 variants), Retract "
-        "requests, Req Time Stats",
+        description="SGLang server log: Prefill/Decode batch lines (2025-03 to 2026 variants), Retract "
+        "requests, Req Time Stats; the request lines of --log-requests (Finish: text, or JSON request.finished)",
         tables=("engine_steps", "engine_stats", "requests"),
         attributes="prefill batches (tokens, cached tokens), running / queued requests and KV token usage over "
-        "time, retractions (preemptions); per-request queue time where Req Time Stats are logged",
+        "time, retractions (preemptions); per-request queue time where Req Time Stats are logged; per request from "
+        "Finish lines: arrival, sizes, cached tokens, server e2e, queue time, streamed TTFT, retractions, aborts",
         sniff=sglang.sniff_scheduler_log,
         ingest=sglang.ingest_scheduler_log,
-        markers=(b"Prefill batch", b"Decode batch", b"#running-req", b"#queue-req"),
-        versions=("2025-03 to 2026 Prefill / Decode batch lines: real excerpt",),
+        markers=(b"Prefill batch", b"Decode batch", b"#running-req", b"#queue-req", b"Finish: obj="),
+        versions=(
+            "2025-03 to 2026 Prefill / Decode batch lines: real excerpt",
+            "SGLang 0.5.10 Finish line (meta_info with epoch stamps; context-parallel rank headers): real excerpt",
+            "earlier Finish lines (e2e_latency only), --log-requests-format json: fixture from source",
+        ),
     ),
     Format(
         name=trtllm.TRTLLM_REQUESTS,

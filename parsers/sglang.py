@@ -23,6 +23,7 @@ from lltrace.parsers import vllm
 from lltrace.parsers._io import COLLECTOR_CLOCK, collected_seconds, json_log_as_text, log_date_seconds, write_rows
 from lltrace.parsers._lines import without_cut_record
 from lltrace.parsers.result_table import read_tables, table_tool
+from lltrace.parsers.sglang_requests import FINISH, JSON_FINISHED, FinishLines
 from lltrace.tables import SourceInfo
 
 SCHEDULER_LOG = "sglang-scheduler-log"
@@ -87,7 +88,7 @@ def ingest_bench_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     return info
 
 
-_HEAD = re.compile(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)((?: [A-Z]+\d+)*)\]\s*")
+_HEAD = re.compile(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)((?: [A-Z][A-Z_]*\d+)*)\]\s*")
 _BATCH = re.compile(r"(Prefill|Decode) batch[.,]\s*(#(?:new-seq|running-req): \d.*)")
 _FIELD = re.compile(r"(#?[A-Za-z][\w -]*?(?: \(token/s\))?): (-?\d+(?:\.\d+)?|True|False)")
 _RETRACT = re.compile(r"Retract requests\. #retracted_reqs: (\d+)")
@@ -104,6 +105,8 @@ def sniff_scheduler_log(head: bytes) -> bool:
         re.search(r"(Prefill|Decode) batch[.,] #", text)
         or "Retract requests. #retracted_reqs" in text
         or "Req Time Stats(rid=" in text
+        or FINISH + "GenerateReqInput(" in text
+        or (JSON_FINISHED in text and '"meta_info": {' in text)
     )
 
 
@@ -133,6 +136,7 @@ def ingest_scheduler_log(path: str, stage: Path, part: int, **_: Any) -> SourceI
     steps: list[dict[str, Any]] = []
     stats: list[dict[str, Any]] = []
     reqs: list[dict[str, Any]] = []
+    finished = FinishLines()
     retracted = 0
     suspicious = impossible = stamped = 0
     last_ts: float | None = None
@@ -149,6 +153,7 @@ def ingest_scheduler_log(path: str, stage: Path, part: int, **_: Any) -> SourceI
         impossible += bool(h) and ts is None
         stamped += collected is not None
         rank = (h.group(2) or "").strip() or None if h else None
+        own = h is not None and collected is None  # the time is SGLang's own stamp: the server's local time
         last_ts = ts or last_ts
         if (m := _LIMITS.search(body)) and "engine_config" not in info.details:
             # the running limit is SGLang's sequence limit; the KV pool's size in tokens is what token usage is of
@@ -174,6 +179,7 @@ def ingest_scheduler_log(path: str, stage: Path, part: int, **_: Any) -> SourceI
                 "waiting": float(f["#queue-req"]) if "#queue-req" in f else None,
                 "kv_usage": float(usage) if usage is not None else None,
                 "log_stamp": h.group(1) if h else None,
+                "_local": own,
             }
             if kind == "Prefill":
                 stat["prompt_throughput"] = (
@@ -195,6 +201,7 @@ def ingest_scheduler_log(path: str, stage: Path, part: int, **_: Any) -> SourceI
                         "decode_tokens": None,
                         "kv_usage": stat["kv_usage"],
                         "log_stamp": h.group(1) if h else None,
+                        "_local": own,
                         "cuda_graph": (f.get("cuda graph") or f.get("npu graph")) == "True"
                         if ("cuda graph" in f or "npu graph" in f)
                         else None,
@@ -217,8 +224,14 @@ def ingest_scheduler_log(path: str, stage: Path, part: int, **_: Any) -> SourceI
                     "source": "log",
                     "preemptions_total": float(retracted),
                     "log_stamp": h.group(1) if h else None,
+                    "_local": own,
                 }
             )
+        elif (at := body.find(FINISH)) >= 0 or JSON_FINISHED in body:
+            if h is None and collected is None and (found := collected_seconds(body[: max(at, 0)])) is not None:
+                ts, collected = found, found  # a collector's stamp before a line SGLang wrote without its own
+                stamped += 1
+            finished.read(body, ts, None if collected is not None else 1.0, collected is None)
         elif m := _REQ_STATS.search(body):
             rid, n_in, n_out, _type, queue_ms, fwd_ms = m.groups()
             if float(fwd_ms) > 1e9:  # one SGLang build logged an epoch in ms here; not a duration
@@ -233,6 +246,18 @@ def ingest_scheduler_log(path: str, stage: Path, part: int, **_: Any) -> SourceI
                     "client_id": Path(path).name,
                 }
             )
+    time_stats = len(reqs)
+    reqs = _with_finish_lines(path, reqs, finished, info)
+    zone = finished.zone_offset_s()
+    if zone:  # SGLang's own stamps read in the zone its request lines' epoch stamps show, not as UTC
+        for row in (*steps, *stats, *reqs):
+            for k in ("end_s", "ts_s", "arrival_s", "finished_s") if row.get("_local") else ():
+                if row.get(k) is not None:
+                    row[k] -= zone
+        info.warnings.append(
+            f"{path}: SGLang's own stamps are the server's local time, UTC{zone / 3600:+g} h (its request lines' "
+            "epoch stamps show it): read in that zone"
+        )
     for table, rows in (("engine_steps", steps), ("engine_stats", stats), ("requests", reqs)):
         if rows:
             write_rows(stage, table, part, rows)
@@ -252,11 +277,43 @@ def ingest_scheduler_log(path: str, stage: Path, part: int, **_: Any) -> SourceI
         "prefill_batches": len(steps),
         "load_samples": len(stats),
         "retracted": retracted,
-        "request_time_stats": len(reqs),
+        "request_time_stats": time_stats,
     }
     info.details["clock"] = (
         {"origin": COLLECTOR_CLOCK, "stamped_lines": stamped}
         if stamped
+        else {"origin": f"log date-time, zone UTC{zone / 3600:+g} h (its request lines' epoch stamps)"}
+        if zone
         else {"origin": "log date-time, zone UTC (assumed)"}
     )
     return info
+
+
+def _with_finish_lines(path: str, stats: list[dict[str, Any]], lines: FinishLines, info: SourceInfo) -> list[dict]:
+    """The log's requests: its Finish lines' (``sglang_requests``), each with its Req Time Stats line's queue time
+    where the Finish line gives none, and the Req Time Stats lines of requests no Finish line lists."""
+    if not lines.requests and not lines.unreadable:
+        return stats
+    rows = [r | {"client_id": Path(path).name} for r in lines.requests.values()]
+    by_id = {r["request_id"]: r for r in rows}
+    for s in stats:
+        r = by_id.get(s["request_id"])
+        if r is None:
+            rows.append(s)
+        elif r["queue_s"] is None:
+            r["queue_s"] = s["queue_s"]
+    said: dict[str, Any] = {
+        "requests": len(lines.requests),
+        "unreadable": lines.unreadable,
+        "aborted": dict(lines.aborts),
+        "used": "the requests SGLang logged as finished (every one, unless SGLANG_LOG_REQUEST_EXCEEDED_MS kept only "
+        "the slower ones: the log cannot tell)",
+    }
+    if zone := lines.zone_offset_s():
+        said["stamp_zone_offset_s"] = zone
+    if lines.unreadable:
+        info.dropped["unreadable_finish_lines"] = lines.unreadable
+        info.warnings.append(f"{path}: {lines.unreadable} Finish line(s) without a readable meta_info: left out")
+    info.details["finish_lines"] = said
+    info.version += f", request lines ({len(lines.requests)} requests)"
+    return rows

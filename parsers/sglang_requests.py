@@ -1,0 +1,189 @@
+"""SGLang's request log (``--log-requests``): each finished request's own figures, as its tokenizer manager logs them.
+
+SGLang logs ``Finish: obj=GenerateReqInput(...), out={..., 'meta_info': {...}}`` when a request ends (the text
+format: Python reprs, long strings and lists cut with `` ... `` at ``--log-requests-level 2``), or a JSON line with
+``"event": "request.finished"`` (``--log-requests-format json``). Every level keeps ``out``'s ``meta_info``
+(sglang/srt/utils/request_logger.py), whose keys grew across versions:
+
+- ``id``, ``finish_reason`` (``{'type': 'stop' | 'length' | 'abort', ...}``; an abort may carry ``message`` and
+  ``status_code``), ``prompt_tokens``, ``completion_tokens``, ``cached_tokens``, ``e2e_latency`` (seconds, the
+  tokenizer manager's ``finished_time - created_time``): every version seen;
+- ``total_retractions`` (earlier ``num_retractions``): the times the scheduler retracted (preempted) it;
+- ``queue_time``: the scheduler's ``forward_entry_time - wait_queue_entry_time`` (seconds); exactly 0.0 where the
+  scheduler's stamps did not reach the tokenizer manager (a difference of two clock readings is never exactly 0);
+- ``request_received_ts``, ``response_sent_to_client_ts``, ``request_finished_ts`` (2026: ``time.time()`` epochs):
+  the first response is sent at the first streamed chunk (``stream=True``), else at the end.
+
+Each becomes a ``requests`` row: arrival at ``request_received_ts``, else the line's moment less ``e2e_latency``
+(to the second where SGLang's own stamp is the line's only time: ``arrival_resolution_s`` says so); the server's
+TTFT only for a streamed request with both stamps. ``SGLANG_LOG_REQUEST_EXCEEDED_MS`` makes SGLang log only the
+requests slower than it: the log then lists those alone, which the source's details say it cannot tell.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections import Counter
+from datetime import datetime, timezone
+from typing import Any
+
+FINISH = "Finish: obj="
+JSON_FINISHED = '"event": "request.finished"'
+
+_STREAM = re.compile(r"\bstream=(True|False)\b")
+_KEY = re.compile(r"\s*'([^'\\]*)':\s*")
+_CLOSE = {"{": "}", "[": "]", "(": ")"}
+
+
+def _past_string(text: str, at: int) -> int:
+    """The index just past the quoted string opening at ``text[at]`` (a backslash escapes the next character)."""
+    quote, i, n = text[at], at + 1, len(text)
+    while i < n and text[i] != quote:
+        i += 2 if text[i] == "\\" else 1
+    return i + 1
+
+
+def _end_of(text: str, at: int) -> int:
+    """The index just past the bracketed value opening at ``text[at]`` (strings inside kept apart), or -1 where the
+    text ends first."""
+    depth: list[str] = []
+    i, n = at, len(text)
+    while i < n:
+        c = text[i]
+        if c in "'\"":
+            i = _past_string(text, i)
+            continue
+        if c in _CLOSE:
+            depth.append(_CLOSE[c])
+        elif depth and c == depth[-1]:
+            depth.pop()
+            if not depth:
+                return i + 1
+        i += 1
+    return -1
+
+
+def _entries(text: str) -> dict[str, str]:
+    """The top-level ``'key': value`` entries of a dict's repr (braces included), each value as its text."""
+    out: dict[str, str] = {}
+    i, n = 1, len(text) - 1
+    while i < n and (m := _KEY.match(text, i)):
+        start = i = m.end()
+        while i < n and text[i] != ",":
+            if text[i] in "'\"":
+                i = _past_string(text, i)
+            elif text[i] in _CLOSE:
+                i = _end_of(text, i)
+                if i < 0:
+                    return out
+            else:
+                i += 1
+        out[m.group(1)] = text[start:i].strip()
+        i += 1
+    return out
+
+
+def _iso_seconds(stamp: Any) -> float | None:
+    """Seconds since the epoch of an ISO 8601 stamp; one without a zone read as UTC, as SGLang's own stamps are."""
+    try:
+        when = datetime.fromisoformat(stamp)
+    except (TypeError, ValueError):
+        return None
+    return (when if when.tzinfo else when.replace(tzinfo=timezone.utc)).timestamp()
+
+
+def _value(raw: str | None) -> Any:
+    if raw is None:
+        return None
+    try:
+        return ast.literal_eval(raw)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+
+
+def _number(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+class FinishLines:
+    """A log's Finish lines, one request each (an id logged again: the later line)."""
+
+    def __init__(self) -> None:
+        self.requests: dict[str, dict[str, Any]] = {}
+        self.unreadable = 0
+        self.aborts: Counter[str] = Counter()
+        self.zone_checks: list[float] = []  # the line's own stamp less request_finished_ts (both where given)
+
+    def read(self, body: str, ts: float | None, resolution_s: float | None, local: bool) -> bool:
+        """Take one line's finished request; whether the line was one. ``ts``: the line's moment (its collector's
+        stamp, else SGLang's own); ``resolution_s``: how finely that stamp writes it where coarser than a millisecond;
+        ``local``: the stamp is SGLang's own, local time read as UTC."""
+        if FINISH in body:
+            at = body.rfind("'meta_info': {")
+            end = _end_of(body, at + 13) if at >= 0 else -1
+            meta = {k: _value(v) for k, v in _entries(body[at + 13 : end]).items()} if end > 0 else None
+            streams = _STREAM.findall(body, 0, body.rfind(", out={"))
+            stream = streams[-1] == "True" if streams else None
+        elif JSON_FINISHED in body:
+            try:
+                record = json.loads(body[body.index("{") :])
+                meta = record["out"]["meta_info"]
+                stream = record.get("obj", {}).get("stream")
+                if ts is None or local:  # its own stamp: local time to the microsecond (datetime.now().isoformat())
+                    ts, resolution_s, local = _iso_seconds(record.get("timestamp")), None, True
+            except (ValueError, KeyError, TypeError):
+                meta = None
+        else:
+            return False
+        if not isinstance(meta, dict) or not isinstance(meta.get("id"), str):
+            self.unreadable += 1
+            return True
+        self._take(meta, stream, ts, resolution_s, local)
+        return True
+
+    def _take(
+        self, meta: dict[str, Any], stream: bool | None, ts: float | None, resolution_s: float | None, local: bool
+    ) -> None:
+        received, e2e = _number(meta.get("request_received_ts")), _number(meta.get("e2e_latency"))
+        finished = _number(meta.get("request_finished_ts"))
+        if finished is not None and ts is not None and local:
+            self.zone_checks.append(ts - finished)
+        end = finished if finished is not None else ts
+        arrival = received if received is not None else end - e2e if end is not None and e2e is not None else None
+        sent = _number(meta.get("response_sent_to_client_ts"))
+        queue = _number(meta.get("queue_time"))
+        reason = meta.get("finish_reason") if isinstance(meta.get("finish_reason"), dict) else {}
+        kind = reason.get("type")
+        status = kind if isinstance(kind, str) else None
+        if kind == "abort":
+            code = reason.get("status_code")
+            status = "error" if isinstance(code, int) and code >= 500 else "aborted"
+            self.aborts[f"{reason.get('message') or 'abort'} ({code if code is not None else 'no status'})"] += 1
+        retractions = meta.get("total_retractions", meta.get("num_retractions"))
+        self.requests[meta["id"]] = {
+            "request_id": meta["id"],
+            "arrival_s": arrival,
+            "arrival_resolution_s": resolution_s
+            if received is None and finished is None and arrival is not None
+            else None,
+            "finished_s": end,
+            "input_tokens": meta.get("prompt_tokens") if isinstance(meta.get("prompt_tokens"), int) else None,
+            "output_tokens": meta.get("completion_tokens") if isinstance(meta.get("completion_tokens"), int) else None,
+            "cached_tokens": meta.get("cached_tokens") if isinstance(meta.get("cached_tokens"), int) else None,
+            "num_preemptions": retractions if isinstance(retractions, int) else None,
+            "status": status,
+            "queue_s": queue if queue else None,  # exactly 0.0: the scheduler's stamps never came (module doc)
+            "server_e2e_s": e2e,
+            "server_ttft_s": sent - received if stream and sent is not None and received is not None else None,
+            "_local": local and received is None and finished is None,  # its times from SGLang's own stamp
+        }
+
+    def zone_offset_s(self) -> int:
+        """Where SGLang's own stamps are local time off UTC, the offset (seconds, a multiple of 15 minutes) between
+        them and the epoch times the lines carry; 0 where they agree or nothing tells."""
+        if not self.zone_checks:
+            return 0
+        middle = sorted(self.zone_checks)[len(self.zone_checks) // 2]
+        return round(middle / 900) * 900
