@@ -24,6 +24,7 @@ from lltrace.parsers._io import COLLECTOR_CLOCK, collected_seconds, json_log_as_
 from lltrace.parsers._lines import without_cut_record
 from lltrace.parsers.result_table import read_tables, table_tool
 from lltrace.parsers.sglang_requests import FINISH, JSON_FINISHED, FinishLines
+from lltrace.parsers.vllm_log_lines import Tracebacks, Trouble
 from lltrace.tables import SourceInfo
 
 SCHEDULER_LOG = "sglang-scheduler-log"
@@ -110,18 +111,18 @@ def sniff_scheduler_log(head: bytes) -> bool:
     )
 
 
-def _records(text: str) -> Iterator[tuple[str, float | None]]:
+def _records(text: str) -> Iterator[tuple[int, str, float | None]]:
     """Log records: lines, split again where a ``[date time ...]`` header starts inside one (lines glued
-    together when two processes wrote to one file at once); each with the time a log collector stamped its line
-    with (``kubectl logs --timestamps``: ``_io.collected_seconds``), else None."""
-    for line in text.splitlines():
+    together when two processes wrote to one file at once); each with its line's number and the time a log
+    collector stamped its line with (``kubectl logs --timestamps``: ``_io.collected_seconds``), else None."""
+    for n, line in enumerate(text.splitlines(), 1):
         starts = [m.start() for m in _HEAD.finditer(line)]
         if not starts or starts == [0]:
-            yield line, None
+            yield n, line, None
             continue
         collected = collected_seconds(line[: starts[0]])
         cuts = ([0] if starts[0] and collected is None else []) + starts + [len(line)]
-        yield from ((line[a:b], collected) for a, b in pairwise(cuts) if line[a:b].strip())
+        yield from ((n, line[a:b], collected) for a, b in pairwise(cuts) if line[a:b].strip())
 
 
 # the scheduler's start-up line with the values it runs with (every SGLang version since 2024 prints it):
@@ -144,9 +145,12 @@ def ingest_scheduler_log(path: str, stage: Path, part: int, **_: Any) -> SourceI
     text, unwrapped = json_log_as_text(text)  # Docker's json-file lines: each line after its collector's stamp
     if unwrapped:
         info.version += f", {unwrapped}"
-    for line, collected in _records(text):
+    trouble = Trouble()
+    tracebacks = Tracebacks(trouble)
+    for n, line, collected in _records(text):
         h = _HEAD.match(line)
         body = line[h.end() :] if h else line
+        tracebacks.read(body, n)
         # a collector's stamp is the line's moment with its zone and fraction as written (SGLang's own: to the
         # second, zone unknown)
         ts = collected if collected is not None else log_date_seconds(h.group(1)) if h else None
@@ -246,6 +250,7 @@ def ingest_scheduler_log(path: str, stage: Path, part: int, **_: Any) -> SourceI
                     "client_id": Path(path).name,
                 }
             )
+    trouble.report(path, text, info)
     time_stats = len(reqs)
     reqs = _with_finish_lines(path, reqs, finished, info)
     zone = finished.zone_offset_s()

@@ -89,6 +89,34 @@ class Trouble:
             )
 
 
+# the line a traceback ends with ("module.Name: message", unindented), after a collector's stamps if any
+_RAISED = re.compile(
+    r"^(?:\d+\t)?(?:\d{4}-\d\d-\d\dT[\d:.]+(?:Z|[+-]\d\d:?\d\d)?[\t ])?"
+    r"([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt))(?::\s?(.*))?$"
+)
+
+
+class Tracebacks:
+    """Python tracebacks in a log whose records carry no level (SGLang's ``[stamp rank] message``): each one an error
+    record of a ``Trouble``, said as the message before it and the exception it ends with (``Scheduler hit an
+    exception: RuntimeError: ...``)."""
+
+    def __init__(self, trouble: Trouble) -> None:
+        self.trouble = trouble
+        self._open: dict[str, Any] | None = None
+
+    def read(self, body: str, line: int) -> None:
+        """Take one line of the log (its own header removed)."""
+        at = body.find("Traceback (most recent call last)")
+        if at >= 0:
+            self._open = {"line": line, "message": body[:at].strip(), "after_shutdown": False}
+            self.trouble.errors.append(self._open)
+        elif self._open is not None and (m := _RAISED.match(body.rstrip())):
+            raised = f"{m.group(1)}: {m.group(2)}" if m.group(2) else m.group(1)
+            self._open["message"] = f"{self._open['message']} {raised}".strip()[:200]
+            self._open = None
+
+
 class RequestLines:
     """The request lines of one log, gathered into one record per request (the frontend's id; the engine's id
     where it adds a suffix). A request is generation where its params are SamplingParams or BeamSearchParams;

@@ -33,7 +33,10 @@ def _meta(line: str) -> dict:
 def test_a_real_finish_line_is_its_request_with_sglangs_own_figures(tmp_path):
     raw = REAL.read_text().splitlines()
     meta = _meta(next(x for x in raw if "Finish: obj=" in x))
-    run = lltrace.ingest([REAL], store=tmp_path / "s")
+    # the scheduler's exception after it is said: the message before its traceback and the error it ends with
+    raised = next(x for x in raw if x.startswith(("RuntimeError", "1779264164797\t2026-05-20T08:02:44.797Z\tRuntime")))
+    with pytest.warns(UserWarning, match=re.escape("Scheduler hit an exception: " + raised.split("\t")[-1])):
+        run = lltrace.ingest([REAL], store=tmp_path / "s")
     (r,) = _requests(run).values()
     assert r["request_id"] == meta["id"]
     assert r["arrival_s"] == meta["request_received_ts"] and r["finished_s"] == meta["request_finished_ts"]
@@ -47,6 +50,7 @@ def test_a_real_finish_line_is_its_request_with_sglangs_own_figures(tmp_path):
     assert r["arrival_resolution_s"] is None
     (src,) = run.metadata["sources"]
     assert src["finish_lines"]["aborted"] == {"Request running timeout reached. (503)": 1}
+    assert src["errors"]["records"] == 1 and src["http"]["by_status"] == {"200": 1}
     # the batch lines beside it: one prefill step, two load samples, each at its collector's stamp, each rank's
     # header (context-parallel ranks: "PP0 ATTN_CP7 TP7") its engine
     stamp = datetime(2026, 5, 20, 8, 2, 44, 792000, tzinfo=timezone.utc).timestamp()

@@ -120,3 +120,28 @@ def test_a_log_collectors_stamps_give_the_zone_and_the_fraction(tmp_path):
     assert [g[1:] for g in got] == [w[1:] for w in want]
     assert max(abs(g[0] - w[0]) for g, w in zip(got, want, strict=True)) < 1e-6
     assert kept.metadata["sources"][0]["clock"]["origin"] == COLLECTOR_CLOCK
+
+
+def test_an_exception_and_failed_responses_are_said(tmp_path):
+    """SGLang's records carry no level: an exception is its traceback (the message before it, the error it ends
+    with), counted once; uvicorn's failed responses are counted by status, as in vLLM's log."""
+    path = tmp_path / "server.log"
+    path.write_text(
+        "[2026-03-01 10:00:00 TP0] Decode batch, #running-req: 3, #token: 900, token usage: 0.10, #queue-req: 0\n"
+        '[2026-03-01 10:00:01] INFO:     127.0.0.1:5000 - "POST /v1/completions HTTP/1.1" 500 Internal Server Error\n'
+        "[2026-03-01 10:00:02 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+        '  File "/sgl/scheduler.py", line 10, in run_event_loop\n'
+        "    self.run_batch(batch)\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+        "[2026-03-01 10:00:02] Received sigquit from a child process. It usually means the child failed.\n"
+    )
+    with pytest.warns(UserWarning) as said:
+        run = lltrace.ingest([path], store=tmp_path / "s")
+    (src,) = run.metadata["sources"]
+    first = src["errors"]["first"][0]
+    assert src["errors"]["records"] == 1 and first["line"] == 3
+    assert first["message"] == (
+        "Scheduler hit an exception: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
+    )
+    assert src["http"]["failed"] == [{"method": "POST", "path": "/v1/completions", "status": 500, "responses": 1}]
+    assert sum("ERROR record" in str(w.message) or "HTTP error" in str(w.message) for w in said) == 2
