@@ -166,7 +166,8 @@ def render(doc: dict[str, Any]) -> Group:
             parts.append(Text(f"preempted: {whole(preemptions)} preemptions, {att['preempted']['note']}"))
         rates = []
         if att.get("prefill_tokens_per_s"):
-            rate = f"measured prefill rate {att['prefill_tokens_per_s']:,.0f} tok/s"
+            basis = (att.get("prefill") or {}).get("basis") or "measured"  # an estimated prefill: an estimated rate
+            rate = f"{basis} prefill rate {att['prefill_tokens_per_s']:,.0f} tok/s"
             if att.get("prefill_cached_tokens") and att.get("prefill_computed_tokens_per_s"):
                 rate += (
                     f" of prompt tokens ({att['prefill_computed_tokens_per_s']:,.0f} tok/s of those computed: "

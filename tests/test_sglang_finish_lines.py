@@ -160,3 +160,34 @@ def test_a_finish_line_without_meta_info_is_counted_not_read(tmp_path):
     assert sorted(_requests(run)) == ["r-1", "r-2"]
     assert run.metadata["sources"][0]["dropped"]["unreadable_finish_lines"] == 1
     assert re.search(r"request lines \(2 requests\)", run.metadata["sources"][0]["version"])
+
+
+def test_a_logs_requests_are_attributed_with_prefill_estimated_from_its_ttft_less_its_queue(tmp_path):
+    """A streamed request's TTFT (first response sent) and the scheduler's queue time are SGLang's measurements;
+    prefill is what lies between (labelled estimated: it holds the frontend's tokenization and dispatch), decode
+    the rest of SGLang's e2e."""
+    lines, want = [], {}
+    for i, (queue, ttft, e2e) in enumerate([(0.010, 0.060, 1.5), (0.200, 0.320, 2.0), (0.050, 0.090, 0.8)]):
+        received = 1780000000.0 + i
+        meta = (
+            f"{{'id': 's{i}', 'finish_reason': {{'type': 'stop'}}, 'prompt_tokens': 100, 'completion_tokens': 50, "
+            f"'queue_time': {queue}, 'e2e_latency': {e2e}, 'request_received_ts': {received}, "
+            f"'response_sent_to_client_ts': {received + ttft}, 'request_finished_ts': {received + e2e}}}"
+        )
+        stamp = datetime.fromtimestamp(received + e2e, tz=timezone.utc)
+        lines.append(
+            f"[{stamp:%Y-%m-%d %H:%M:%S}] Finish: obj=GenerateReqInput(rid='s{i}', stream=True), "
+            f"out={{'meta_info': {meta}}}"
+        )
+        want[f"s{i}"] = (queue, ttft - queue, e2e - ttft)
+    path = tmp_path / "server.log"
+    path.write_text("\n".join(lines) + "\n")
+    run = lltrace.ingest([path], store=tmp_path / "s")
+    got = run.sql(
+        "SELECT request_id, queue_s, queue_basis, prefill_s, prefill_basis, decode_s, decode_basis, overhead_s "
+        "FROM attribution_request ORDER BY request_id"
+    ).rows()
+    for rid, queue, qb, prefill, pb, decode, db, overhead in got:
+        assert (qb, pb, db) == ("measured", "estimated", "derived")
+        assert (queue, prefill, decode) == pytest.approx(want[rid], abs=1e-6) and overhead == pytest.approx(0, abs=1e-6)
+    assert run.metadata["server_prefill_estimated"]["requests"] == 3

@@ -1,5 +1,6 @@
 """Estimates made at ingest, labelled: a client-measured TTFT split into queue and prefill where no engine
-source measured them."""
+source measured them; an engine-measured TTFT less the engine's queue time as prefill where the engine gives both
+but no prefill time (SGLang's request log)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,33 @@ import pyarrow.parquet as pq
 
 from lltrace.arrow_rows import table_from_rows
 from lltrace.tables import REQUESTS
+
+SERVER_SPLIT = (
+    "estimated: the server's TTFT less the scheduler's queue time (the frontend's tokenization and dispatch "
+    "included in prefill)"
+)
+
+
+def estimate_server_prefill(stage: Path) -> int:
+    """Prefill where the engine measured its TTFT and queue time but not its prefill (SGLang's request log: the first
+    response sent less the scheduler's wait): ``prefill_s_est``, labelled in ``split_basis``; the rows estimated."""
+    changed = 0
+    for f in sorted((stage / "requests").glob("*.parquet")):
+        names = pq.read_schema(f).names
+        if not {"server_ttft_s", "queue_s", "prefill_s"} <= set(names):
+            continue
+        rows = pq.read_table(f).to_pylist()
+        touched = 0
+        for r in rows:
+            ttft, queue = r.get("server_ttft_s"), r.get("queue_s")
+            if ttft is None or queue is None or r.get("prefill_s") is not None or ttft < queue:
+                continue
+            r["prefill_s_est"], r["split_basis"] = ttft - queue, SERVER_SPLIT
+            touched += 1
+        if touched:
+            pq.write_table(table_from_rows(rows, REQUESTS), f)
+            changed += touched
+    return changed
 
 
 def estimate_ttft_split(stage: Path) -> dict[str, Any] | None:

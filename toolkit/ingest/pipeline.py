@@ -29,7 +29,7 @@ from lltrace.ingest import counters, engine
 from lltrace.ingest.archives import unpacked
 from lltrace.ingest.checks import check_stage, warnings_for
 from lltrace.ingest.clocks import outside_window, place_log_times
-from lltrace.ingest.estimates import estimate_ttft_split
+from lltrace.ingest.estimates import SERVER_SPLIT, estimate_server_prefill, estimate_ttft_split
 from lltrace.ingest.files import default_run_id, expand_inputs
 from lltrace.ingest.gzipped import plain, said_of_original
 from lltrace.ingest.join import PROVENANCE, assemble_requests
@@ -241,6 +241,7 @@ def _ingest(
             log_clock = place_log_times(stage)
             from_log = add_log_requests(stage)
             split = estimate_ttft_split(stage)
+            server_split = estimate_server_prefill(stage)
             detected = _detected(sources)
             engine.write(stage, engine.resolve(sources, detected["gpu"], stage))
             seconds["assemble"] = time.perf_counter() - clock
@@ -304,6 +305,7 @@ def _ingest(
             "counter_resets_between_files": resets,
             "samples_merged_across_files": merged,
             "ttft_split": split,
+            "server_prefill_estimated": {"requests": server_split, "basis": SERVER_SPLIT} if server_split else None,
             "provenance": {
                 "engine_steps.kind": "derived from step markers, else attention input shapes, else kernels (kind_from)",
                 "engine_steps.decode_tokens": "measured from markers; SGLang DECODE = bs x 1 (derived)",
