@@ -125,6 +125,14 @@ def _records(text: str) -> Iterator[tuple[int, str, float | None]]:
         yield from ((n, line[a:b], collected) for a, b in pairwise(cuts) if line[a:b].strip())
 
 
+def _engine(rank: str | None) -> str:
+    """The engine a rank header names: its data-parallel and pipeline ranks (``DP1 PP0``; "0" where neither). The
+    tensor, expert, MoE data-parallel and attention context-parallel ranks (``TP``, ``EP``, ``MOE_DP``, ``ATTN_CP``)
+    run its batches together: SGLang's scheduler logs a batch from each attention TP group's first rank (every
+    context-parallel rank, or every rank with --enable-metrics-for-all-schedulers: the same batch again)."""
+    return " ".join(p for p in (rank or "").split() if re.fullmatch(r"(?:DP|PP)\d+", p)) or "0"
+
+
 # the scheduler's start-up line with the values it runs with (every SGLang version since 2024 prints it):
 # "max_total_num_tokens=N, chunked_prefill_size=N, max_prefill_tokens=N, max_running_requests=N, context_len=N"
 _LIMITS = re.compile(r"max_total_num_tokens=(\d+),.*?max_running_requests=(\d+)")
@@ -147,6 +155,7 @@ def ingest_scheduler_log(path: str, stage: Path, part: int, **_: Any) -> SourceI
         info.version += f", {unwrapped}"
     trouble = Trouble()
     tracebacks = Tracebacks(trouble)
+    second, copies, rank_copies = None, {}, 0  # a second's batch lines by engine, kind and figures: the ranks seen
     for n, line, collected in _records(text):
         h = _HEAD.match(line)
         body = line[h.end() :] if h else line
@@ -173,11 +182,20 @@ def ingest_scheduler_log(path: str, stage: Path, part: int, **_: Any) -> SourceI
         elif m := _BATCH.search(body):
             kind, rest = m.groups()
             f = {k.strip(): v for k, v in _FIELD.findall(rest)}
+            if h is not None and rank is not None:  # another rank's copy of a batch its engine logged this second
+                if h.group(1) != second:
+                    second, copies = h.group(1), {}
+                key = (_engine(rank), kind, *sorted((k, v) for k, v in f.items() if "throughput" not in k))
+                ranks = copies.setdefault(key, set())
+                if ranks and rank not in ranks:
+                    rank_copies += 1
+                    continue
+                ranks.add(rank)
             usage = f.get("token usage", f.get("full token usage"))
             stat = {
                 "part": part,
                 "ts_s": ts,
-                "engine": rank or "0",
+                "engine": _engine(rank),
                 "source": "log",
                 "running": float(f["#running-req"]) if "#running-req" in f else None,
                 "waiting": float(f["#queue-req"]) if "#queue-req" in f else None,
@@ -193,7 +211,7 @@ def ingest_scheduler_log(path: str, stage: Path, part: int, **_: Any) -> SourceI
                     {
                         "part": part,
                         "step_id": len(steps),
-                        "engine": rank or "0",
+                        "engine": _engine(rank),
                         "start_s": None,
                         "end_s": ts,
                         "kind": "prefill",
@@ -224,7 +242,7 @@ def ingest_scheduler_log(path: str, stage: Path, part: int, **_: Any) -> SourceI
                 {
                     "part": part,
                     "ts_s": ts if h else last_ts,
-                    "engine": rank or "0",
+                    "engine": _engine(rank),
                     "source": "log",
                     "preemptions_total": float(retracted),
                     "log_stamp": h.group(1) if h else None,
@@ -283,6 +301,7 @@ def ingest_scheduler_log(path: str, stage: Path, part: int, **_: Any) -> SourceI
         "load_samples": len(stats),
         "retracted": retracted,
         "request_time_stats": time_stats,
+        "rank_copies": rank_copies,
     }
     info.details["clock"] = (
         {"origin": COLLECTOR_CLOCK, "stamped_lines": stamped}

@@ -51,13 +51,15 @@ def test_a_real_finish_line_is_its_request_with_sglangs_own_figures(tmp_path):
     (src,) = run.metadata["sources"]
     assert src["finish_lines"]["aborted"] == {"Request running timeout reached. (503)": 1}
     assert src["errors"]["records"] == 1 and src["http"]["by_status"] == {"200": 1}
-    # the batch lines beside it: one prefill step, two load samples, each at its collector's stamp, each rank's
-    # header (context-parallel ranks: "PP0 ATTN_CP7 TP7") its engine
+    assert src["log_lines"]["rank_copies"] == 7
+    # the batch lines beside it, each at its collector's stamp: the eight context-parallel ranks' copies of one
+    # prefill batch are one step of the engine "PP0" (their headers "PP0 ATTN_CPk TPk"), the decode line a sample
     stamp = datetime(2026, 5, 20, 8, 2, 44, 792000, tzinfo=timezone.utc).timestamp()
+    assert sum("] Prefill batch" in x for x in raw) == 8
     assert run.sql("SELECT engine, end_s, prefill_tokens FROM engine_steps").rows() == [
-        ("PP0 ATTN_CP7 TP7", pytest.approx(stamp), 128)
+        ("PP0", pytest.approx(stamp), 128)
     ]
-    assert run.sql("SELECT count(ts_s) FROM engine_stats").rows() == [(2,)]
+    assert run.sql("SELECT engine, count(ts_s) FROM engine_stats GROUP BY engine").rows() == [("PP0", 2)]
     doc = lltrace.analyze(run).to_dict()
     assert doc["requests"]["count"] == 1 and doc["requests"]["excluded"][0]["outcome"] == "failed"
 
