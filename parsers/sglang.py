@@ -23,7 +23,7 @@ from lltrace.parsers import vllm
 from lltrace.parsers._io import COLLECTOR_CLOCK, collected_seconds, json_log_as_text, log_date_seconds, write_rows
 from lltrace.parsers._lines import without_cut_record
 from lltrace.parsers.result_table import read_tables, table_tool
-from lltrace.parsers.sglang_requests import FINISH, JSON_FINISHED, FinishLines
+from lltrace.parsers.sglang_requests import FINISH, JSON_FINISHED, JSON_RECEIVED, RECEIVE, FinishLines
 from lltrace.parsers.vllm_log_lines import Tracebacks, Trouble
 from lltrace.tables import SourceInfo
 
@@ -107,6 +107,7 @@ def sniff_scheduler_log(head: bytes) -> bool:
         or "Retract requests. #retracted_reqs" in text
         or "Req Time Stats(rid=" in text
         or FINISH + "GenerateReqInput(" in text
+        or RECEIVE in text
         or (JSON_FINISHED in text and '"meta_info": {' in text)
     )
 
@@ -249,7 +250,7 @@ def ingest_scheduler_log(path: str, stage: Path, part: int, **_: Any) -> SourceI
                     "_local": own,
                 }
             )
-        elif (at := body.find(FINISH)) >= 0 or JSON_FINISHED in body:
+        elif (at := max(body.find(FINISH), body.find(RECEIVE))) >= 0 or JSON_FINISHED in body or JSON_RECEIVED in body:
             if h is None and collected is None and (found := collected_seconds(body[: max(at, 0)])) is not None:
                 ts, collected = found, found  # a collector's stamp before a line SGLang wrote without its own
                 stamped += 1
@@ -316,9 +317,10 @@ def ingest_scheduler_log(path: str, stage: Path, part: int, **_: Any) -> SourceI
 def _with_finish_lines(path: str, stats: list[dict[str, Any]], lines: FinishLines, info: SourceInfo) -> list[dict]:
     """The log's requests: its Finish lines' (``sglang_requests``), each with its Req Time Stats line's queue time
     where the Finish line gives none, and the Req Time Stats lines of requests no Finish line lists."""
-    if not lines.requests and not lines.unreadable:
+    if not lines.requests and not lines.received and not lines.unreadable:
         return stats
-    rows = [r | {"client_id": Path(path).name} for r in lines.requests.values()]
+    unfinished = lines.unfinished()
+    rows = [r | {"client_id": Path(path).name} for r in (*lines.requests.values(), *unfinished)]
     by_id = {r["request_id"]: r for r in rows}
     for s in stats:
         r = by_id.get(s["request_id"])
@@ -328,6 +330,8 @@ def _with_finish_lines(path: str, stats: list[dict[str, Any]], lines: FinishLine
             r["queue_s"] = s["queue_s"]
     said: dict[str, Any] = {
         "requests": len(lines.requests),
+        "received_not_finished": len(unfinished),
+        "not_generation": lines.not_generation,
         "unreadable": lines.unreadable,
         "aborted": dict(lines.aborts),
         "used": "the requests SGLang logged as finished (every one, unless SGLANG_LOG_REQUEST_EXCEEDED_MS kept only "
@@ -339,5 +343,7 @@ def _with_finish_lines(path: str, stats: list[dict[str, Any]], lines: FinishLine
         info.dropped["unreadable_finish_lines"] = lines.unreadable
         info.warnings.append(f"{path}: {lines.unreadable} Finish line(s) without a readable meta_info: left out")
     info.details["finish_lines"] = said
-    info.version += f", request lines ({len(lines.requests)} requests)"
+    info.version += f", request lines ({len(lines.requests)} finished" + (
+        f", {len(unfinished)} received without a Finish line)" if unfinished else ")"
+    )
     return rows

@@ -31,6 +31,9 @@ from typing import Any
 
 FINISH = "Finish: obj="
 JSON_FINISHED = '"event": "request.finished"'
+RECEIVE = "Receive: obj=GenerateReqInput("
+JSON_RECEIVED = '"event": "request.received"'
+_RID = re.compile(r"(?:\(|, )rid='([^'\\]*)'")
 
 _STREAM = re.compile(r"\bstream=(True|False)\b")
 _KEY = re.compile(r"\s*'([^'\\]*)':\s*")
@@ -112,6 +115,8 @@ class FinishLines:
 
     def __init__(self) -> None:
         self.requests: dict[str, dict[str, Any]] = {}
+        self.received: dict[str, dict[str, Any]] = {}  # each Receive line's request: its arrival as the line says
+        self.not_generation = 0  # an embedding's Finish line
         self.unreadable = 0
         self.aborts: Counter[str] = Counter()
         self.zone_checks: list[float] = []  # the line's own stamp less request_finished_ts (both where given)
@@ -120,6 +125,12 @@ class FinishLines:
         """Take one line's finished request; whether the line was one. ``ts``: the line's moment (its collector's
         stamp, else SGLang's own); ``resolution_s``: how finely that stamp writes it where coarser than a millisecond;
         ``local``: the stamp is SGLang's own, local time read as UTC."""
+        if RECEIVE in body or JSON_RECEIVED in body:
+            self._receive(body, ts, resolution_s, local)
+            return True
+        if FINISH + "EmbeddingReqInput(" in body:
+            self.not_generation += 1
+            return True
         if FINISH in body:
             at = body.rfind("'meta_info': {")
             end = _end_of(body, at + 13) if at >= 0 else -1
@@ -179,6 +190,30 @@ class FinishLines:
             "server_ttft_s": sent - received if stream and sent is not None and received is not None else None,
             "_local": local and received is None and finished is None,  # its times from SGLang's own stamp
         }
+
+    def _receive(self, body: str, ts: float | None, resolution_s: float | None, local: bool) -> None:
+        if RECEIVE in body:
+            m = _RID.search(body, body.find(RECEIVE) + len(RECEIVE) - 1)
+            rid = m.group(1) if m else None
+        else:
+            try:
+                record = json.loads(body[body.index("{") :])
+                rid = record.get("rid")
+                if ts is None or local:
+                    ts, resolution_s, local = _iso_seconds(record.get("timestamp")), None, True
+            except (ValueError, AttributeError):
+                rid = None
+        if isinstance(rid, str):
+            self.received[rid] = {"arrival_s": ts, "arrival_resolution_s": resolution_s, "_local": local}
+
+    def unfinished(self) -> list[dict[str, Any]]:
+        """The requests a Receive line names and no Finish line ends (running at the log's end, lost when the server
+        failed, or faster than ``SGLANG_LOG_REQUEST_EXCEEDED_MS``): status incomplete, at the Receive line's time."""
+        return [
+            {"request_id": rid, "status": "incomplete", "finished_s": None} | r
+            for rid, r in self.received.items()
+            if rid not in self.requests
+        ]
 
     def zone_offset_s(self) -> int:
         """Where SGLang's own stamps are local time off UTC, the offset (seconds, a multiple of 15 minutes) between

@@ -161,7 +161,7 @@ def test_a_finish_line_without_meta_info_is_counted_not_read(tmp_path):
         run = lltrace.ingest([path], store=tmp_path / "s")
     assert sorted(_requests(run)) == ["r-1", "r-2"]
     assert run.metadata["sources"][0]["dropped"]["unreadable_finish_lines"] == 1
-    assert re.search(r"request lines \(2 requests\)", run.metadata["sources"][0]["version"])
+    assert re.search(r"request lines \(2 finished\)", run.metadata["sources"][0]["version"])
 
 
 def test_a_logs_requests_are_attributed_with_prefill_estimated_from_its_ttft_less_its_queue(tmp_path):
@@ -193,3 +193,27 @@ def test_a_logs_requests_are_attributed_with_prefill_estimated_from_its_ttft_les
         assert (qb, pb, db) == ("measured", "estimated", "derived")
         assert (queue, prefill, decode) == pytest.approx(want[rid], abs=1e-6) and overhead == pytest.approx(0, abs=1e-6)
     assert run.metadata["server_prefill_estimated"]["requests"] == 3
+
+
+def test_a_received_request_no_finish_line_ends_is_incomplete(tmp_path):
+    """A Receive line without its Finish line (running when the log ends, lost when the server failed): a request,
+    incomplete, at the Receive line's stamp; an embedding's Finish line is no generation request."""
+    path = tmp_path / "server.log"
+    path.write_text(
+        "[2025-03-24 02:56:40] Receive: obj=GenerateReqInput(text='hi', sampling_params={'max_new_tokens': 64}, "
+        "rid='r-1', stream=False)\n"
+        "[2025-03-24 02:56:42] Receive: obj=GenerateReqInput(text=\"a prompt with rid='x'\", rid='r-9')\n"
+        "[2025-03-24 02:56:42] Finish: obj=EmbeddingReqInput(rid='e-1'), out={'meta_info': {'id': 'e-1', "
+        "'prompt_tokens': 5, 'e2e_latency': 0.01}}\n" + _OLD
+    )
+    run = lltrace.ingest([path], store=tmp_path / "s")
+    rows = _requests(run)
+    assert sorted(rows) == ["r-1", "r-2", "r-9"]
+    t = datetime(2025, 3, 24, 2, 56, 42, tzinfo=timezone.utc).timestamp()
+    assert rows["r-9"]["status"] == "incomplete" and rows["r-9"]["arrival_s"] == t
+    assert rows["r-9"]["arrival_resolution_s"] == 1.0 and rows["r-9"]["finished_s"] is None
+    assert rows["r-1"]["status"] == "length"  # received and finished: the Finish line's request
+    said = run.metadata["sources"][0]["finish_lines"]
+    assert (said["received_not_finished"], said["not_generation"]) == (1, 1)
+    doc = lltrace.analyze(run).to_dict()
+    assert {e["outcome"]: e["requests"] for e in doc["requests"]["excluded"]} == {"aborted": 1, "incomplete": 1}

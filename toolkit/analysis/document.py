@@ -410,7 +410,8 @@ EXCLUDED_WHY: dict[str, str] = {
     "cancelled": "the client cancelled it before it finished",
     "aborted": "the engine aborted it before it finished (vLLM aborts a request whose client disconnected: a client "
     "timeout or a closed stream)",
-    "incomplete": "it had not finished when the benchmark stopped",
+    "incomplete": "it had not finished when its record ends (the benchmark stopped; a server log ends, or the server "
+    "failed, before it finished)",
     "warmup": "it belongs to the benchmark's warm-up, which the tool's own statistics leave out",
     "cooldown": "it belongs to the benchmark's cool-down, which the tool's own statistics leave out",
     "unjoined": "a client's record that no engine record joined and no send time places, in a run whose engine "
