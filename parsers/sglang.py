@@ -339,6 +339,12 @@ def _with_finish_lines(path: str, stats: list[dict[str, Any]], lines: FinishLine
     }
     if zone := lines.zone_offset_s():
         said["stamp_zone_offset_s"] = zone
+    if unfinished:
+        info.warnings.append(
+            f"{path}: {len(unfinished)} request(s) received and never finished in this log (running at its end, or "
+            "lost when the server failed; where SGLANG_LOG_REQUEST_EXCEEDED_MS was set, the faster ones have no Finish "
+            "line): incomplete"
+        )
     if lines.unreadable:
         info.dropped["unreadable_finish_lines"] = lines.unreadable
         info.warnings.append(f"{path}: {lines.unreadable} Finish line(s) without a readable meta_info: left out")
