@@ -16,8 +16,10 @@ format: Python reprs, long strings and lists cut with `` ... `` at ``--log-reque
 
 Each becomes a ``requests`` row: arrival at ``request_received_ts``, else the line's moment less ``e2e_latency``
 (to the second where SGLang's own stamp is the line's only time: ``arrival_resolution_s`` says so); the server's
-TTFT only for a streamed request with both stamps. ``SGLANG_LOG_REQUEST_EXCEEDED_MS`` makes SGLang log only the
-requests slower than it: the log then lists those alone, which the source's details say it cannot tell.
+TTFT only for a streamed request with both stamps. A ``Receive: obj=GenerateReqInput(...)`` line (JSON:
+``request.received``) that no Finish line ends is a request still running when the log ends, or lost when the
+server failed: incomplete. ``SGLANG_LOG_REQUEST_EXCEEDED_MS`` makes SGLang log the Finish lines of the requests
+slower than it only: the log then lists those alone, which the source's details say it cannot tell.
 """
 
 from __future__ import annotations
@@ -35,6 +37,21 @@ RECEIVE = "Receive: obj=GenerateReqInput("
 JSON_RECEIVED = '"event": "request.received"'
 _RID = re.compile(r"(?:\(|, )rid='([^'\\]*)'")
 
+# the meta_info keys read (the others, a level-3 line's token lists among them, are never evaluated)
+_USED = {
+    "id",
+    "finish_reason",
+    "prompt_tokens",
+    "completion_tokens",
+    "cached_tokens",
+    "e2e_latency",
+    "queue_time",
+    "request_received_ts",
+    "response_sent_to_client_ts",
+    "request_finished_ts",
+    "total_retractions",
+    "num_retractions",
+}
 _STREAM = re.compile(r"\bstream=(True|False)\b")
 _KEY = re.compile(r"\s*'([^'\\]*)':\s*")
 _CLOSE = {"{": "}", "[": "]", "(": ")"}
@@ -134,7 +151,8 @@ class FinishLines:
         if FINISH in body:
             at = body.rfind("'meta_info': {")
             end = _end_of(body, at + 13) if at >= 0 else -1
-            meta = {k: _value(v) for k, v in _entries(body[at + 13 : end]).items()} if end > 0 else None
+            entries = _entries(body[at + 13 : end]) if end > 0 else None
+            meta = {k: _value(v) for k, v in entries.items() if k in _USED} if entries is not None else None
             streams = _STREAM.findall(body, 0, body.rfind(", out={"))
             stream = streams[-1] == "True" if streams else None
         elif JSON_FINISHED in body:
