@@ -52,6 +52,12 @@ _USED = {
     "total_retractions",
     "num_retractions",
 }
+_SCALAR = re.compile(
+    r"'(" + "|".join(sorted(_USED - {"finish_reason"})) + r")': "
+    r"('[^'\n]*'|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|None|True|False)"
+)
+_REASON = re.compile(r"'finish_reason': (\{[^{}]*\}|None)")
+_FLAT = re.compile(r"'(\w+)': ('[^'\n]*'|\"[^\"\n]*\"|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|None|True|False)")
 _STREAM = re.compile(r"\bstream=(True|False)\b")
 _KEY = re.compile(r"\s*'([^'\\]*)':\s*")
 _CLOSE = {"{": "}", "[": "]", "(": ")"}
@@ -114,6 +120,31 @@ def _iso_seconds(stamp: Any) -> float | None:
     return (when if when.tzinfo else when.replace(tzinfo=timezone.utc)).timestamp()
 
 
+def _meta_info(body: str, at: int) -> dict[str, Any] | None:
+    """The meta_info dict whose key starts at ``body[at]``, its keys read (``_USED``): each a number, None or a plain
+    string, and ``finish_reason`` a flat dict, found by name (none of them is a key of the dicts nested in it); else,
+    where one is written otherwise, entry by entry (a level-2 line's lists cut with `` ... `` are no literal)."""
+    text = body[at:]
+    found = {m.group(1): m.group(2) for m in _SCALAR.finditer(text)}
+    reason = _REASON.search(text)
+    if "id" in found and "\\" not in "".join(found.values()) + (reason.group(1) if reason else ""):
+        meta: dict[str, Any] = {k: _scalar(v) for k, v in found.items()}
+        if reason:
+            meta["finish_reason"] = {k: _scalar(v) for k, v in _FLAT.findall(reason.group(1))}
+        return meta
+    end = _end_of(body, at + 13)
+    return {k: _value(v) for k, v in _entries(body[at + 13 : end]).items() if k in _USED} if end > 0 else None
+
+
+def _scalar(raw: str) -> Any:
+    """A number, None, a boolean or a string without escapes, as Python's repr writes it."""
+    if raw[0] in "'\"":
+        return raw[1:-1]
+    if raw in ("None", "True", "False"):
+        return {"None": None, "True": True, "False": False}[raw]
+    return float(raw) if any(c in raw for c in ".eE") else int(raw)
+
+
 def _value(raw: str | None) -> Any:
     if raw is None:
         return None
@@ -150,9 +181,7 @@ class FinishLines:
             return True
         if FINISH in body:
             at = body.rfind("'meta_info': {")
-            end = _end_of(body, at + 13) if at >= 0 else -1
-            entries = _entries(body[at + 13 : end]) if end > 0 else None
-            meta = {k: _value(v) for k, v in entries.items() if k in _USED} if entries is not None else None
+            meta = _meta_info(body, at) if at >= 0 else None
             streams = _STREAM.findall(body, 0, body.rfind(", out={"))
             stream = streams[-1] == "True" if streams else None
         elif JSON_FINISHED in body:
