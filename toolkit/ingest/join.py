@@ -1,13 +1,13 @@
 """Join the files of one run into the canonical ``requests`` table, on one clock.
 
-Client records (the vLLM bench's staged rows, and the ``requests`` rows of other client formats) are paired
-with engine records (``llm_request`` spans, and the ``requests`` rows of engine formats such as TGI's log):
-by request id where the engine kept the client's (vLLM's bench client sends ``cmpl-<request_id_prefix><i>-0``
-for its i-th request; the prefix from the client log naming the bench file, else inferred from the spans),
-else on what both saw (``match``: clock offset from the arrival sequences, then an optimal one-to-one
-assignment). Each client clock is mapped onto the engine's wall clock by the median offset of its joined
-pairs; the method, offsets and residuals (median and p90 of the absolute mismatch), the unmatched records and
-the ties go into the run metadata.
+Client records (the vLLM bench's staged rows, and the ``requests`` rows of other client formats) are paired with
+engine records (``llm_request`` spans, and the ``requests`` rows of engine formats such as TGI's log): by request id
+where the engine kept the client's (vLLM's bench client's i-th request is the engine's
+``cmpl-<request_id_prefix><i>-0``, on the chat endpoint ``chatcmpl-<request_id_prefix><i>``; the prefix from the
+client log naming the bench file, else inferred from the spans), else on what both saw (``match``: clock offset from
+the arrival sequences, then an optimal one-to-one assignment). Each client clock is mapped onto the engine's wall
+clock by the median offset of its joined pairs; the method, offsets and residuals (median and p90 of the absolute
+mismatch), the unmatched records and the ties go into the run metadata.
 """
 
 from __future__ import annotations
@@ -50,7 +50,14 @@ PROVENANCE = {
     "run's engine steps (split_basis says how)",
 }
 
-_ID = re.compile(r"^cmpl-(.*?)(\d+)-0$")
+# the id vLLM gives the i-th request of a bench client sending "<prefix><i>": cmpl-<prefix><i>-0 (completions: a
+# prompt's index after the id), chatcmpl-<prefix><i> (chat: one prompt)
+_ID = re.compile(r"^(?:cmpl-(.*?)(\d+)-0|chatcmpl-(.*?)(\d+))$")
+
+
+def _span_of(spans_by_id: dict[str, dict], prefix: str, idx: int) -> dict | None:
+    """The span of a bench client's ``idx``-th request sent under ``prefix`` (either of ``_ID``'s forms)."""
+    return spans_by_id.get(f"cmpl-{prefix}{idx}-0") or spans_by_id.get(f"chatcmpl-{prefix}{idx}")
 
 
 def staged_rows(folder: Path) -> list[dict[str, Any]]:
@@ -65,12 +72,13 @@ def _infer_prefix(bench: list[dict], spans_by_id: dict[str, dict]) -> str | None
     for rid in spans_by_id:
         m = _ID.match(rid)
         if m:
-            prefixes[m.group(1)] = prefixes.get(m.group(1), 0) + 1
+            prefix = m.group(1) if m.group(1) is not None else m.group(3)
+            prefixes[prefix] = prefixes.get(prefix, 0) + 1
     best, best_hits = None, 0
     for prefix in prefixes:
         hits = 0
         for b in bench:
-            s = spans_by_id.get(f"cmpl-{prefix}{b['idx']}-0")
+            s = _span_of(spans_by_id, prefix, b["idx"])
             if s and s["prompt_tokens"] == b["input_tokens"]:
                 hits += 1
         if hits > best_hits:
@@ -384,7 +392,7 @@ def assemble_requests(stage: Path, sources: list[dict[str, Any]]) -> dict[str, A
         mismatched = 0
         found: list[tuple[dict, dict]] = []
         for b in rows:
-            s = spans_by_id.get(f"cmpl-{prefix}{b['idx']}-0")
+            s = _span_of(spans_by_id, prefix, b["idx"])
             if s is None or s["request_id"] in matched:
                 continue
             if (
