@@ -147,7 +147,7 @@ def ingest_scheduler_log(path: str, stage: Path, part: int, **_: Any) -> SourceI
     stats: list[dict[str, Any]] = []
     reqs: list[dict[str, Any]] = []
     finished = FinishLines()
-    retracted = 0
+    retracted: dict[str, int] = {}  # by engine
     suspicious = impossible = stamped = 0
     last_ts: float | None = None
     text = without_cut_record(path, Path(path).read_text(encoding="utf-8", errors="replace"), info)
@@ -156,7 +156,23 @@ def ingest_scheduler_log(path: str, stage: Path, part: int, **_: Any) -> SourceI
         info.version += f", {unwrapped}"
     trouble = Trouble()
     tracebacks = Tracebacks(trouble)
-    second, copies, rank_copies = None, {}, 0  # a second's batch lines by engine, kind and figures: the ranks seen
+    seen: dict[tuple, set[str]] = {}  # this second's batch and retraction lines by engine and figures: their ranks
+    second: list[Any] = [None, 0]  # the second, and the other ranks' copies read once so far
+
+    def copy_of(h: re.Match[str] | None, rank: str | None, figures: tuple) -> bool:
+        """Whether the line is another rank's copy of one its engine logged this second (read once, counted)."""
+        if h is None or rank is None:
+            return False
+        if h.group(1) != second[0]:
+            second[0] = h.group(1)
+            seen.clear()
+        ranks = seen.setdefault((_engine(rank), *figures), set())
+        if ranks and rank not in ranks:
+            second[1] += 1
+            return True
+        ranks.add(rank)
+        return False
+
     for n, line, collected in _records(text):
         h = _HEAD.match(line)
         body = line[h.end() :] if h else line
@@ -183,15 +199,8 @@ def ingest_scheduler_log(path: str, stage: Path, part: int, **_: Any) -> SourceI
         elif m := _BATCH.search(body):
             kind, rest = m.groups()
             f = {k.strip(): v for k, v in _FIELD.findall(rest)}
-            if h is not None and rank is not None:  # another rank's copy of a batch its engine logged this second
-                if h.group(1) != second:
-                    second, copies = h.group(1), {}
-                key = (_engine(rank), kind, *sorted((k, v) for k, v in f.items() if "throughput" not in k))
-                ranks = copies.setdefault(key, set())
-                if ranks and rank not in ranks:
-                    rank_copies += 1
-                    continue
-                ranks.add(rank)
+            if copy_of(h, rank, (kind, *sorted((k, v) for k, v in f.items() if "throughput" not in k))):
+                continue
             usage = f.get("token usage", f.get("full token usage"))
             stat = {
                 "part": part,
@@ -238,14 +247,16 @@ def ingest_scheduler_log(path: str, stage: Path, part: int, **_: Any) -> SourceI
                 )
             stats.append(stat)
         elif m := _RETRACT.search(body):
-            retracted += int(m.group(1))
+            if copy_of(h, rank, ("retract", m.group(1))):
+                continue
+            retracted[_engine(rank)] = retracted.get(_engine(rank), 0) + int(m.group(1))
             stats.append(
                 {
                     "part": part,
                     "ts_s": ts if h else last_ts,
                     "engine": _engine(rank),
                     "source": "log",
-                    "preemptions_total": float(retracted),
+                    "preemptions_total": float(retracted[_engine(rank)]),  # each engine's own count
                     "log_stamp": h.group(1) if h else None,
                     "_local": own,
                 }
@@ -300,9 +311,9 @@ def ingest_scheduler_log(path: str, stage: Path, part: int, **_: Any) -> SourceI
     info.details["log_lines"] = {
         "prefill_batches": len(steps),
         "load_samples": len(stats),
-        "retracted": retracted,
+        "retracted": sum(retracted.values()),
         "request_time_stats": time_stats,
-        "rank_copies": rank_copies,
+        "rank_copies": second[1],
     }
     info.details["clock"] = (
         {"origin": COLLECTOR_CLOCK, "stamped_lines": stamped}

@@ -146,3 +146,29 @@ def test_an_exception_and_failed_responses_are_said(tmp_path):
     )
     assert src["http"]["failed"] == [{"method": "POST", "path": "/v1/completions", "status": 500, "responses": 1}]
     assert sum("ERROR record" in str(w.message) or "HTTP error" in str(w.message) for w in said) == 2
+
+
+def test_ranks_of_one_engine_are_read_once_and_data_parallel_engines_apart(tmp_path):
+    """SGLang logs from each attention TP group's first rank: every context-parallel rank prints the same batch and
+    retraction (read once), while data-parallel ranks are engines of their own, each with its own retraction count."""
+    lines = []
+    for cp in (1, 0):
+        lines.append(
+            f"[2026-03-01 10:00:00 DP0 ATTN_CP{cp} TP{cp}] Retract requests. #retracted_reqs: 2, #new_token_ratio: 0.5"
+        )
+        lines.append(
+            f"[2026-03-01 10:00:00 DP0 ATTN_CP{cp} TP{cp}] Prefill batch, #new-seq: 1, #new-token: 64, "
+            "#cached-token: 0, token usage: 0.50, #running-req: 3, #queue-req: 1"
+        )
+    lines.append("[2026-03-01 10:00:01 DP1 ATTN_CP0 TP2] Retract requests. #retracted_reqs: 5, #new_token_ratio: 0.5")
+    lines.append("[2026-03-01 10:00:02 DP0 ATTN_CP0 TP0] Retract requests. #retracted_reqs: 1, #new_token_ratio: 0.5")
+    path = tmp_path / "server.log"
+    path.write_text("\n".join(lines) + "\n")
+    run = lltrace.ingest([path], store=tmp_path / "s")
+    assert run.sql("SELECT engine, prefill_tokens FROM engine_steps").rows() == [("DP0", 64)]
+    got = run.sql(
+        "SELECT engine, preemptions_total FROM engine_stats WHERE preemptions_total IS NOT NULL ORDER BY ts_s"
+    ).rows()
+    assert got == [("DP0", 2.0), ("DP1", 5.0), ("DP0", 3.0)]
+    (src,) = run.metadata["sources"]
+    assert src["log_lines"]["rank_copies"] == 2 and src["log_lines"]["retracted"] == 8
