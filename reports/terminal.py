@@ -237,15 +237,11 @@ def render(doc: dict[str, Any]) -> Group:
                 f" · prompt p50 {whole(mix['input_p50'])} / p90 {whole(mix['input_p90'])} tokens · output p50 "
                 f"{whole(mix['output_p50'])} / p90 {whole(mix['output_p90'])} tokens{some}"
             )
-        else:
-            line += " (their sizes not given)"
+        line += "" if mix["sized"] else " (their sizes not given)"
         if mix.get("rate_per_s"):
             line += f" · arriving {per_s(mix['rate_per_s'])} req/s"
         elif mix.get("arrival_resolution_s") and mix.get("span_s") is not None:
-            line += (
-                f" · arrivals over {mix['span_s']:,g} s, stamped to {mix['arrival_resolution_s']:g} s: too coarse for "
-                "a rate"
-            )
+            line += f" · arrivals over {mix['span_s']:,g} s, stamped to {mix['arrival_resolution_s']:g} s: no rate"
         if mix.get("throughput_per_s"):
             line += f" · finished {per_s(mix['throughput_per_s'])} req/s over {mix['window_s']:,.1f} s"
         if mix.get("prefix_reuse") is not None:
