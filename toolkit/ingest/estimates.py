@@ -23,8 +23,10 @@ def estimate_server_prefill(stage: Path) -> int:
     response sent less the scheduler's wait): ``prefill_s_est``, labelled in ``split_basis``; the rows estimated."""
     changed = 0
     for f in sorted((stage / "requests").glob("*.parquet")):
-        names = pq.read_schema(f).names
-        if not {"server_ttft_s", "queue_s", "prefill_s"} <= set(names):
+        if not {"server_ttft_s", "queue_s", "prefill_s"} <= set(pq.read_schema(f).names):
+            continue
+        given = pq.read_table(f, columns=["server_ttft_s", "queue_s"]).columns  # (an arrival trace's millions of
+        if any(c.null_count == len(c) for c in given):  # rows are never read as Python rows)
             continue
         rows = pq.read_table(f).to_pylist()
         touched = 0
