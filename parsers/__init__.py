@@ -31,7 +31,7 @@ from lltrace.parsers import (
     workloads,
 )
 from lltrace.parsers._blocks import check_stream, read_head
-from lltrace.tables import SourceInfo
+from lltrace.source_info import SourceInfo
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,8 @@ import pyarrow.parquet as pq
 from lltrace.arrow_rows import table_from_rows
 from lltrace.errors import TraceFormatError
 from lltrace.parsers._lines import DuplicateKey, duplicate_at, json_lines, read_text, unique_keys
-from lltrace.tables import STAGING, TABLES, SourceInfo
+from lltrace.source_info import SourceInfo
+from lltrace.tables import STAGING, TABLES
 
 
 def write_rows(stage: Path, table: str, part: int, rows: list[dict[str, Any]]) -> int:

@@ -19,7 +19,7 @@ from typing import Any
 from lltrace.errors import TraceFormatError
 from lltrace.parsers._io import not_a_figure, report_unread_figures
 from lltrace.parsers._lines import read_text
-from lltrace.tables import SourceInfo
+from lltrace.source_info import SourceInfo
 
 AGGREGATE_CSV = "aiperf-summary-csv"
 

@@ -19,7 +19,7 @@ from lltrace.parsers._io import (
     stamp_ns,
     write_rows,
 )
-from lltrace.tables import SourceInfo
+from lltrace.source_info import SourceInfo
 
 # -- shared helpers ------------------------------------------------------------------------------------
 

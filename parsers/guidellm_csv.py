@@ -12,7 +12,7 @@ from typing import Any
 
 from lltrace.errors import TraceFormatError
 from lltrace.parsers._lines import read_text
-from lltrace.tables import SourceInfo
+from lltrace.source_info import SourceInfo
 
 GUIDELLM_CSV = "guidellm-csv"
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from lltrace.errors import TraceFormatError
 from lltrace.parsers._io import clean_statistics, load_json, write_rows
-from lltrace.tables import SourceInfo
+from lltrace.source_info import SourceInfo
 
 LIFECYCLE = "inference-perf-lifecycle"
 SERVER = "inference-perf-prometheus"

@@ -37,7 +37,7 @@ from lltrace.parsers._jsonscan import (
     split_event_array,
 )
 from lltrace.parsers.kineto_tables import OTHER_CLOCK_NS, finalize, staged_counts
-from lltrace.tables import SourceInfo
+from lltrace.source_info import SourceInfo
 
 NAME = "pytorch-kineto"
 

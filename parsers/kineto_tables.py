@@ -16,7 +16,8 @@ from lltrace.errors import TraceFormatError
 from lltrace.parsers import kineto_fast
 from lltrace.parsers._io import check_wall_clock
 from lltrace.parsers.kernel_classes import classify_pairs
-from lltrace.tables import ANNOTATIONS, FLOWS, KERNELS, OPS, SourceInfo, Table
+from lltrace.source_info import SourceInfo
+from lltrace.tables import ANNOTATIONS, FLOWS, KERNELS, OPS, Table
 
 GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset", "cuda_sync")
 LAUNCH_CATS = ("cuda_runtime", "cuda_driver")

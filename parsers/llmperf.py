@@ -14,7 +14,7 @@ from typing import Any
 
 from lltrace.errors import TraceFormatError
 from lltrace.parsers._io import check_ids, load_json, write_rows
-from lltrace.tables import SourceInfo
+from lltrace.source_info import SourceInfo
 
 LLMPERF = "llmperf"
 LLMPERF_SUMMARY = "llmperf-summary"

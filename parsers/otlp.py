@@ -18,7 +18,8 @@ from typing import Any
 from lltrace.errors import TraceFormatError
 from lltrace.parsers._io import check_wall_clock, strip_bom, write_rows
 from lltrace.parsers._lines import DuplicateKey, duplicate_at, json_lines, read_text, unique_keys
-from lltrace.tables import SPANS, SourceInfo
+from lltrace.source_info import SourceInfo
+from lltrace.tables import SPANS
 
 OTLP = "otlp-traces"
 

@@ -14,7 +14,7 @@ from typing import Any
 from lltrace.errors import TraceFormatError
 from lltrace.parsers._io import check_wall_clock, strip_bom, write_rows
 from lltrace.parsers._lines import read_text
-from lltrace.tables import SourceInfo
+from lltrace.source_info import SourceInfo
 
 PROMETHEUS = "prometheus"
 

@@ -46,7 +46,7 @@ from lltrace.parsers.prometheus import (
     engine_of,
     name_engine,
 )
-from lltrace.tables import SourceInfo
+from lltrace.source_info import SourceInfo
 
 if TYPE_CHECKING:  # imported where a frame is built: importing the parsers (every ingest) stays without polars
     import polars as pl

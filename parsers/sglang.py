@@ -25,7 +25,7 @@ from lltrace.parsers._lines import without_cut_record
 from lltrace.parsers.result_table import read_tables, table_tool
 from lltrace.parsers.sglang_requests import FINISH, JSON_FINISHED, JSON_RECEIVED, RECEIVE, FinishLines
 from lltrace.parsers.vllm_log_lines import Tracebacks, Trouble
-from lltrace.tables import SourceInfo
+from lltrace.source_info import SourceInfo
 
 SCHEDULER_LOG = "sglang-scheduler-log"
 SGLANG_BENCH = "sglang-bench"

@@ -11,7 +11,7 @@ from typing import Any
 from lltrace.errors import TraceFormatError
 from lltrace.parsers._io import check_wall_clock, collected_seconds, json_objects, stamp_ns, write_rows
 from lltrace.parsers._lines import read_text, without_cut_record
-from lltrace.tables import SourceInfo
+from lltrace.source_info import SourceInfo
 
 TGI_LOG = "tgi-log"
 _RUST_DURATION = re.compile(r"([\d.]+)\s*(s|ms|µs|us|ns)$")

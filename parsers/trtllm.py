@@ -18,7 +18,7 @@ from lltrace.parsers._io import (
     write_rows,
 )
 from lltrace.parsers._lines import read_text
-from lltrace.tables import SourceInfo
+from lltrace.source_info import SourceInfo
 
 TRTLLM_REQUESTS = "trtllm-bench-requests"
 TRTLLM_ITERATIONS = "trtllm-iteration-log"

@@ -21,7 +21,7 @@ from lltrace.errors import TraceFormatError
 from lltrace.parsers._io import not_a_figure, strip_bom, write_rows
 from lltrace.parsers._lines import DuplicateKey, duplicate_at, read_text, unique_keys
 from lltrace.parsers.result_table import ResultTable, read_tables, table_tool
-from lltrace.tables import SourceInfo
+from lltrace.source_info import SourceInfo
 
 BENCH = "vllm-bench"
 CLIENT_LOG = "vllm-bench-client-log"

@@ -29,7 +29,7 @@ from lltrace.parsers._lines import read_text, without_cut_record
 from lltrace.parsers.result_table import read_tables
 from lltrace.parsers.vllm import bench_objects, printed_results, sniff_client_log
 from lltrace.parsers.vllm_log_lines import REQUEST_LINES, RequestLines, Trouble
-from lltrace.tables import SourceInfo
+from lltrace.source_info import SourceInfo
 
 SERVER_LOG = "vllm-server-log"
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from lltrace.tables import SourceInfo
+from lltrace.source_info import SourceInfo
 
 # The request lines of --enable-log-requests (on by default before 0.10: --disable-log-requests): the frontend's
 # "Received request ID: [prompt: ..., ]params: ..." (entrypoints/logger.py; serve/utils/request_logger.py since

@@ -25,7 +25,8 @@ from lltrace.cores import usable_cores
 from lltrace.errors import TraceFormatError
 from lltrace.parsers._io import check_wall_clock
 from lltrace.parsers._lines import partial_last_line, truncation_note, without_last_line
-from lltrace.tables import REQUESTS, SourceInfo
+from lltrace.source_info import SourceInfo
+from lltrace.tables import REQUESTS
 
 AZURE = "azure-llm-trace"
 BURSTGPT = "burstgpt"

@@ -21,7 +21,14 @@ FOLDERS = {
     "lltrace.queries": "queries",
     "lltrace.reports": "reports",
 }
-LEAVES = {"lltrace.arrow_rows", "lltrace.cores", "lltrace.errors", "lltrace.tables", "lltrace.version"}
+LEAVES = {
+    "lltrace.arrow_rows",
+    "lltrace.cores",
+    "lltrace.errors",
+    "lltrace.source_info",
+    "lltrace.tables",
+    "lltrace.version",
+}
 
 
 def _modules() -> dict[str, Path]:

@@ -5,9 +5,9 @@ numbers; ``values`` for a closed set of words), a one-line meaning, and its ``or
 a file), ``derived`` (arithmetic by lltrace on what the sources give) or ``estimated`` (a model's figure,
 labelled). Parsers write these schemas, the store's views always have every column (NULL where no source
 gives it), and the views' documentation test checks their ``requests.*``-style expansions against this
-module. The ranges and row rules are declared here and enforced at ingest (``lltrace.ingest.checks``). Also
-here: ``SourceInfo`` (what the run metadata records of one source file); rows become Arrow tables in
-``lltrace.arrow_rows``.
+module. The ranges and row rules are declared here and enforced at ingest (``lltrace.ingest.checks``). Rows
+become Arrow tables in ``lltrace.arrow_rows``; what the run metadata records of one source file is
+``lltrace.source_info``.
 
 A leaf: it imports nothing of lltrace, so a parser can use it without loading the analysis stack.
 """
@@ -15,7 +15,7 @@ A leaf: it imports nothing of lltrace, so a parser can use it without loading th
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -255,7 +255,10 @@ ENGINE_STEPS = Table(
         _count("prefill_tokens", "prompt tokens computed in the step", "tokens"),
         _count("decode_reqs", "requests decoding in the step", "requests"),
         _count(
-            "decode_tokens", "tokens decoded in the step (vLLM logs count a resumed request's recompute here)", "tokens"
+            "decode_tokens",
+            "tokens decoded in the step (vLLM logs: its generation tokens, with a resumed request's recompute and, "
+            "with speculative decoding, the draft tokens verified)",
+            "tokens",
         ),
         _count("cached_tokens", "prompt tokens the step's prefills took from the prefix cache (SGLang)", "tokens"),
         _seconds("wall_s", "step duration: CPU-side span, or the log's iteration time"),
@@ -570,29 +573,3 @@ _STORED = (KERNELS, OPS, ANNOTATIONS, FLOWS, ENGINE_STEPS, REQUESTS, REQUEST_EVE
 TABLES: dict[str, Table] = {t.name: t for t in (*_STORED, ENGINE_CONFIG)}
 """The store's tables, by name."""
 STAGING: dict[str, Table] = {t.name: t for t in (BENCH, SPANS, LOG_REQUESTS)}
-
-
-@dataclass
-class SourceInfo:
-    """What the run metadata records about one ingested source file."""
-
-    path: str
-    format: str
-    version: str | None = None
-    records: int = 0
-    dropped: dict[str, int] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-    truncated: str | None = None
-    details: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain-JSON form for the run metadata."""
-        return {
-            "path": self.path,
-            "format": self.format,
-            "version": self.version,
-            "records": self.records,
-            "dropped": self.dropped,
-            "warnings": self.warnings,
-            **self.details,
-        }

@@ -21,7 +21,7 @@ from typing import Any
 
 from lltrace.errors import TraceFormatError, said_of
 from lltrace.parsers._blocks import compression, gunzip_to, without_suffix
-from lltrace.tables import SourceInfo
+from lltrace.source_info import SourceInfo
 
 
 @contextmanager
