@@ -50,6 +50,11 @@ PROM_COLUMNS = {
     "generation_tokens_total": ("vllm:generation_tokens_total", "sglang:generation_tokens_total"),
     "prefix_cache_queries_total": ("vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total"),
     "prefix_cache_hits_total": ("vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total"),
+    # vLLM V1's speculative decoding counters (v1/spec_decode/metrics.py): a draft is one request's proposal in one
+    # step; its tokens are checked by the target model in that step, the accepted ones kept
+    "spec_drafts_total": ("vllm:spec_decode_num_drafts_total",),
+    "spec_draft_tokens_total": ("vllm:spec_decode_num_draft_tokens_total",),
+    "spec_accepted_tokens_total": ("vllm:spec_decode_num_accepted_tokens_total",),
     "queue_time_sum_s": (
         "vllm:request_queue_time_seconds_sum",
         "sglang:queue_time_seconds_sum",

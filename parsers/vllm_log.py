@@ -56,6 +56,11 @@ _ITERATION = re.compile(
     rf"(\d+) generation tokens, iteration elapsed time: {_F} ms(?:, (?:\w+ )?KV cache usage: {_F}%)?"
 )
 _ITERATION_START = re.compile(r"Engine \d+: Iteration\(")
+# speculative decoding: V1 logs each interval's counts ("SpecDecoding metrics: ... Accepted: 1013 tokens, Drafted: 2508
+# tokens, ...", v1/spec_decode/metrics.py), V0 its worker's running totals ("Speculative metrics: ... Number of
+# accepted tokens: 24, Number of draft tokens: 36, ...")
+_SPEC_V1 = re.compile(r"SpecDecoding metrics: .*?Accepted: (\d+) tokens, Drafted: (\d+) tokens")
+_SPEC_V0 = re.compile(r"Speculative metrics: .*?Number of accepted tokens: (\d+), Number of draft tokens: (\d+)")
 _V0_PREEMPT = re.compile(r"is preempted by PreemptionMode\.(\w+) mode.*?total_num_cumulative_preemption=(\d+)")
 
 
@@ -87,6 +92,8 @@ _ENGINE_LINE = re.compile(r"Initializing a V1 LLM engine \(v([\w.+-]+)\) with co
 _ENGINE_INT = re.compile(r"\b(tensor_parallel_size|pipeline_parallel_size|data_parallel_size)=(\d+)")
 _ENGINE_BOOL = re.compile(r"\b(enable_prefix_caching|enable_chunked_prefill)=(True|False)")
 _ENGINE_DEVICE = re.compile(r"\bdevice_config=(\w+)")
+# the engine's speculative decoding: None, or its method and the tokens a draft proposes (config/speculative.py)
+_ENGINE_SPEC = re.compile(r"\bspeculative_config=(?:None|SpeculativeConfig\(method='([\w-]+)'.*?num_spec_tokens=(\d+))")
 _RESOLVED_BUDGET = re.compile(r"Chunked prefill is enabled with max_num_batched_tokens=(\d+)")
 
 
@@ -119,6 +126,10 @@ def _engine_config(text: str) -> tuple[dict[str, Any], dict[str, str]]:
             put(k, v == "True", "server log: engine config line")
         if d := _ENGINE_DEVICE.search(line):
             put("device", d.group(1), "server log: engine config line")
+        if d := _ENGINE_SPEC.search(line):
+            put("num_speculative_tokens", int(d.group(2) or 0), "server log: engine config line")
+            if d.group(1):
+                put("speculative_method", d.group(1), "server log: engine config line")
     if m := _RESOLVED_BUDGET.search(text):  # the scheduler's own resolved value
         put("max_num_batched_tokens", int(m.group(1)), "server log: the scheduler's chunked-prefill line")
         put("enable_chunked_prefill", True, "server log: the scheduler's chunked-prefill line")
@@ -161,6 +172,7 @@ def ingest_server_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
         return counted[1]
 
     trouble = Trouble()
+    spec = [0, 0]  # speculative decoding's accepted and draft tokens so far (V1 logs each interval's)
     for i, h in enumerate(heads):
         body = text[h.end() : heads[i + 1].start() if i + 1 < len(heads) else len(text)]
         level = h.group(0)[:5]
@@ -259,6 +271,14 @@ def ingest_server_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
             v0 += 1
         elif body[:24].lstrip().startswith(REQUEST_LINES) and requests.read(body, stamp, ts, exact, line_of(h.start())):
             pass
+        elif (m := _SPEC_V1.search(body)) or (m := _SPEC_V0.search(body)):
+            accepted, drafted = int(m.group(1)), int(m.group(2))
+            if m.re is _SPEC_V1:  # an interval's counts: the totals since the log began
+                spec[0] += accepted
+                spec[1] += drafted
+                accepted, drafted = spec
+            row = {"spec_accepted_tokens_total": float(accepted), "spec_draft_tokens_total": float(drafted)}
+            stats.append({"part": part, "engine": "0", **row, "log_stamp": stamp, "ts_s": ts, "source": "log"})
         elif m := _V0_PREEMPT.search(body):
             # Logged only every 50th preemption: the cumulative count is the figure, not the line count.
             stats.append(

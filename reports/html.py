@@ -25,7 +25,7 @@ from lltrace.reports.replay_rows import (
     validation_rows,
 )
 from lltrace.reports.terminal_clients import behind_note
-from lltrace.reports.terminal_tables import engine_queue_note
+from lltrace.reports.terminal_tables import engine_queue_note, speculative_line
 
 
 def _replay_html(rep: dict[str, Any] | None) -> str:
@@ -180,6 +180,8 @@ def _headline(doc: dict[str, Any]) -> str:
             f"<p>Prompt tokens served from the prefix cache: <span data-key='kv.prefix_cached_share'>"
             f"{kv['prefix_cached_share']:.1%}</span> ({html.escape(kv['prefix_cached_basis'])}).</p>"
         )
+    if doc.get("speculative"):  # the terminal's line, word for word
+        parts.append(f"<p data-key='speculative'>{html.escape(speculative_line(doc['speculative']))}.</p>")
     queue_note = engine_queue_note(doc)
     if queue_note:
         parts.append(f"<p data-key='engine_queue_causes'>{html.escape(queue_note)}.</p>")

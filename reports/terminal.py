@@ -14,7 +14,7 @@ from lltrace.reports.labels import QUEUE_PARTS
 from lltrace.reports.numbers import count_noun, pct, per_s, whole
 from lltrace.reports.numbers import ms as _ms
 from lltrace.reports.terminal_clients import client_tables
-from lltrace.reports.terminal_tables import client_attribution_table, engine_queue_note, tail_table
+from lltrace.reports.terminal_tables import client_attribution_table, engine_queue_note, kv_lines, tail_table
 
 
 def render(doc: dict[str, Any]) -> Group:
@@ -184,35 +184,8 @@ def render(doc: dict[str, Any]) -> Group:
             parts.append(client_attribution_table(att["by_client"]))
         if att.get("tail"):
             parts.append(tail_table(att["tail"]))
-    kv = doc.get("kv")
-    if kv and any(v is not None for v in kv.values()):
-        wait = f"{kv['kv_wait_s']:,.2f} s" if kv["kv_wait_s"] is not None else ""
-        line = (
-            f"KV cache: peak usage {pct(kv['peak_usage'])} · preemptions {whole(kv['preemptions'])} · "
-            f"peak requests waiting {whole(kv.get('peak_waiting'))}"
-            + (
-                f" ({whole(kv['peak_waiting_capacity'])} for scheduling capacity)"
-                if kv.get("peak_waiting_capacity") is not None
-                else ""
-            )
-            + (f" · queue time waiting for KV room {wait}" if kv["kv_wait_s"] is not None else "")
-        )
-        prefix = []
-        if kv.get("prefix_cache_hit_rate") is not None:
-            prefix.append(
-                f"hit rate {pct(kv['prefix_cache_hit_rate'])} ({whole(kv['prefix_cache_hit_tokens'])} of "
-                f"{whole(kv['prefix_cache_queried_tokens'])} queried tokens, {kv['prefix_cache_hit_basis']})"
-            )
-        if kv.get("prefix_cached_share") is not None:
-            prefix.append(f"prompt tokens cached {pct(kv['prefix_cached_share'])} ({kv['prefix_cached_basis']})")
-        if kv.get("prefix_cached_requests"):
-            prefix.append(
-                f"cached tokens per request for {count_noun(kv['prefix_cached_requests'], 'request')} "
-                f"({kv['prefix_cached_requests_basis']})"
-            )
-        if prefix:
-            line += "\nprefix cache: " + " · ".join(prefix)
-        parts.append(Text(line))
+    if lines := kv_lines(doc.get("kv"), doc.get("speculative")):
+        parts.append(Text(lines))
     advice = doc.get("advice") or []
     if advice:
         t = Table(title="Advice (most valuable first)")

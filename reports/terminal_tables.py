@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from lltrace.reports.labels import QUEUE_PARTS
-from lltrace.reports.numbers import pct, whole, window_label
+from lltrace.reports.numbers import count_noun, pct, whole, window_label
 
 _PART_LABEL = dict(QUEUE_PARTS)
 
@@ -254,3 +254,57 @@ def engine_queue_note(doc: dict[str, Any]) -> str | None:
         + (" · ".join(said) if said else "nothing they can tell")
         + (f" · not knowable from them: {', '.join(unknown)}" if unknown else "")
     )
+
+
+def kv_lines(kv: dict[str, Any] | None, spec: dict[str, Any] | None) -> str | None:
+    """The KV cache's line (peak usage, preemptions, waiting), the prefix cache's and speculative decoding's, where
+    the run has them."""
+    lines = []
+    if kv and any(v is not None for v in kv.values()):
+        wait = f"{kv['kv_wait_s']:,.2f} s" if kv["kv_wait_s"] is not None else ""
+        line = (
+            f"KV cache: peak usage {pct(kv['peak_usage'])} · preemptions {whole(kv['preemptions'])} · "
+            f"peak requests waiting {whole(kv.get('peak_waiting'))}"
+            + (
+                f" ({whole(kv['peak_waiting_capacity'])} for scheduling capacity)"
+                if kv.get("peak_waiting_capacity") is not None
+                else ""
+            )
+            + (f" · queue time waiting for KV room {wait}" if kv["kv_wait_s"] is not None else "")
+        )
+        prefix = []
+        if kv.get("prefix_cache_hit_rate") is not None:
+            prefix.append(
+                f"hit rate {pct(kv['prefix_cache_hit_rate'])} ({whole(kv['prefix_cache_hit_tokens'])} of "
+                f"{whole(kv['prefix_cache_queried_tokens'])} queried tokens, {kv['prefix_cache_hit_basis']})"
+            )
+        if kv.get("prefix_cached_share") is not None:
+            prefix.append(f"prompt tokens cached {pct(kv['prefix_cached_share'])} ({kv['prefix_cached_basis']})")
+        if kv.get("prefix_cached_requests"):
+            prefix.append(
+                f"cached tokens per request for {count_noun(kv['prefix_cached_requests'], 'request')} "
+                f"({kv['prefix_cached_requests_basis']})"
+            )
+        if prefix:
+            line += "\nprefix cache: " + " · ".join(prefix)
+        lines.append(line)
+    if spec:
+        lines.append(speculative_line(spec))
+    return "\n".join(lines) or None
+
+
+def speculative_line(spec: dict[str, Any]) -> str:
+    """What speculative decoding gained: the share of draft tokens kept and the tokens a decoding request took a
+    step, with where the counts come from."""
+    k = spec.get("speculative_tokens")
+    head = "speculative decoding" + (f" (up to {whole(k)} draft tokens a step)" if k else "")
+    if not spec.get("draft_tokens"):
+        return f"{head}: on, no draft counted (no counters or SpecDecoding log lines in the run)"
+    said = [f"{pct(spec['acceptance_rate'])} of {whole(spec['draft_tokens'])} draft tokens accepted"]
+    basis = spec["basis"]
+    if spec.get("tokens_per_decode_step"):
+        said.append(f"{spec['tokens_per_decode_step']:.2f} tokens a step per decoding request")
+        basis += "; the steps from the iteration log"
+    elif spec.get("acceptance_length"):
+        said.append(f"{spec['acceptance_length']:.2f} tokens per drafting step (vLLM's mean acceptance length)")
+    return f"{head}: " + " · ".join(said) + f" ({basis})"

@@ -324,6 +324,9 @@ ENGINE_STATS = Table(
             "prefix_cache_queries_total", "prompt tokens looked up in the prefix cache (cumulative)", "tokens", typ=F64
         ),
         _count("prefix_cache_hits_total", "prompt tokens found in the prefix cache (cumulative)", "tokens", typ=F64),
+        _count("spec_drafts_total", "speculative decoding: drafts proposed (cumulative)", typ=F64),
+        _count("spec_draft_tokens_total", "speculative decoding: draft tokens (cumulative)", "tokens", typ=F64),
+        _count("spec_accepted_tokens_total", "speculative decoding: accepted tokens (cumulative)", "tokens", typ=F64),
         _c(
             "source",
             S,
@@ -442,6 +445,7 @@ ENGINE_SETTINGS = (
     "kv_blocks",
     "kv_cache_tokens",
     "tensor_parallel_size",
+    "speculative_tokens",
 )
 
 ENGINE_CONFIG = Table(

@@ -154,6 +154,7 @@ def advise(
     kv: dict[str, Any] | None = None,
     prefix_caching: bool | None = None,
     engine: str | None = None,
+    speculative: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Advice items, most valuable (seconds saved per request) first, each naming the engine ``setting`` it
     changes (None where it is not one setting).
@@ -163,7 +164,8 @@ def advise(
     quantization by the modelled ratio of FP8 to BF16 decode time per token. ``kv`` is the document's kv section
     (its usage and preemptions back the KV-room item; its measured prefix-cache hit rate the prefix item);
     ``prefix_caching`` whether the engine ran with prefix caching (None: not known). ``engine`` (the run's serving
-    engine) names each setting as that engine does, in the action and in ``engine_setting``.
+    engine) names each setting as that engine does, in the action and in ``engine_setting``. ``speculative`` (the
+    document's section) says the engine already decodes speculatively: the pipe item then offers the weights alone.
     """
     t = thresholds()
     n = att["requests"]
@@ -192,7 +194,14 @@ def advise(
                     "bottleneck": "pipe",
                     "setting": "quantization",
                     "action": "Cut the bytes read per decode step: FP8/INT8 weights or speculative decoding "
-                    "(more tokens per weight read)",
+                    "(more tokens per weight read)"
+                    if not speculative
+                    else "Cut the bytes read per decode step: FP8/INT8 weights (speculative decoding is on"
+                    + (
+                        f": {speculative['acceptance_rate']:.0%} of its draft tokens accepted)"
+                        if speculative.get("acceptance_rate") is not None
+                        else ")"
+                    ),
                     "expected_gain": _gain("mean decode time per request", mean["decode"], mean["decode"] - saved),
                     "formula": formula,
                     "evidence": {

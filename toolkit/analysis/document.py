@@ -162,6 +162,9 @@ def analyze(
             "steps": _steps(con, gpu_obj, model_obj, profile) if "engine_steps" in present else None,
             "profile": profile,
             "kv": _kv(con) if present & {"engine_stats", "engine_steps"} else None,
+            "speculative": (rows(con, "SELECT * EXCLUDE (run_id) FROM engine_speculative") or [None])[0]
+            if present & {"engine_stats", "engine_config"}
+            else None,
             "workload": (rows(con, "SELECT * EXCLUDE (run_id) FROM workload_mix") or [None])[0]
             if "requests" in present
             else None,
@@ -227,6 +230,7 @@ def analyze(
                 doc["kv"],
                 _prefix_caching(con),
                 engine_name(meta["sources"]),
+                doc["speculative"],
             )
         elif "requests" in present and model_obj and gpu_obj:
             doc["classification"] = classify_token_mix(con, model_obj.name, gpu_obj.name)

@@ -37,6 +37,7 @@ _KEYS = {
     "kv_blocks": ("num_gpu_blocks", "num_gpu_blocks_override", "kv_blocks"),
     "kv_cache_tokens": ("kv_cache_tokens",),
     "tensor_parallel_size": ("tensor_parallel_size",),
+    "speculative_tokens": ("num_speculative_tokens",),
 }
 _FORMAT_ENGINE = {
     "vllm-server-log": "vllm",

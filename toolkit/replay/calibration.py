@@ -47,7 +47,26 @@ def engine_config_for(run: Run) -> dict[str, dict[str, Any]]:
 
     out = {k: get(k) for k in ("block_size", "kv_blocks", "max_num_seqs", "max_num_batched_tokens", "chunked_prefill")}
     out["tp"] = get("tensor_parallel_size")
-    return out
+    return out | _speculative(run)
+
+
+def _speculative(run: Run) -> dict[str, dict[str, Any]]:
+    """Where the run decoded speculatively (``engine_speculative``): the tokens a decoding request gained a step
+    and the draft tokens each such step verified, from the run's own counts; nothing where it did not."""
+    spec = run.sql("SELECT * FROM engine_speculative")
+    if spec.height == 0 or not spec["draft_tokens"][0]:
+        return {}
+    r = spec.row(0, named=True)
+    if r["tokens_per_decode_step"] is not None:  # every decoding request's steps counted by the iteration log
+        steps, where = r["decode_request_steps"], "the iteration log's decoding requests"
+        gained = _setting(r["tokens_per_decode_step"], f"measured: 1 + accepted tokens / {where} ({r['basis']})")
+    elif r["acceptance_length"] is not None:  # no step log: every decoding step drafted (draft models, EAGLE, MTP)
+        steps, where = r["drafts"], "drafts"
+        gained = _setting(r["acceptance_length"], f"vLLM's mean acceptance length ({r['basis']}): every step drafted")
+    else:
+        return {}
+    verified = _setting(r["draft_tokens"] / steps, f"measured: draft tokens / {where} ({r['basis']})")
+    return {"tokens_per_decode_step": gained, "draft_tokens_per_decode_step": verified}
 
 
 def run_model(run: Run, model: str | None, reference_model: str | None) -> tuple[Model | None, str | None]:
@@ -176,10 +195,12 @@ def outside_engine(requests: pl.DataFrame) -> Outside:
     return Outside(**out, basis="; ".join(why) or "engine spans only")
 
 
-def rates(cost: StepCost) -> dict[str, float | None]:
-    """A step cost read as the figures people quote: one decode step of one request, and prefill tokens/s."""
+def rates(cost: StepCost, per_step: float = 1.0, verified: float = 0.0) -> dict[str, float | None]:
+    """A step cost read as the figures people quote: one decode step of one request over the tokens it gains
+    (``per_step``; with speculative decoding the step also verifies ``verified`` draft tokens), and prefill
+    tokens/s."""
     return {
-        "decode_s_per_token_batch1": cost.c0 + cost.overhead + cost.c_decode,
+        "decode_s_per_token_batch1": (cost.c0 + cost.overhead + cost.c_decode + verified * cost.c_prefill) / per_step,
         "prefill_tokens_per_s": 1.0 / cost.c_prefill if cost.c_prefill > 0 else None,
     }
 
@@ -290,9 +311,20 @@ def match_decode(
     }
 
 
-def calibration_doc(source: str, cost: StepCost, outside: Outside, stalls: pl.DataFrame | None, t0: float) -> dict:
+def calibration_doc(
+    source: str,
+    cost: StepCost,
+    outside: Outside,
+    stalls: pl.DataFrame | None,
+    t0: float,
+    settings: dict[str, dict[str, Any]] | None = None,
+) -> dict:
     """The replay document's ``calibration``: where the step cost came from, its terms as the replay uses them (after
-    ``match_decode``), the time outside the engine, the fit's quality and the stalls left out of it."""
+    ``match_decode``), the time outside the engine, the fit's quality and the stalls left out of it (its rates
+    read with the engine's speculative decoding, where ``settings`` have it)."""
+    spec = {
+        k: (settings or {}).get(k, {}).get("value") for k in ("tokens_per_decode_step", "draft_tokens_per_decode_step")
+    }
     return {
         "source": source,
         "form": "step_s = c0 + overhead + c_prefill * prefill_tokens + c_decode * decode_tokens + c_hit * hit_prefills",
@@ -312,7 +344,7 @@ def calibration_doc(source: str, cost: StepCost, outside: Outside, stalls: pl.Da
         },
         "r2": cost.r2,
         "step_mape": cost.mape,
-        "rates": rates(cost),
+        "rates": rates(cost, spec["tokens_per_decode_step"] or 1.0, spec["draft_tokens_per_decode_step"] or 0.0),
         "stalls": None
         if stalls is None
         else [

@@ -171,9 +171,10 @@ def _step_tokens(rows: pl.DataFrame) -> tuple[pl.Expr, pl.Expr]:
     """A logged step's prefill-like tokens and decoding sequences, the quantities :class:`StepCost` prices.
 
     vLLM's iteration line counts a request resumed after preemption among the *generation* requests with all
-    the tokens it recomputes, so generation tokens beyond one per generation request are recomputed prompt:
-    they are priced as prefill, and each generation request as one decode. Without request counts the
-    generation tokens are taken as decodes.
+    the tokens it recomputes, and with speculative decoding each request's draft tokens, which the target model
+    checks in the step as it computes a prompt's: generation tokens beyond one per generation request are
+    priced as prefill, and each generation request as one decode. Without request counts the generation tokens
+    are taken as decodes.
     """
     if "decode_reqs" not in rows.columns:
         return pl.col("prefill_tokens"), pl.col("decode_tokens")

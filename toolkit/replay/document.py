@@ -141,6 +141,8 @@ class _Replayer:
             max_num_seqs=int(v["max_num_seqs"]),
             max_num_batched_tokens=int(v["max_num_batched_tokens"]),
             chunked_prefill=bool(v["chunked_prefill"]),
+            tokens_per_decode_step=float(v.get("tokens_per_decode_step", 1.0)),
+            draft_tokens_per_decode_step=float(v.get("draft_tokens_per_decode_step", 0.0)),
         )
 
     def run(
@@ -535,7 +537,7 @@ def replay(
         },
         "engine": settings,
         "model": None if the_model is None else {"name": the_model.name, "origin": model_origin},
-        "calibration": calibration_doc(source, cost, outside, stalls, t0)
+        "calibration": calibration_doc(source, cost, outside, stalls, t0, settings)
         | {"fit_by_kind": fit_by_kind(clean_steps, fitted) if from_log and ref is None else None}
         | {"decode_match": match},
         "validation": validation,

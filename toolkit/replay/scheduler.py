@@ -19,7 +19,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import polars as pl
@@ -36,6 +36,9 @@ class EngineConfig:
     max_num_seqs: int = 256
     max_num_batched_tokens: int = 8192
     chunked_prefill: bool = True
+    # speculative decoding: the tokens a decoding request gains a step, and the draft tokens its step verifies
+    tokens_per_decode_step: float = 1.0
+    draft_tokens_per_decode_step: float = 0.0
 
 
 @dataclass
@@ -476,8 +479,20 @@ def simulate(
     cached = None if cached_tokens is None else np.maximum(np.asarray(cached_tokens, dtype=np.int64), 0).tolist()
     if cached is not None and len(cached) != n:
         raise ValueError("cached_tokens must have one value per request")
-    s = _Scheduler(arr, inp, out, config, cost, cached, list(pauses or []))
+    steps_out, notes = out, []
+    if config.tokens_per_decode_step > 1:
+        # speculative decoding: a request takes ceil((out - 1) / L) decode steps, each verifying its draft tokens,
+        # which the step cost prices as prompt tokens (as it was fitted: lltrace.replay.cost._step_tokens)
+        steps_out = np.where(out > 1, 1 + np.ceil((out - 1) / config.tokens_per_decode_step), out).astype(np.int64)
+        cost = replace(cost, c_decode=cost.c_decode + config.draft_tokens_per_decode_step * cost.c_prefill)
+        notes.append(
+            f"speculative decoding: each decoding request gains {config.tokens_per_decode_step:.2f} tokens a step and "
+            f"verifies {config.draft_tokens_per_decode_step:.2f} draft tokens in it (the run's own counts); its KV and "
+            "token-budget use per step are taken as one token's (an approximation where KV room or the budget binds)"
+        )
+    s = _Scheduler(arr, inp, steps_out, config, cost, cached, list(pauses or []))
     s.run(fast_forward)
+    s.notes[:0] = notes
 
     fs = np.array(s.first_sched)
     qd = np.array(s.queued)

@@ -1,0 +1,141 @@
+"""Speculative decoding: what the engine's drafts proposed and kept, and the replay of a run that drafted.
+
+Checked on lltrace's real pair ``sample_traces/vllm_cpu_limits/V_spec_draft`` (vLLM 0.32, a draft model proposing
+3 tokens a step) and ``W_spec_off`` (the same workload without it), each figure against what the raw files say:
+``vllm bench serve``'s own spec-decode fields (it reads the server's /metrics before and after the run), the final
+scrape's counters and the server log's lines, read here with regular expressions of the test's own.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from conftest import SAMPLES
+from typer.testing import CliRunner
+
+import lltrace
+from lltrace.cli import app
+from lltrace.replay.cost import StepCost
+from lltrace.replay.scheduler import EngineConfig, simulate
+
+SPEC = SAMPLES / "vllm_cpu_limits" / "V_spec_draft"
+OFF = SAMPLES / "vllm_cpu_limits" / "W_spec_off"
+
+
+def _counter(prom: Path, name: str) -> float:
+    return sum(float(m) for m in re.findall(rf"^{name}\{{[^}}]*\}} (\S+)$", prom.read_text(), re.MULTILINE))
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("spec") / "store"
+
+
+@pytest.fixture(scope="module")
+def spec_run(store: Path) -> lltrace.Run:
+    return lltrace.ingest([SPEC], store=store)
+
+
+def test_the_drafts_counted_as_the_benchmark_and_the_scrape_count_them(spec_run: lltrace.Run) -> None:
+    bench = json.loads((SPEC / "bench" / "bench.json").read_text())
+    final = SPEC / "metrics_final.prom"
+    got = spec_run.sql("SELECT * FROM engine_speculative").row(0, named=True)
+    assert got["basis"] == "engine counters"
+    assert got["speculative_tokens"] == 3  # the engine's config line: SpeculativeConfig(..., num_spec_tokens=3)
+    assert got["drafts"] == bench["spec_decode_num_drafts"] == _counter(final, "vllm:spec_decode_num_drafts_total")
+    assert got["draft_tokens"] == bench["spec_decode_draft_tokens"]
+    assert got["draft_tokens"] == _counter(final, "vllm:spec_decode_num_draft_tokens_total")
+    assert got["accepted_tokens"] == bench["spec_decode_accepted_tokens"]
+    assert got["acceptance_rate"] == pytest.approx(bench["spec_decode_acceptance_rate"] / 100, rel=1e-12)
+    assert got["acceptance_length"] == pytest.approx(bench["spec_decode_acceptance_length"], rel=1e-12)
+    # every decoding request's step drafted (a draft model always proposes): the log's generation requests,
+    # summed over its Iteration lines, are the drafts the counters count
+    log = (SPEC / "server.log").read_text()
+    generation_requests = sum(int(n) for n in re.findall(r"(\d+) generation requests", log))
+    assert got["decode_request_steps"] == generation_requests == got["drafts"]
+    assert got["tokens_per_decode_step"] == pytest.approx(got["acceptance_length"], rel=1e-12)
+
+
+def test_the_log_alone_counts_its_lines(tmp_path: Path) -> None:
+    log = (SPEC / "server.log").read_text()
+    lines = re.findall(r"SpecDecoding metrics: .*Accepted: (\d+) tokens, Drafted: (\d+) tokens", log)
+    assert len(lines) > 3
+    run = lltrace.ingest([SPEC / "server.log"], store=tmp_path / "store")
+    got = run.sql("SELECT * FROM engine_speculative").row(0, named=True)
+    assert got["basis"] == "server log"
+    assert got["accepted_tokens"] == sum(int(a) for a, _ in lines)
+    assert got["draft_tokens"] == sum(int(d) for _, d in lines)
+    assert got["drafts"] is None and got["acceptance_length"] is None  # the lines give no count of drafts
+    # the log's lines stop before the run's last interval: fewer than the counters', never more
+    assert got["draft_tokens"] < _counter(SPEC / "metrics_final.prom", "vllm:spec_decode_num_draft_tokens_total")
+
+
+def test_a_v0_log_gives_its_running_totals(tmp_path: Path) -> None:
+    # vLLM V0's spec-decode worker logged its totals so far (engine/metrics.py _format_spec_decode_metrics_str)
+    line = (
+        "INFO 06-11 10:00:{s:02d} metrics.py:345] Speculative metrics: Draft acceptance rate: 0.651, System "
+        "efficiency: 0.570, Number of speculative tokens: 5, Number of accepted tokens: {a}, Number of draft tokens: "
+        "{d}, Number of emitted tokens: 25.\n"
+    )
+    stats = "INFO 06-11 10:00:{s:02d} metrics.py:341] Avg prompt throughput: 1.0 tokens/s, Avg generation throughput: "
+    stats += "2.0 tokens/s, Running: 1 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 1.0%, CPU KV cache "
+    stats += "usage: 0.0%.\n"
+    path = tmp_path / "v0.log"
+    path.write_text(stats.format(s=1) + line.format(s=1, a=24, d=36) + line.format(s=6, a=60, d=90))
+    got = lltrace.ingest([path], store=tmp_path / "store").sql("SELECT * FROM engine_speculative").row(0, named=True)
+    assert (got["accepted_tokens"], got["draft_tokens"]) == (60, 90)  # the totals since the server started
+    assert got["acceptance_rate"] == pytest.approx(60 / 90)
+
+
+def test_a_run_without_it_says_nothing(store: Path) -> None:
+    run = lltrace.ingest([OFF], store=store)
+    assert run.sql("SELECT * FROM engine_speculative").height == 0
+    config = run.sql("SELECT value, basis FROM engine_config WHERE setting = 'speculative_tokens'").row(0)
+    assert config == (0, "stated")  # the engine's config line: speculative_config=None
+
+
+def test_the_terminal_and_the_advice(spec_run: lltrace.Run, store: Path) -> None:
+    out = CliRunner().invoke(app, ["analyze", spec_run.id, "--store", str(store), "-q"]).stdout
+    flat = " ".join(out.split())
+    assert "speculative decoding (up to 3 draft tokens a step): 42.3% of 13,419 draft tokens accepted" in flat
+    assert "2.27 tokens a step per decoding request" in flat
+    doc = json.loads(CliRunner().invoke(app, ["analyze", spec_run.id, "--store", str(store), "-q", "--json"]).stdout)
+    pipe = [a for a in doc["advice"] if a["bottleneck"] == "pipe"]
+    assert pipe and "speculative decoding is on: 42% of its draft tokens accepted" in pipe[0]["action"]
+    page = store.parent / "v.html"  # the report says it in the terminal's words
+    assert CliRunner().invoke(app, ["report", spec_run.id, "--store", str(store), "-o", str(page)]).exit_code == 0
+    said = re.search(r"<p data-key='speculative'>([^<]*)</p>", page.read_text()).group(1)
+    assert "42.3% of 13,419 draft tokens accepted · 2.27 tokens a step per decoding request" in said
+    off = json.loads(CliRunner().invoke(app, ["analyze", str(OFF), "--store", str(store), "-q", "--json"]).stdout)
+    assert off["speculative"] is None
+    assert any("or speculative decoding" in a["action"] for a in off["advice"] if a["bottleneck"] == "pipe")
+
+
+def test_the_replay_steps_a_drafting_request_by_its_measured_gain(spec_run: lltrace.Run, store: Path) -> None:
+    doc = json.loads(CliRunner().invoke(app, ["replay", spec_run.id, "--store", str(store), "-q", "--json"]).stdout)
+    assert doc["engine"]["tokens_per_decode_step"]["value"] == pytest.approx(5675 / 4473 + 1)
+    assert doc["engine"]["draft_tokens_per_decode_step"]["value"] == pytest.approx(13419 / 4473)
+    # as fitted (before the step cost is matched to the decode time), the replay gives the measured decode time
+    # within a quarter; one token a step made it 2.5x (each request took 2.27x the steps it took)
+    assert 0.8 < doc["calibration"]["decode_match"]["replayed_over_measured"] < 1.25
+    # the steps the replay ran against the 1,635 the engine logged
+    logged = len(re.findall(r"Iteration\(\d+\)", (SPEC / "server.log").read_text()))
+    assert doc["baseline"]["steps"] == pytest.approx(logged, rel=0.15)
+    assert any(n.startswith("speculative decoding: each decoding request gains 2.27") for n in doc["baseline"]["notes"])
+
+
+def test_the_scheduler_takes_fewer_steps_for_the_same_tokens() -> None:
+    cost = StepCost(c0=1e-3, c_prefill=1e-5, c_decode=1e-4)
+    plain = EngineConfig(num_blocks=1000)
+    drafting = EngineConfig(num_blocks=1000, tokens_per_decode_step=2.5, draft_tokens_per_decode_step=3.0)
+    one = simulate([0.0], [100], [101], plain, cost)
+    two = simulate([0.0], [100], [101], drafting, cost)
+    assert one.steps == 101 and two.steps == 41  # a prefill step, then 100 tokens at 1 and at 2.5 a step
+    # each drafting decode step also verifies 3 tokens, priced as prompt tokens
+    step = 1e-3 + 1e-4 + 3 * 1e-5
+    got = two.requests.row(0, named=True)
+    assert got["e2e_s"] - got["ttft_s"] == pytest.approx(40 * step)
+    assert got["output_tokens"] == 101 and got["tpot_s"] == pytest.approx(40 * step / 100)
