@@ -139,3 +139,18 @@ def test_the_scheduler_takes_fewer_steps_for_the_same_tokens() -> None:
     got = two.requests.row(0, named=True)
     assert got["e2e_s"] - got["ttft_s"] == pytest.approx(40 * step)
     assert got["output_tokens"] == 101 and got["tpot_s"] == pytest.approx(40 * step / 100)
+
+
+def test_the_diff_names_the_settings_that_changed(spec_run: lltrace.Run, store: Path) -> None:
+    off = lltrace.ingest([OFF], store=store)
+    doc = json.loads(CliRunner().invoke(app, ["diff", off.id, spec_run.id, "--store", str(store), "--json"]).stdout)
+    changed = {c["setting"]: (c["baseline"], c["incident"]) for c in doc["settings_changed"]}
+    # both servers' logs: speculative_config=None, then num_spec_tokens=3; the draft model's KV halves the target's
+    # room (vllm:cache_config_info's num_gpu_blocks in each final scrape)
+    blocks = [
+        float(re.search(r'num_gpu_blocks="(\d+)"', (run / "metrics_final.prom").read_text()).group(1))
+        for run in (OFF, SPEC)
+    ]
+    assert changed["speculative_tokens"] == (0, 3)
+    assert changed["kv_blocks"] == tuple(blocks) == (16384, 8192)
+    assert "speculative_tokens 0 -> 3" in doc["verdict"]

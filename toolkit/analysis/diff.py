@@ -21,6 +21,7 @@ from lltrace.errors import LltraceError
 from lltrace.ingest.targets import Target, as_store, open_run
 from lltrace.queries import thresholds
 from lltrace.store import Store
+from lltrace.tables import ENGINE_SETTINGS
 
 COMPONENTS = ("overhead", "queue", "kv_wait", "slot_wait", "budget_wait", "prefill", "decode", "preempted")
 ADDITIVE = E2E_PARTS
@@ -76,8 +77,46 @@ def diff(
 ) -> dict[str, Any]:
     """The diff document of DESIGN.md (``lltrace diff --json``): each run a ``Run``, a stored run's id, or the
     file or folder of one run; each side optionally narrowed to a window (its requests by arrival, its engine
-    samples by time), so two windows of one run compare too."""
+    samples by time), so two windows of one run compare too. ``settings_changed`` lists the engine settings the
+    two runs' ``engine_config`` give different values (the verdict names them)."""
     st = as_store(store)
+    doc = _diff(st, baseline, incident, baseline_window, incident_window)
+    ids = (doc["baseline"]["run"], doc["incident"]["run"])
+    con = st.connect(sorted(set(ids)))
+    try:
+        config = con.execute("SELECT run_id, setting, value, basis FROM engine_config").fetchall()
+    finally:
+        con.close()
+    sides = [{s: (v, b) for r, s, v, b in config if r == run} for run in ids]
+    changed = [
+        {"setting": s, "baseline": sides[0].get(s, (None,))[0], "incident": sides[1].get(s, (None,))[0]}
+        | {"basis": " -> ".join(side[s][1] if s in side else "not known" for side in sides)}
+        for s in ENGINE_SETTINGS
+        if (s in sides[0] or s in sides[1]) and sides[0].get(s, (None,))[0] != sides[1].get(s, (None,))[0]
+    ]
+    doc["settings_changed"] = changed
+    if changed:
+        said = ", ".join(
+            f"{c['setting']} {_value(c['setting'], c['baseline'])} -> {_value(c['setting'], c['incident'])}"
+            for c in changed
+        )
+        doc["verdict"] = doc["verdict"].removesuffix(".") + f". The engines' settings differ: {said}."
+    return doc
+
+
+def _value(setting: str, v: float | None) -> str:
+    if v is None:
+        return "not known"
+    return ("on" if v else "off") if setting in ("chunked_prefill", "prefix_caching") else f"{v:,.0f}"
+
+
+def _diff(
+    st: Store,
+    baseline: Target,
+    incident: Target,
+    baseline_window: Window | None,
+    incident_window: Window | None,
+) -> dict[str, Any]:
     base, inc = open_run(baseline, st), open_run(incident, st)
     min_overlap = thresholds()["diff_min_overlap"]
     sides = {"baseline": (base.id, baseline_window), "incident": (inc.id, incident_window)}
