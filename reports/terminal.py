@@ -397,6 +397,8 @@ def render(doc: dict[str, Any]) -> Group:
         if not steps["count"]:
             t.caption = "no engine step markers, ProfilerStep, execute_model or CUDA graph launches found"
         parts.append(t)
+        if (doc.get("speculative") or {}).get("draft_tokens"):
+            parts.append(Text("decode tok: the tokens the steps verified, each request's draft tokens included"))
         outlasted = [r for r in steps["by_kind"] if r.get("gpu_longer_steps")]
         if outlasted:
             parts.append(Text(_gpu_outlasted(outlasted)))

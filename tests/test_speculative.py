@@ -102,6 +102,7 @@ def test_the_terminal_and_the_advice(spec_run: lltrace.Run, store: Path) -> None
     flat = " ".join(out.split())
     assert "speculative decoding (up to 3 draft tokens a step): 42.3% of 13,419 draft tokens accepted" in flat
     assert "2.27 tokens a step per decoding request" in flat
+    assert "decode tok: the tokens the steps verified, each request's draft tokens included" in flat
     doc = json.loads(CliRunner().invoke(app, ["analyze", spec_run.id, "--store", str(store), "-q", "--json"]).stdout)
     pipe = [a for a in doc["advice"] if a["bottleneck"] == "pipe"]
     assert pipe and "speculative decoding is on: 42% of its draft tokens accepted" in pipe[0]["action"]
