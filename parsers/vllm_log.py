@@ -127,9 +127,8 @@ def _engine_config(text: str) -> tuple[dict[str, Any], dict[str, str]]:
         if d := _ENGINE_DEVICE.search(line):
             put("device", d.group(1), "server log: engine config line")
         if d := _ENGINE_SPEC.search(line):
-            put("num_speculative_tokens", int(d.group(2) or 0), "server log: engine config line")
-            if d.group(1):
-                put("speculative_method", d.group(1), "server log: engine config line")
+            how = f"num_spec_tokens, method {d.group(1)}" if d.group(1) else "speculative_config=None"
+            put("num_speculative_tokens", int(d.group(2) or 0), f"server log: engine config line ({how})")
     if m := _RESOLVED_BUDGET.search(text):  # the scheduler's own resolved value
         put("max_num_batched_tokens", int(m.group(1)), "server log: the scheduler's chunked-prefill line")
         put("enable_chunked_prefill", True, "server log: the scheduler's chunked-prefill line")

@@ -298,8 +298,10 @@ def speculative_line(spec: dict[str, Any]) -> str:
     step, with where the counts come from."""
     k = spec.get("speculative_tokens")
     head = "speculative decoding" + (f" (up to {whole(k)} draft tokens a step)" if k else "")
-    if not spec.get("draft_tokens"):
-        return f"{head}: on, no draft counted (no counters or SpecDecoding log lines in the run)"
+    if spec.get("draft_tokens") is None:
+        return f"{head}: on, its drafts not counted (no spec-decode counters or SpecDecoding log lines in the run)"
+    if not spec["draft_tokens"]:
+        return f"{head}: on, no draft proposed ({spec['basis']})"
     said = [f"{pct(spec['acceptance_rate'])} of {whole(spec['draft_tokens'])} draft tokens accepted"]
     basis = spec["basis"]
     if spec.get("tokens_per_decode_step"):

@@ -20,6 +20,7 @@ import lltrace
 from lltrace.cli import app
 from lltrace.replay.cost import StepCost
 from lltrace.replay.scheduler import EngineConfig, simulate
+from lltrace.reports.terminal_tables import speculative_line
 
 SPEC = SAMPLES / "vllm_cpu_limits" / "V_spec_draft"
 OFF = SAMPLES / "vllm_cpu_limits" / "W_spec_off"
@@ -45,6 +46,8 @@ def test_the_drafts_counted_as_the_benchmark_and_the_scrape_count_them(spec_run:
     got = spec_run.sql("SELECT * FROM engine_speculative").row(0, named=True)
     assert got["basis"] == "engine counters"
     assert got["speculative_tokens"] == 3  # the engine's config line: SpeculativeConfig(..., num_spec_tokens=3)
+    origin = spec_run.sql("SELECT origin FROM engine_config WHERE setting = 'speculative_tokens'").item()
+    assert origin == "server log: engine config line (num_spec_tokens, method draft_model)"
     assert got["drafts"] == bench["spec_decode_num_drafts"] == _counter(final, "vllm:spec_decode_num_drafts_total")
     assert got["draft_tokens"] == bench["spec_decode_draft_tokens"]
     assert got["draft_tokens"] == _counter(final, "vllm:spec_decode_num_draft_tokens_total")
@@ -93,8 +96,8 @@ def test_a_v0_log_gives_its_running_totals(tmp_path: Path) -> None:
 def test_a_run_without_it_says_nothing(store: Path) -> None:
     run = lltrace.ingest([OFF], store=store)
     assert run.sql("SELECT * FROM engine_speculative").height == 0
-    config = run.sql("SELECT value, basis FROM engine_config WHERE setting = 'speculative_tokens'").row(0)
-    assert config == (0, "stated")  # the engine's config line: speculative_config=None
+    config = run.sql("SELECT value, basis, origin FROM engine_config WHERE setting = 'speculative_tokens'").row(0)
+    assert config == (0, "stated", "server log: engine config line (speculative_config=None)")
 
 
 def test_the_terminal_and_the_advice(spec_run: lltrace.Run, store: Path) -> None:
@@ -155,3 +158,13 @@ def test_the_diff_names_the_settings_that_changed(spec_run: lltrace.Run, store: 
     assert changed["speculative_tokens"] == (0, 3)
     assert changed["kv_blocks"] == tuple(blocks) == (16384, 8192)
     assert "speculative_tokens 0 -> 3" in doc["verdict"]
+
+
+def test_a_run_that_drafted_nothing_or_counted_nothing_says_which() -> None:
+    on = {"speculative_tokens": 3.0, "basis": None}
+    assert speculative_line(on | {"draft_tokens": None}).endswith(
+        "on, its drafts not counted (no spec-decode counters or SpecDecoding log lines in the run)"
+    )
+    assert speculative_line(on | {"draft_tokens": 0.0, "basis": "engine counters"}).endswith(
+        "on, no draft proposed (engine counters)"
+    )
