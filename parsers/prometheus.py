@@ -55,6 +55,8 @@ PROM_COLUMNS = {
     "spec_drafts_total": ("vllm:spec_decode_num_drafts_total",),
     "spec_draft_tokens_total": ("vllm:spec_decode_num_draft_tokens_total",),
     "spec_accepted_tokens_total": ("vllm:spec_decode_num_accepted_tokens_total",),
+    # SGLang's gauge of its last logging interval's accept length (tokens per verify step)
+    "spec_accept_length": ("sglang:spec_accept_length",),
     "queue_time_sum_s": (
         "vllm:request_queue_time_seconds_sum",
         "sglang:queue_time_seconds_sum",

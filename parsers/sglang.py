@@ -245,6 +245,9 @@ def ingest_scheduler_log(path: str, stage: Path, part: int, **_: Any) -> SourceI
                 stat["generation_throughput"] = (
                     float(f["gen throughput (token/s)"]) if "gen throughput (token/s)" in f else None
                 )
+                # speculative decoding: tokens per verify step over the interval's decode batches (scheduler's
+                # spec_num_accepted_tokens / spec_num_forward_ct, each reset after the line)
+                stat["spec_accept_length"] = float(f["accept len"]) if "accept len" in f else None
             stats.append(stat)
         elif m := _RETRACT.search(body):
             if copy_of(h, rank, ("retract", m.group(1))):

@@ -8,7 +8,8 @@
 -- tokens_per_decode_step is what a decoding request gained per step over the whole run: one token a step plus the
 -- accepted ones, over its steps (the iteration log's generation requests from iteration 0, as the counters count
 -- from the server's start; NULL without that log). acceptance_length is vLLM's own figure, over drafting steps only
--- (ngram proposes nothing where no n-gram matches: those steps gain one token).
+-- (ngram proposes nothing where no n-gram matches: those steps gain one token); for SGLang, which counts no drafts,
+-- the mean of its accept-length readings (per logging interval: tokens per verify step).
 -- columns:
 --   run_id                   run
 --   speculative_tokens       the tokens each draft may propose, as the engine's config states it (0: off)
@@ -16,10 +17,10 @@
 --   draft_tokens             tokens the drafts proposed
 --   accepted_tokens          draft tokens the target kept
 --   acceptance_rate          accepted_tokens / draft_tokens (0-1)
---   acceptance_length        1 + accepted_tokens / drafts: tokens per drafting step of a request
+--   acceptance_length        1 + accepted_tokens / drafts: tokens per drafting step of a request (SGLang: its readings)
 --   decode_request_steps     steps x decoding requests, from the iteration log (NULL without it)
 --   tokens_per_decode_step   1 + accepted_tokens / decode_request_steps
---   basis                    engine counters | server log
+--   basis                    engine counters | server log | the mean of SGLang's N accept-length readings (...)
 CREATE OR REPLACE VIEW engine_speculative AS
 WITH counted AS (
     -- cumulative counters only grow: their change is the largest less the smallest reading (one reading: its value);
@@ -44,6 +45,12 @@ WITH counted AS (
            sum(accepted_since_start) AS accepted_since_start
     FROM (SELECT *, rank() OVER (PARTITION BY run_id ORDER BY draft_tokens DESC, source) AS k FROM counted)
     WHERE k = 1 GROUP BY run_id
+), sglang AS (
+    -- SGLang counts no drafts or tokens for a run: its accept length per interval (decode batch lines, or the gauge
+    -- of the last interval at each scrape), 0 where the interval verified nothing; the mean of its readings
+    SELECT run_id, avg(spec_accept_length) AS accept_length, count(*) AS readings,
+           bool_or(source = 'log') AS from_log
+    FROM engine_stats WHERE spec_accept_length >= 1 GROUP BY run_id
 ), logged AS (
     SELECT run_id, sum(decode_reqs)::BIGINT AS decode_request_steps
     FROM engine_steps WHERE detection = 'vllm iteration log' GROUP BY run_id HAVING min(step_id) = 0
@@ -55,12 +62,16 @@ SELECT run_id,
        g.speculative_tokens,
        c.drafts, c.draft_tokens, c.accepted_tokens,
        CASE WHEN c.draft_tokens > 0 THEN c.accepted_tokens / c.draft_tokens END AS acceptance_rate,
-       CASE WHEN c.drafts > 0 THEN 1 + c.accepted_tokens / c.drafts END AS acceptance_length,
+       CASE WHEN c.drafts > 0 THEN 1 + c.accepted_tokens / c.drafts ELSE a.accept_length END AS acceptance_length,
        l.decode_request_steps,
        CASE WHEN l.decode_request_steps > 0 AND c.draft_tokens > 0
             THEN 1 + c.accepted_since_start / l.decode_request_steps END AS tokens_per_decode_step,
-       CASE WHEN c.source = 'log' THEN 'server log' WHEN c.source IS NOT NULL THEN 'engine counters' END AS basis
+       CASE WHEN c.source = 'log' THEN 'server log' WHEN c.source IS NOT NULL THEN 'engine counters'
+            WHEN a.readings IS NOT NULL
+            THEN format('the mean of SGLang''s {} accept-length readings ({})', a.readings,
+                        CASE WHEN a.from_log THEN 'decode batch lines' ELSE 'its gauge' END) END AS basis
 FROM counters c
 FULL JOIN config g USING (run_id)
+FULL JOIN sglang a USING (run_id)
 LEFT JOIN logged l USING (run_id)
-WHERE c.draft_tokens > 0 OR g.speculative_tokens > 0;
+WHERE c.draft_tokens > 0 OR g.speculative_tokens > 0 OR a.readings > 0;

@@ -299,6 +299,8 @@ def speculative_line(spec: dict[str, Any]) -> str:
     k = spec.get("speculative_tokens")
     head = "speculative decoding" + (f" (up to {whole(k)} draft tokens a step)" if k else "")
     if spec.get("draft_tokens") is None:
+        if spec.get("acceptance_length"):  # SGLang counts no drafts: its accept length per interval
+            return f"{head}: {spec['acceptance_length']:.2f} tokens a request gained per verify step ({spec['basis']})"
         return f"{head}: on, its drafts not counted (no spec-decode counters or SpecDecoding log lines in the run)"
     if not spec["draft_tokens"]:
         return f"{head}: on, no draft proposed ({spec['basis']})"

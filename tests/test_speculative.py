@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLES
+from conftest import SAMPLES, shared_file
 from typer.testing import CliRunner
 
 import lltrace
@@ -193,3 +193,35 @@ def test_ngram_drafts_on_some_steps_only(store: Path) -> None:
     assert generated == pytest.approx(steps + got["accepted_tokens"], rel=0.01)
     doc = json.loads(CliRunner().invoke(app, ["replay", run.id, "--store", str(store), "-q", "--json"]).stdout)
     assert 0.8 < doc["calibration"]["decode_match"]["replayed_over_measured"] < 1.25
+
+
+def test_sglang_says_its_accept_length(tmp_path: Path) -> None:
+    # the shared SGLang excerpt's real decode batch line from a speculative run (sgl-project/sglang#4759)
+    path = shared_file("serving", "log_excerpts", "sglang_scheduler_log_lines.txt")
+    said = [float(x) for x in re.findall(r"Decode batch\..*?accept len: ([\d.]+)", path.read_text())]
+    assert said == [2.54]
+    run = lltrace.ingest([path], store=tmp_path / "store")
+    got = run.sql("SELECT * FROM engine_speculative").row(0, named=True)
+    assert got["acceptance_length"] == 2.54 and got["draft_tokens"] is None
+    assert got["basis"] == "the mean of SGLang's 1 accept-length readings (decode batch lines)"
+    assert speculative_line(got) == (
+        "speculative decoding: 2.54 tokens a request gained per verify step (the mean of SGLang's 1 accept-length "
+        "readings (decode batch lines))"
+    )
+
+
+def test_sglang_gauge_reads_zero_without_verifies(tmp_path: Path) -> None:
+    # SGLang's collector exports sglang:spec_accept_length (the last interval's), 0 where nothing was verified
+    prom = "# HELP sglang:num_running_reqs x\n# TYPE sglang:num_running_reqs gauge\n"
+    prom += 'sglang:num_running_reqs{{model_name="m"}} 3.0\n# TYPE sglang:spec_accept_length gauge\n'
+    prom += 'sglang:spec_accept_length{{model_name="m"}} {v}\n'
+    for name, values in (("on", ("2.5", "3.5", "0.0")), ("off", ("0.0",))):
+        folder = tmp_path / name
+        folder.mkdir()
+        for i, v in enumerate(values):
+            (folder / f"m{i}.prom").write_text(f"# scrape_unix_ts {1.79e9 + 10 * i}\n" + prom.format(v=v))
+        spec = lltrace.ingest([folder], store=tmp_path / "store").sql("SELECT * FROM engine_speculative")
+        if name == "off":
+            assert spec.height == 0
+        else:
+            assert spec.row(0, named=True)["acceptance_length"] == 3.0  # the readings of 1 or more

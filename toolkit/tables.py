@@ -328,6 +328,14 @@ ENGINE_STATS = Table(
         _count("spec_draft_tokens_total", "speculative decoding: draft tokens (cumulative)", "tokens", typ=F64),
         _count("spec_accepted_tokens_total", "speculative decoding: accepted tokens (cumulative)", "tokens", typ=F64),
         _c(
+            "spec_accept_length",
+            F64,
+            "tokens",
+            "speculative decoding: tokens a request gained per verify step over the engine's interval (SGLang's accept "
+            "len; its gauge reads 0 where nothing was verified)",
+            lo=0.0,
+        ),
+        _c(
             "source",
             S,
             None,
