@@ -39,9 +39,16 @@ def replay_cases(doc: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def replay_notes(doc: dict[str, Any]) -> list[tuple[str, str]]:
-    """(case, note) for every note of the baseline and the what-ifs (overload, a stalled scheduler)."""
+    """(case, note) for every note of the baseline and the what-ifs (overload, a stalled scheduler); a what-if's note
+    the baseline has too (how the replay reads the run, speculative decoding's) is said once, of the baseline."""
+    said = set(doc["baseline"].get("notes") or [])
     cases = [("replayed", doc["baseline"])] + [(what_if_label(w["what_if"]), w) for w in doc["whatifs"]]
-    return [(name, note) for name, case in cases for note in case.get("notes") or []]
+    return [
+        (name, note)
+        for name, case in cases
+        for note in case.get("notes") or []
+        if name == "replayed" or note not in said
+    ]
 
 
 def validation_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
