@@ -335,6 +335,38 @@ def test_prefix_cache_hit_rate_and_cached_share():
     assert "q" not in got
 
 
+def test_speculative_counts_gain_and_sglang_readings():
+    c = tiny(
+        # two scrapes of the counters: their change; the log's lines count fewer and are not added; the iteration
+        # log's decoding requests from step 0 (3 + 5) against the accepted tokens since the server started (12)
+        "INSERT INTO engine_stats (run_id, source, engine, ts_s, spec_drafts_total, spec_draft_tokens_total, "
+        "spec_accepted_tokens_total) VALUES ('v', 'prometheus', '0', 1.0, 2, 6, 4), "
+        "('v', 'prometheus', '0', 9.0, 6, 18, 12), ('v', 'log', '0', 5.0, NULL, 9, 5)",
+        "INSERT INTO engine_steps (run_id, source, detection, step_id, decode_reqs) VALUES "
+        "('v', 'log', 'vllm iteration log', 0, 3), ('v', 'log', 'vllm iteration log', 1, 5)",
+        "INSERT INTO engine_config (run_id, engine, setting, value, basis, origin) VALUES "
+        "('v', 'vllm', 'speculative_tokens', 3, 'stated', 'log'), "
+        "('o', 'vllm', 'speculative_tokens', 0, 'stated', 'log')",
+        # SGLang: accept length readings (0: an interval that verified nothing)
+        "INSERT INTO engine_stats (run_id, source, ts_s, spec_accept_length) VALUES ('s', 'log', 1.0, 2.0), "
+        "('s', 'log', 2.0, 3.0), ('s', 'log', 3.0, 0.0)",
+    )
+    got = by_first(c, "SELECT * FROM engine_speculative")
+    assert got["v"] == (3, 4, 12, 8, pytest.approx(8 / 12), pytest.approx(1 + 8 / 4), 8, 1 + 12 / 8, "engine counters")
+    assert got["s"] == (
+        None,
+        None,
+        None,
+        None,
+        None,
+        2.5,
+        None,
+        None,
+        "the mean of SGLang's 2 accept-length readings (decode batch lines)",
+    )
+    assert "o" not in got  # off, and nothing drafted
+
+
 CACHED_LOG = """
 INSERT INTO engine_config (run_id, engine, setting, value, basis, origin) VALUES ('c', 'vllm', 'block_size', 16,
     'stated', 'log');
