@@ -93,15 +93,32 @@ def client_tables(summaries: list[dict[str, Any]], per_request: bool) -> list[An
                 out.append(Text(f"goodput: the requests that met {slos} (the client's SLOs, in its display units)"))
         out += server
     if summaries and not per_request:
+        named = list(dict.fromkeys(PER_REQUEST_OUTPUT[c["tool"]] for c in summaries if c["tool"] in PER_REQUEST_OUTPUT))
         out.append(
             Text(
                 "Summary only: no per-request rows, so no attribution. Re-run the client with per-request output "
-                "(SGLang --output-details, vLLM --save-result --save-detailed, LLMPerf's individual responses, "
-                "trtllm-bench --request_json) and add the engine's spans or logs.",
+                f"({'; '.join(named) or ', '.join(dict.fromkeys(PER_REQUEST_OUTPUT.values()))}) and add the engine's "
+                "spans or logs.",
                 style="dim",
             )
         )
     return out
+
+
+# where each client that writes a summary keeps its per-request records (its own option or file), by format
+PER_REQUEST_OUTPUT = {
+    "vllm-bench": "vllm bench serve --save-result --save-detailed",
+    "vllm-bench-client-log": "vllm bench serve --save-result --save-detailed",
+    "sglang-bench": "SGLang's bench_serving --output-details",
+    "sglang-bench-log": "SGLang's bench_serving --output-details",
+    "llmperf-summary": "LLMPerf's individual_responses file, written beside its summary",
+    "trtllm-bench-report": "trtllm-bench --request_json",
+    "inference-perf-lifecycle": "inference-perf's report.request_lifecycle.per_request: true",
+    SERVER: "inference-perf's report.request_lifecycle.per_request: true",
+    "aiperf-summary": "AIPerf's profile_export.jsonl, written beside its summary",
+    "aiperf-summary-csv": "AIPerf's profile_export.jsonl, written beside its summary",
+    "guidellm-csv": "guidellm's benchmarks.json (its requests), written beside the CSV",
+}
 
 
 def behind_note(items: list[dict[str, Any]]) -> str:

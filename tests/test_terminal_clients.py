@@ -103,3 +103,16 @@ def test_sources_with_nothing_measured_are_said_to_be_so(tmp_path: Path) -> None
     )
     assert r.exit_code == 0, r.output
     assert "Nothing measured" not in r.stdout
+
+
+def test_a_summary_alone_names_its_own_tools_per_request_output(tmp_path: Path) -> None:
+    cases = {
+        SWEEP / "stage_2_lifecycle_metrics.json": "inference-perf's report.request_lifecycle.per_request: true",
+        DATA / "serving" / "llmperf" / "summary__lepton_70b.json": "LLMPerf's individual_responses file",
+    }
+    for i, (path, named) in enumerate(cases.items()):
+        r = CliRunner().invoke(app, ["analyze", str(path), "--store", str(tmp_path / str(i)), "-q"], terminal_width=400)
+        flat = " ".join(r.stdout.split())
+        hint = flat[flat.index("Summary only") :]
+        assert f"per-request output ({named}" in hint
+        assert "--output-details" not in hint  # another tool's option is no help here
