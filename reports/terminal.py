@@ -397,8 +397,17 @@ def render(doc: dict[str, Any]) -> Group:
         if not steps["count"]:
             t.caption = "no engine step markers, ProfilerStep, execute_model or CUDA graph launches found"
         parts.append(t)
+        beyond = steps.get("decode_tokens_beyond_requests")
         if (doc.get("speculative") or {}).get("draft_tokens"):
             parts.append(Text("decode tok: the tokens the steps verified, each request's draft tokens included"))
+        elif beyond:
+            parts.append(
+                Text(
+                    f"decode tok: {whole(beyond['tokens'])} beyond one a decoding request, in {whole(beyond['steps'])} "
+                    f"of {whole(beyond['decode_steps'])} decode steps: speculative decoding's draft tokens verified, "
+                    "or requests resumed after preemption recomputing theirs"
+                )
+            )
         outlasted = [r for r in steps["by_kind"] if r.get("gpu_longer_steps")]
         if outlasted:
             parts.append(Text(_gpu_outlasted(outlasted)))

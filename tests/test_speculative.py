@@ -8,6 +8,7 @@ scrape's counters and the server log's lines, read here with regular expressions
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 from pathlib import Path
@@ -25,6 +26,7 @@ from lltrace.reports.terminal_tables import speculative_line
 SPEC = SAMPLES / "vllm_cpu_limits" / "V_spec_draft"
 OFF = SAMPLES / "vllm_cpu_limits" / "W_spec_off"
 NGRAM = SAMPLES / "vllm_cpu_limits" / "X_spec_ngram"
+TRACE = SAMPLES / "vllm_cpu_spec_draft_decode.rank0.pt.trace.json.gz"
 
 
 def _counter(prom: Path, name: str) -> float:
@@ -225,3 +227,29 @@ def test_sglang_gauge_reads_zero_without_verifies(tmp_path: Path) -> None:
             assert spec.height == 0
         else:
             assert spec.row(0, named=True)["acceptance_length"] == 3.0  # the readings of 1 or more
+
+
+def test_a_profiler_trace_of_drafting_steps(tmp_path: Path) -> None:
+    # vLLM's step markers count a step's generation tokens as its scheduler does: each decoding request's one token
+    # and its 3 draft tokens (execute_context_0(0)_generation_8(32))
+    events = json.loads(gzip.open(TRACE).read())["traceEvents"]
+    marked = [
+        tuple(map(int, m.groups()))
+        for e in events
+        if e.get("cat") == "user_annotation"
+        and (m := re.fullmatch(r"execute_context_(\d+)\((\d+)\)_generation_(\d+)\((\d+)\)", e["name"]))
+    ]
+    decodes = [(r, t) for c, _, r, t in marked if c == 0 and r > 0]
+    assert decodes and all(t == 4 * r for r, t in decodes)
+    doc = json.loads(CliRunner().invoke(app, ["analyze", str(TRACE), "--store", str(tmp_path), "-q", "--json"]).stdout)
+    steps = doc["steps"]
+    assert steps["count_by_kind"]["decode"] == len(decodes)
+    assert steps["decode_tokens_beyond_requests"] == {
+        "tokens": sum(t - r for r, t in decodes),
+        "steps": len(decodes),
+        "decode_steps": len(decodes),
+    }
+    assert doc["speculative"] is None  # a trace alone does not say the engine drafted: the note says what it may be
+    out = " ".join(CliRunner().invoke(app, ["analyze", str(TRACE), "--store", str(tmp_path), "-q"]).stdout.split())
+    extra = sum(t - r for r, t in decodes)
+    assert f"decode tok: {extra} beyond one a decoding request, in 18 of 18 decode steps" in out

@@ -315,6 +315,10 @@ def _steps(
             if any(it["kind_from"] == "kernels" for it in items)
             else ""
         )
+    # a decode step's tokens beyond one per decoding request: speculative decoding's draft tokens (vLLM counts the
+    # tokens it verified), or a request resumed after preemption recomputing its tokens
+    counted = [it for it in items if it["kind"] == "decode" and it["decode_reqs"] and it["decode_tokens"] is not None]
+    beyond = [it["decode_tokens"] - it["decode_reqs"] for it in counted]
     kind_from: dict[str, int] = {}
     undecided: dict[str, int] = {}
     for it in items:
@@ -334,6 +338,13 @@ def _steps(
         "phase_share": share[0] if share else None,
         "detection": sorted({it["detection"] for it in items if it["detection"]}),
         "bound_note": note,
+        "decode_tokens_beyond_requests": {
+            "tokens": sum(b for b in beyond if b > 0),
+            "steps": sum(b > 0 for b in beyond),
+            "decode_steps": len(counted),
+        }
+        if any(b > 0 for b in beyond)
+        else None,
         "items": items,
     }
 
