@@ -93,7 +93,9 @@ _ENGINE_INT = re.compile(r"\b(tensor_parallel_size|pipeline_parallel_size|data_p
 _ENGINE_BOOL = re.compile(r"\b(enable_prefix_caching|enable_chunked_prefill)=(True|False)")
 _ENGINE_DEVICE = re.compile(r"\bdevice_config=(\w+)")
 # the engine's speculative decoding: None, or its method and the tokens a draft proposes (config/speculative.py)
-_ENGINE_SPEC = re.compile(r"\bspeculative_config=(?:None|SpeculativeConfig\(method='([\w-]+)'.*?num_spec_tokens=(\d+))")
+_ENGINE_SPEC = re.compile(
+    r"\bspeculative_config=(?:None|SpeculativeConfig\((?:method='([\w-]+)')?.*?num_spec_tokens=(\d+))"
+)
 _RESOLVED_BUDGET = re.compile(r"Chunked prefill is enabled with max_num_batched_tokens=(\d+)")
 
 
@@ -127,7 +129,11 @@ def _engine_config(text: str) -> tuple[dict[str, Any], dict[str, str]]:
         if d := _ENGINE_DEVICE.search(line):
             put("device", d.group(1), "server log: engine config line")
         if d := _ENGINE_SPEC.search(line):
-            how = f"num_spec_tokens, method {d.group(1)}" if d.group(1) else "speculative_config=None"
+            how = (
+                "speculative_config=None"
+                if d.group(2) is None
+                else "num_spec_tokens" + (f", method {d.group(1)}" if d.group(1) else "")
+            )
             put("num_speculative_tokens", int(d.group(2) or 0), f"server log: engine config line ({how})")
     if m := _RESOLVED_BUDGET.search(text):  # the scheduler's own resolved value
         put("max_num_batched_tokens", int(m.group(1)), "server log: the scheduler's chunked-prefill line")
