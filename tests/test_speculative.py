@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -253,3 +254,18 @@ def test_a_profiler_trace_of_drafting_steps(tmp_path: Path) -> None:
     out = " ".join(CliRunner().invoke(app, ["analyze", str(TRACE), "--store", str(tmp_path), "-q"]).stdout.split())
     extra = sum(t - r for r, t in decodes)
     assert f"decode tok: {extra} beyond one a decoding request, in 18 of 18 decode steps" in out
+
+
+def test_the_replay_without_a_step_log_fits_drafting_steps(tmp_path: Path) -> None:
+    # the run without its server log: the step cost fitted from the requests' decode times, each request's steps
+    # ceil((out - 1) / 2.27) with vLLM's acceptance length (the counters'; no log counts the steps)
+    folder = tmp_path / "V_no_log"
+    shutil.copytree(SPEC, folder, ignore=shutil.ignore_patterns("server.log"))
+    run = lltrace.ingest([folder], store=tmp_path / "store")
+    doc = json.loads(
+        CliRunner().invoke(app, ["replay", run.id, "--store", str(tmp_path / "store"), "-q", "--json"]).stdout
+    )
+    assert doc["engine"]["tokens_per_decode_step"]["value"] == pytest.approx(1 + 5675 / 4473)
+    assert doc["calibration"]["source"].startswith("per-request decode times")
+    # one token a step had the fit price each step at about half its time, matched back x1.95
+    assert 0.8 < doc["calibration"]["decode_match"]["replayed_over_measured"] < 1.25

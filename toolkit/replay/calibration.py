@@ -69,6 +69,15 @@ def _speculative(run: Run) -> dict[str, dict[str, Any]]:
     return {"tokens_per_decode_step": gained, "draft_tokens_per_decode_step": verified}
 
 
+def drafting(run: Run) -> tuple[float, float]:
+    """The tokens a decoding request gained a step and the draft tokens each such step verified (1 and 0 where
+    the run did not decode speculatively)."""
+    spec = _speculative(run)
+    return (
+        (spec["tokens_per_decode_step"]["value"], spec["draft_tokens_per_decode_step"]["value"]) if spec else (1.0, 0.0)
+    )
+
+
 def run_model(run: Run, model: str | None, reference_model: str | None) -> tuple[Model | None, str | None]:
     """The catalog model of the run: the option, the reference, else the model the server log names."""
     if model:

@@ -114,11 +114,14 @@ def nonneg_lstsq(cols: list[np.ndarray], y: np.ndarray) -> np.ndarray:
     return coef
 
 
-def fit_step_cost_from_requests(requests: pl.DataFrame) -> StepCost:
+def fit_step_cost_from_requests(requests: pl.DataFrame, drafting: tuple[float, float] = (1.0, 0.0)) -> StepCost:
     """Fit :class:`StepCost` to per-request times when the engine logged no steps.
 
     A request's decode time is the sum of the steps it decoded in: ``(out - 1)`` steps, each
-    ``c0 + c_decode * batch`` plus ``c_prefill`` for every prompt token prefilled meanwhile. With ``batch``
+    ``c0 + c_decode * batch`` plus ``c_prefill`` for every prompt token prefilled meanwhile. With speculative
+    decoding (``drafting``: the tokens a decoding request gains a step, and the draft tokens each such step
+    verifies, from the run's counts) it decodes in ``ceil((out - 1) / gain)`` steps, as the replay steps it, each
+    verifying its draft tokens beside the batch's (priced as prompt tokens, as a logged step's are). With ``batch``
     the time-averaged number of requests decoding over its decode window and the prompt tokens whose prefill
     ended inside the window (both from the same requests' measured times), and each request's prefill step
     (scheduled to first token: one ``c0``, its computed prompt tokens, the requests decoding beside it),
@@ -143,7 +146,9 @@ def fit_step_cost_from_requests(requests: pl.DataFrame) -> StepCost:
     prefilled = (
         tokens[np.searchsorted(done_sorted, end, "right")] - tokens[np.searchsorted(done_sorted, start, "right")]
     )
-    steps_n = rows["output_tokens"].to_numpy().astype(float) - 1
+    gain, verified = drafting
+    steps_n = np.ceil((rows["output_tokens"].to_numpy().astype(float) - 1) / gain)
+    prefilled = prefilled + verified * steps_n * batch
     y = rows["decode_s"].to_numpy()
     # each request's prefill step too: scheduled to first token is one step of c0, its computed prompt
     # tokens, and the requests decoding beside it

@@ -26,6 +26,7 @@ from lltrace.replay.calibration import (
     Outside,
     calibration_doc,
     counted_preemptions,
+    drafting,
     engine_config_for,
     frontend_load,
     log_steps,
@@ -217,7 +218,7 @@ def _fit_run(run: Run, measured: pl.DataFrame) -> tuple[StepCost, pl.DataFrame |
     if steps.height >= 3:
         cost, stalls = fit_step_cost_without_stalls(steps, _busy_intervals(measured))
     else:
-        cost, stalls = fit_step_cost_from_requests(measured), None
+        cost, stalls = fit_step_cost_from_requests(measured, drafting(run)), None
     return cost, stalls, outside_engine(measured)
 
 
@@ -476,7 +477,7 @@ def replay(
         early, early_stalls = fit_step_cost_without_stalls(steps.filter(pl.col("start_s") < split), busy)
         source = "engine_steps (server log iteration lines)"
     else:
-        early = fit_step_cost_from_requests(measured.filter(pl.col("arrival_s") < split))
+        early = fit_step_cost_from_requests(measured.filter(pl.col("arrival_s") < split), drafting(run))
         source = "per-request decode times (no step log): decode steps, mean decode batch, prompts prefilled meanwhile"
     early_rows = (measured["arrival_s"] < split).to_numpy()
     outside_early = outside_engine(measured.filter(pl.Series(early_rows)))
