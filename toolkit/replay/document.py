@@ -1,5 +1,4 @@
-"""``replay``: the replay document of a run: calibration, validation (its own error, first), the baseline
-replay and each what-if.
+"""``replay``: a run's replay document: calibration, validation (its own error, first), baseline and what-ifs.
 
 The run's requests come from the one view of their measured figures (``requests_prefix_reuse`` over
 ``requests_latency``: the client's latencies, else the engine's, labelled), so a run with engine spans alone
@@ -523,6 +522,7 @@ def replay(
         kv_dtype=kv_dtype,
         tp=int(settings["tp"]["value"]),
         model=the_model,
+        drafting=drafting(run),
     )
     results = [_what_if(w, start, replayer, outside, stalls, baseline) for w in cases]
     sweeps = _sweeps(cases)

@@ -199,6 +199,7 @@ class Baseline:
     kv_dtype: str
     tp: int
     model: Model | None
+    drafting: tuple[float, float] = (1.0, 0.0)  # speculative decoding: tokens a step, draft tokens verified a step
 
 
 @dataclass
@@ -274,7 +275,7 @@ def _hardware(items: list[WhatIf], base: Baseline, case: Case) -> None:
         base.kv_blocks, base.model, (base.gpu, base.quant, base.kv_dtype, base.tp), (there, q1, kv1, tp1)
     )
     case.overrides["kv_blocks"] = blocks
-    before, after = rates(base.cost), rates(case.cost)
+    before, after = rates(base.cost, *base.drafting), rates(case.cost, *base.drafting)
     case.extra |= {
         "cost_ratios": ratios,
         "kv_capacity": how,
