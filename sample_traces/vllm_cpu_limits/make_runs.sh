@@ -14,6 +14,7 @@
 #                    sent while the bench runs, whose client gives up after 0.4 s (the server aborts them)
 #   V_spec_draft, W_spec_off : speculative decoding with a draft model (make_draft_model.py: the tiny model with noise,
 #                   3 tokens a step), then the same workload without it (a real what-if pair)
+#   Y_spec_budget : V_spec_draft with --max-num-batched-tokens 32 (the drafts' verification binds the budget)
 #   X_spec_ngram : speculative decoding by n-gram lookup (3 tokens, 2- to 3-grams): greedy answers of 256 tokens, which
 #                  the tiny random model ends in loops the lookup finds, so that some steps draft and some do not
 #   U_log_outputs : the chat endpoint (a one-line chat template of lltrace's: the tiny model has none), the server
@@ -225,6 +226,13 @@ if want V_spec_draft; then
     --speculative-config "{\"method\": \"draft_model\", \"model\": \"$WORK/tiny-llama-draft\", \"num_speculative_tokens\": 3}"
 fi
 want W_spec_off && run W_spec_off "--request-id-prefix specoff- $spec" --max-num-seqs 16
+# V_spec_draft's workload and draft with a token budget of 32 a step: each decoding request verifying 3 draft tokens
+# takes 4 of it, and (vLLM 0.32, a draft model) each scheduled request one more for the draft's input
+if want Y_spec_budget; then
+  [ -d "$WORK/tiny-llama-draft" ] || "$PY" "$(dirname "${BASH_SOURCE[0]}")/make_draft_model.py" "$MODEL" "$WORK/tiny-llama-draft"
+  run Y_spec_budget "--request-id-prefix specbudget- $spec" --max-num-seqs 16 --max-num-batched-tokens 32 \
+    --speculative-config "{\"method\": \"draft_model\", \"model\": \"$WORK/tiny-llama-draft\", \"num_speculative_tokens\": 3}"
+fi
 want X_spec_ngram && run X_spec_ngram "--request-id-prefix ngram- --random-input-len 128 --random-output-len 256 \
   --random-range-ratio 0.25 --num-prompts 40 --request-rate 4 --burstiness 1.0 --seed 80 --temperature 0" \
   --max-num-seqs 16 --speculative-config \
