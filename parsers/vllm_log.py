@@ -85,6 +85,7 @@ _ARG_INT = re.compile(
 )
 _ARG_STR = re.compile(r"'(model|kv_cache_dtype|quantization|dtype)': '([^']*)'")
 _ARG_BOOL = re.compile(r"'(enable_chunked_prefill|enable_prefix_caching)': (True|False)")
+_ARG_PARALLEL_DRAFTING = re.compile(r"'parallel_drafting': (True|False)")
 _KV_TOKENS = re.compile(r"KV cache size: ([\d,]+) tokens")
 
 
@@ -118,6 +119,8 @@ def _engine_config(text: str) -> tuple[dict[str, Any], dict[str, str]]:
             put(k, v == "True", "server log: non-default args")
         for k, v in _ARG_STR.findall(line):
             put(k, v, "server log: non-default args")
+        if p := _ARG_PARALLEL_DRAFTING.search(line):  # inside its speculative_config
+            put("parallel_drafting", p.group(1) == "True", "server log: non-default args")
     if m := _ENGINE_LINE.search(text):
         put("engine", "vllm", "server log: engine config line")
         put("engine_version", m.group(1), "server log: engine config line")
@@ -135,6 +138,8 @@ def _engine_config(text: str) -> tuple[dict[str, Any], dict[str, str]]:
                 else "num_spec_tokens" + (f", method {d.group(1)}" if d.group(1) else "")
             )
             put("num_speculative_tokens", int(d.group(2) or 0), f"server log: engine config line ({how})")
+            if d.group(1):
+                put("speculative_method", d.group(1), "server log: engine config line")
     if m := _RESOLVED_BUDGET.search(text):  # the scheduler's own resolved value
         put("max_num_batched_tokens", int(m.group(1)), "server log: the scheduler's chunked-prefill line")
         put("enable_chunked_prefill", True, "server log: the scheduler's chunked-prefill line")

@@ -27,6 +27,7 @@ from lltrace.reports.terminal_tables import speculative_line
 SPEC = SAMPLES / "vllm_cpu_limits" / "V_spec_draft"
 OFF = SAMPLES / "vllm_cpu_limits" / "W_spec_off"
 NGRAM = SAMPLES / "vllm_cpu_limits" / "X_spec_ngram"
+BUDGET = SAMPLES / "vllm_cpu_limits" / "Y_spec_budget"
 TRACE = SAMPLES / "vllm_cpu_spec_draft_decode.rank0.pt.trace.json.gz"
 
 
@@ -269,3 +270,62 @@ def test_the_replay_without_a_step_log_fits_drafting_steps(tmp_path: Path) -> No
     assert doc["calibration"]["source"].startswith("per-request decode times")
     # one token a step had the fit price each step at about half its time, matched back x1.95
     assert 0.8 < doc["calibration"]["decode_match"]["replayed_over_measured"] < 1.25
+
+
+def test_a_drafting_step_takes_its_drafts_and_slots_of_the_budget() -> None:
+    # a request decoding (2 tokens a step, 3 drafts verified) beside a 200-token prompt that arrives during its first
+    # step, a 30-token budget, every step 1 ms: the prompt gets what the decode leaves of each step
+    cost = StepCost(c0=1e-3, c_prefill=0.0, c_decode=0.0)
+
+    def prompt_ttft(**drafting: float) -> float:
+        config = EngineConfig(num_blocks=1000, max_num_batched_tokens=30, **drafting)
+        res = simulate([0.0, 0.0005], [10, 200], [50, 2], config, cost)
+        return res.requests["ttft_s"][1]
+
+    # queued at the end of step 1, then chunks of 30 - 1 (a plain decode), 30 - 4 (its drafts) and 30 - 4 - 1 - 1 (a
+    # slot for the decode's drafter input and one for the chunk's): 7, 8 and 9 steps; its first token at their end
+    assert prompt_ttft() == pytest.approx(7.5e-3)
+    assert prompt_ttft(tokens_per_decode_step=2.0, draft_tokens_per_decode_step=3.0) == pytest.approx(8.5e-3)
+    spec = {"tokens_per_decode_step": 2.0, "draft_tokens_per_decode_step": 3.0, "draft_slots": 1.0}
+    assert prompt_ttft(**spec) == pytest.approx(9.5e-3)
+
+
+def test_a_drafting_request_keeps_its_real_tokens_in_kv() -> None:
+    cost = StepCost(c0=1e-3, c_prefill=1e-5, c_decode=1e-4)
+    config = EngineConfig(num_blocks=1000, block_size=16, tokens_per_decode_step=2.5, draft_tokens_per_decode_step=3)
+    res = simulate([0.0], [100], [101], config, cost)
+    # 100 prompt and 100 generated tokens in KV at the end (12.5 blocks), with room for the last step's drafts; a step
+    # count in place of the tokens (one token a step, 40 steps) held 9
+    assert 13 <= res.peak_kv_blocks <= 14
+
+
+def test_the_drafters_budget_slots_follow_the_method(store: Path) -> None:
+    got = {}
+    for folder in (SPEC, NGRAM, OFF):
+        run = lltrace.ingest([folder], store=store)
+        rows = run.sql("SELECT value, origin FROM engine_config WHERE setting = 'draft_slots'").rows()
+        got[folder.name] = rows[0] if rows else None
+    assert got["V_spec_draft"] == (1, "vLLM 0.32.0 max_num_new_slots_for_drafting (draft_model, 3 speculative tokens)")
+    assert got["X_spec_ngram"] == (0, "vLLM 0.32.0 max_num_new_slots_for_drafting (ngram, 3 speculative tokens)")
+    assert got["W_spec_off"] == (0, "no speculative decoding (speculative_tokens 0)")
+
+
+def test_the_replay_of_a_run_whose_drafts_bind_the_budget(tmp_path: Path) -> None:
+    run = lltrace.ingest([BUDGET], store=tmp_path / "store")
+    assert run.sql("SELECT value FROM engine_config WHERE setting = 'draft_slots'").item() == 1
+    # the raw log: where an iteration holds a prompt chunk, its tokens and one slot per scheduled request never pass the
+    # 32-token budget and fill it exactly in 1,122 of 1,159 (the rest end a prompt, or nothing else waited)
+    steps = re.findall(
+        r"Iteration\(\d+\): (\d+) context requests, (\d+) context tokens, (\d+) generation requests, (\d+) generation",
+        (BUDGET / "server.log").read_text(),
+    )
+    charged = [int(a) + int(b) + int(c) + int(d) for a, b, c, d in (s for s in steps if int(s[0]))]
+    assert max(charged) == 32 and (len(charged), charged.count(32)) == (1159, 1122)
+    doc = json.loads(
+        CliRunner().invoke(app, ["replay", run.id, "--store", str(tmp_path / "store"), "-q", "--json"]).stdout
+    )
+    replayed, measured = doc["baseline"]["summary"], doc["baseline"]["measured"]
+    # one token of budget and KV a step replayed the run's mean queue 78 % low, its TTFT 50 % and its e2e 17 %
+    assert replayed["queue_s"]["mean"] == pytest.approx(measured["queue_s"]["mean"], rel=0.25)
+    assert replayed["ttft_s"]["mean"] == pytest.approx(measured["ttft_s"]["mean"], rel=0.15)
+    assert replayed["e2e_s"]["mean"] == pytest.approx(measured["e2e_s"]["mean"], rel=0.05)

@@ -454,6 +454,7 @@ ENGINE_SETTINGS = (
     "kv_cache_tokens",
     "tensor_parallel_size",
     "speculative_tokens",
+    "draft_slots",
 )
 
 ENGINE_CONFIG = Table(

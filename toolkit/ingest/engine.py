@@ -50,6 +50,9 @@ _V1_DEFAULTS_SINCE = (0, 10)  # vLLM V1 with EngineArgs.get_batch_defaults' per-
 # vLLM's CPU platform sets an unset block size to 128 (before, 128 only with IPEX, else 16); GPU block sizes
 # depend on the attention backend and the model (16, 64 for MLA, larger for hybrids), so no GPU default is given
 _CPU_BLOCK_128_SINCE = (0, 11)
+# the scheduler's input budget charging each request the drafter's extra input slots: read in vLLM 0.32's source
+# (v1/core/sched/scheduler.py, input_budget); the version that began it is not known here, so none before is given
+_DRAFT_SLOTS_SINCE = (0, 32)
 
 
 def _trust(origin: str) -> int:
@@ -77,9 +80,11 @@ def _facts(sources: list[dict[str, Any]]) -> dict[str, Any]:
     facts: dict[str, Any] = {}
     for src in sources:
         config = src.get("engine_config") or {}
-        for key in ("engine", "engine_version", "device", "pipeline_parallel_size"):
+        for key in ("engine", "engine_version", "device", "pipeline_parallel_size", "speculative_method"):
             if key in config and key not in facts:
                 facts[key] = config[key]
+        if config.get("parallel_drafting"):
+            facts["parallel_drafting"] = True
         if "engine" not in facts and src.get("format") in _FORMAT_ENGINE:
             facts["engine"] = _FORMAT_ENGINE[src["format"]]
     return facts
@@ -155,6 +160,28 @@ def _vllm_defaults(facts: dict[str, Any], gpu: dict[str, Any] | None, tp: int) -
     return out
 
 
+def _vllm_draft_slots(facts: dict[str, Any], k: int) -> tuple[float, str] | None:
+    """The tokens of the step's budget vLLM's scheduler charges each scheduled request beyond its own for the drafter's
+    input: ``SpeculativeConfig.max_num_new_slots_for_drafting`` (vLLM 0.32, config/speculative.py), by the method
+    the engine's config line names: K for DFlash; with parallel drafting K for a draft model, K - 1 for the others;
+    1 for a draft model (its input keeps one more token); 0 for the rest (EAGLE, EAGLE3, MTP, n-gram), and where
+    it does not draft. None where the engine, its version or the method is not known to follow that rule."""
+    if k == 0:
+        return 0.0, "no speculative decoding (speculative_tokens 0)"
+    method = facts.get("speculative_method")
+    if facts.get("engine") != "vllm" or _version(facts.get("engine_version")) < _DRAFT_SLOTS_SINCE or not method:
+        return None
+    parallel = bool(facts.get("parallel_drafting"))
+    if method == "dflash":
+        slots = k
+    elif parallel:
+        slots = k if method == "draft_model" else k - 1
+    else:
+        slots = 1 if method == "draft_model" else 0
+    how = f"{method}{', parallel drafting' if parallel else ''}, {k} speculative tokens"
+    return float(slots), f"vLLM {facts['engine_version']} max_num_new_slots_for_drafting ({how})"
+
+
 def _largest_step(stage: Path) -> tuple[int, int]:
     """(log steps with token counts, tokens in the largest of them)."""
     n = largest = 0
@@ -203,6 +230,8 @@ def resolve(sources: list[dict[str, Any]], gpu: dict[str, Any] | None, stage: Pa
                 "basis": "inferred",
                 "origin": f"inferred: the largest of {n} logged steps had {largest} tokens",
             }
+    if "speculative_tokens" in rows and (slots := _vllm_draft_slots(facts, int(rows["speculative_tokens"]["value"]))):
+        derive("draft_slots", *slots)
     engine = facts.get("engine")
     return [rows[k] | {"engine": engine} for k in ENGINE_SETTINGS if k in rows]
 

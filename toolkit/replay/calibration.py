@@ -47,7 +47,15 @@ def engine_config_for(run: Run) -> dict[str, dict[str, Any]]:
 
     out = {k: get(k) for k in ("block_size", "kv_blocks", "max_num_seqs", "max_num_batched_tokens", "chunked_prefill")}
     out["tp"] = get("tensor_parallel_size")
-    return out | _speculative(run)
+    spec = _speculative(run)
+    if spec:  # the budget the scheduler charges each request for its drafter (0 where no rule is known)
+        slots = known.get("draft_slots")
+        spec["draft_slots"] = (
+            _setting(slots["value"], f"{slots['basis']}: {slots['origin']}")
+            if slots
+            else _setting(0.0, "none: no known rule for this engine, version or method (0 taken)")
+        )
+    return out | spec
 
 
 def _speculative(run: Run) -> dict[str, dict[str, Any]]:

@@ -44,7 +44,7 @@ from lltrace.replay.cost import (
     reference_step_cost,
     speed_change,
 )
-from lltrace.replay.scheduler import EngineConfig, ReplayResult, simulate
+from lltrace.replay.scheduler import SPECULATIVE, EngineConfig, ReplayResult, simulate
 from lltrace.replay.whatifs import Baseline, WhatIfCase, apply
 from lltrace.replay.whatifs import what_ifs as checked_what_ifs
 from lltrace.store import Run, Store
@@ -141,8 +141,7 @@ class _Replayer:
             max_num_seqs=int(v["max_num_seqs"]),
             max_num_batched_tokens=int(v["max_num_batched_tokens"]),
             chunked_prefill=bool(v["chunked_prefill"]),
-            tokens_per_decode_step=float(v.get("tokens_per_decode_step", 1.0)),
-            draft_tokens_per_decode_step=float(v.get("draft_tokens_per_decode_step", 0.0)),
+            **{k: float(v[k]) for k in SPECULATIVE if v.get(k) is not None},
         )
 
     def run(

@@ -5,6 +5,10 @@ Per engine step:
 * a FCFS waiting queue; running requests are served first, in admission order;
 * a token budget per step (``max_num_batched_tokens``) shared by decodes (1 token each) and prefill chunks
   (chunked prefill: a prompt may be split across steps);
+* with speculative decoding, a decode takes 1 + its draft tokens of the budget (vLLM V1's scheduler counts a
+  running request's draft tokens as tokens to schedule) and the KV blocks for all of them, and gains the tokens
+  accepted: the run's measured mean, spread evenly over its steps; each scheduled request (decode or prompt chunk)
+  takes ``draft_slots`` more of the budget (vLLM's input budget for the drafter);
 * ``max_num_seqs`` running sequences;
 * KV capacity in blocks of ``block_size`` tokens. When a running request cannot get the block its next
   tokens need, the most recently admitted running request is preempted (recompute: its blocks are freed,
@@ -36,9 +40,15 @@ class EngineConfig:
     max_num_seqs: int = 256
     max_num_batched_tokens: int = 8192
     chunked_prefill: bool = True
-    # speculative decoding: the tokens a decoding request gains a step, and the draft tokens its step verifies
+    # speculative decoding: the tokens a decoding request gains a step, the draft tokens its step verifies, and the
+    # budget tokens the scheduler charges each scheduled request beyond its own for the drafter's input
     tokens_per_decode_step: float = 1.0
     draft_tokens_per_decode_step: float = 0.0
+    draft_slots: float = 0.0
+
+
+SPECULATIVE = ("tokens_per_decode_step", "draft_tokens_per_decode_step", "draft_slots")
+"""The ``EngineConfig`` fields of speculative decoding (the replay's settings of the same names)."""
 
 
 @dataclass
@@ -129,6 +139,12 @@ class _Scheduler:
         self.joined_at = [-1] * n
         self.tokens_at_join = [0] * n
         self.generated_at_join = [0] * n
+        # speculative decoding (request by request only): the tokens a decode gains, the budget it takes
+        self.gain = config.tokens_per_decode_step
+        self.decode_budget = 1.0 + config.draft_tokens_per_decode_step
+        self.drafting = self.gain > 1 or self.decode_budget > 1
+        self.slots = config.draft_slots if self.drafting else 0.0  # each scheduled request's extra budget
+        self.decodes = [0] * n  # decode steps each request has taken
 
     # -- the decoder aggregate --------------------------------------------------------------------------
 
@@ -171,12 +187,13 @@ class _Scheduler:
 
     # -- step rules -------------------------------------------------------------------------------------
 
-    def _admit(self, budget: int, scheduled: list[tuple[int, int]]) -> tuple[int, int]:
+    def _admit(self, budget: float, scheduled: list[tuple[int, int]]) -> tuple[float, int]:
         """Admit from the queue head while the budget, ``max_num_seqs`` and free blocks allow."""
         cfg, bs, cached = self.config, self.bs, self.cached
         waiting, running, prompt = self.waiting, self.running, self.prompt
         p_tokens = 0
-        while waiting and budget > 0 and len(running) < cfg.max_num_seqs:
+        slots = self.slots
+        while waiting and budget >= 1 + slots and len(running) < cfg.max_num_seqs:
             r = waiting[0]
             target = prompt[r] + self.generated[r]
             if -(-(prompt[r] + self.gen_target[r]) // bs) > cfg.num_blocks:
@@ -185,7 +202,7 @@ class _Scheduler:
                 self.done += 1
                 continue
             hit = min(cached[r], target - 1) if cached is not None and math.isnan(self.first_sched[r]) else 0
-            take = min(target - hit, budget)
+            take = min(target - hit, int(budget - slots))
             if not cfg.chunked_prefill and take < target - hit:
                 break
             want = -(-(hit + take) // bs)
@@ -202,15 +219,19 @@ class _Scheduler:
             scheduled.append((r, take))
             self.hit_prefills += hit > 0
             p_tokens += take
-            budget -= take
+            budget -= take + slots
         return budget, p_tokens
 
     def _advance(self, r: int, take: int) -> int:
-        """After the step: ``take`` more tokens of ``r`` computed. 0 still prefilling, 1 sampled, 2 finished."""
+        """After the step: ``take`` more tokens of ``r`` computed. 0 still prefilling, 1 sampled, 2 finished.
+
+        The tokens sampled are those computed beyond the request's tokens so far, plus the next one: one after a
+        prefill or a plain decode, the accepted draft tokens and one more after a drafting decode."""
         self.computed[r] += take
-        if self.computed[r] < self.prompt[r] + self.generated[r]:
+        beyond = self.computed[r] - self.prompt[r] - self.generated[r]
+        if beyond < 0:
             return 0
-        self.generated[r] += 1
+        self.generated[r] += beyond + 1
         if math.isnan(self.first_token[r]):
             self.first_token[r] = self.t
         if self.generated[r] < self.gen_target[r]:
@@ -221,6 +242,13 @@ class _Scheduler:
         self.running.remove(r)
         self.done += 1
         return 2
+
+    def _gained(self, r: int) -> int:
+        """The tokens the next drafting decode of ``r`` gains: the measured mean a step, spread evenly over its steps
+        (the j-th gains floor(j L) - floor((j - 1) L)), at most the tokens it has left."""
+        j = self.decodes[r]
+        step = int((j + 1) * self.gain + 1e-9) - int(j * self.gain + 1e-9)
+        return max(1, min(step, self.gen_target[r] - self.generated[r]))
 
     def _run_step(self, p_tokens: int, d_tokens: int, ctx: int) -> float:
         self.prefill_tokens += p_tokens
@@ -243,19 +271,27 @@ class _Scheduler:
         cfg, bs = self.config, self.bs
         running, waiting = self.running, self.waiting
         prompt, generated, computed, blocks = self.prompt, self.generated, self.computed, self.blocks
-        budget = cfg.max_num_batched_tokens
+        budget: float = cfg.max_num_batched_tokens  # a drafting decode's share of it is the mean 1 + draft tokens
         p_tokens = d_tokens = ctx = 0
         scheduled: list[tuple[int, int]] = []
         preempted_now = False
         i = 0
-        while i < len(running) and budget > 0:
+        while i < len(running) and budget >= 1 + self.slots:
             r = running[i]
             target = prompt[r] + generated[r]  # tokens that must be in KV before the next token is sampled
             need = target - computed[r] if computed[r] < target else 1
-            if need > 1 and not cfg.chunked_prefill and need > budget:
+            if need > 1 and not cfg.chunked_prefill and need > budget - self.slots:
                 break
-            take = min(need, budget)
-            want = -(-(computed[r] + take) // bs) - blocks[r]
+            take = min(need, int(budget - self.slots))
+            held = take  # the tokens whose KV the step writes
+            if need == 1 and self.drafting:  # a drafting decode: its draft tokens verified, the accepted kept
+                spend = min(self.decode_budget, budget - self.slots)
+                take = self._gained(r)
+                held = max(take, math.ceil(spend))
+            else:
+                spend = take
+            spend += self.slots
+            want = -(-(computed[r] + held) // bs) - blocks[r]
             while want > self.free:
                 victim = running.pop()
                 self.free += blocks[victim]
@@ -269,15 +305,16 @@ class _Scheduler:
                     break
             if r not in running[i : i + 1]:
                 break  # r itself was preempted
-            self.free -= want
-            blocks[r] += want
+            self.free -= max(want, 0)
+            blocks[r] += max(want, 0)
             scheduled.append((r, take))
             ctx += computed[r]
             if need > 1:
                 p_tokens += take
             else:
                 d_tokens += 1
-            budget -= take
+                self.decodes[r] += 1
+            budget -= spend
             i += 1
         if not preempted_now:
             budget, admitted = self._admit(budget, scheduled)
@@ -479,19 +516,21 @@ def simulate(
     cached = None if cached_tokens is None else np.maximum(np.asarray(cached_tokens, dtype=np.int64), 0).tolist()
     if cached is not None and len(cached) != n:
         raise ValueError("cached_tokens must have one value per request")
-    steps_out, notes = out, []
-    if config.tokens_per_decode_step > 1:
-        # speculative decoding: a request takes ceil((out - 1) / L) decode steps, each verifying its draft tokens,
-        # which the step cost prices as prompt tokens (as it was fitted: lltrace.replay.cost._step_tokens)
-        steps_out = np.where(out > 1, 1 + np.ceil((out - 1) / config.tokens_per_decode_step), out).astype(np.int64)
+    notes = []
+    drafting = config.tokens_per_decode_step > 1 or config.draft_tokens_per_decode_step > 0
+    if drafting:
+        slots = f", each scheduled request {config.draft_slots:g} more for its drafter" if config.draft_slots else ""
+        # speculative decoding: each decode step verifies the draft tokens, which the step cost prices as prompt
+        # tokens (as it was fitted: lltrace.replay.cost._step_tokens); replayed request by request (the decoder
+        # aggregate takes one token a step)
         cost = replace(cost, c_decode=cost.c_decode + config.draft_tokens_per_decode_step * cost.c_prefill)
         notes.append(
             f"speculative decoding: each decoding request gains {config.tokens_per_decode_step:.2f} tokens a step and "
-            f"verifies {config.draft_tokens_per_decode_step:.2f} draft tokens in it (the run's own counts); its KV and "
-            "token-budget use per step are taken as one token's (an approximation where KV room or the budget binds)"
+            f"verifies {config.draft_tokens_per_decode_step:.2f} draft tokens in it (the run's own counts), taking "
+            f"{1 + config.draft_tokens_per_decode_step:.2f} tokens of the step's budget and KV for them" + slots
         )
-    s = _Scheduler(arr, inp, steps_out, config, cost, cached, list(pauses or []))
-    s.run(fast_forward)
+    s = _Scheduler(arr, inp, out, config, cost, cached, list(pauses or []))
+    s.run(fast_forward and not drafting)
     s.notes[:0] = notes
 
     fs = np.array(s.first_sched)
