@@ -13,7 +13,8 @@
 --     threshold_kv_full_usage() or above; and in any case requests swapped out or paused for room, or (on a
 --     timeline of samples, which has no KV reading per step) preemptions counted since the previous scrape;
 --   slots_full: scheduled (steps) or running (samples) requests at max_num_seqs;
---   budget_full: the step's scheduled tokens at max_num_batched_tokens (steps only).
+--   budget_full: the step's scheduled tokens at max_num_batched_tokens (steps only), each scheduled request charged
+--     draft_slots tokens more where the engine charges them (vLLM's input budget for a draft model: engine_config).
 -- Limits come from engine_config as stated, derived or the engine's default; a limit inferred from the steps
 -- themselves is not used (it cannot tell whether it bound). A flag is NULL where its inputs are unknown. The
 -- cause is the first that binds in the order kv, slot, budget: a request that does not fit the KV cache waits
@@ -29,7 +30,7 @@
 --   end_s           segment end (the next step or sample, a sample at most sample_valid_s on), seconds; NULL for
 --                   the last sample
 --   scheduled_reqs  requests scheduled in the step (steps), or running (samples)
---   scheduled_tokens tokens scheduled in the step (NULL for samples)
+--   scheduled_tokens tokens scheduled in the step, with the drafter's slots (draft_slots) (NULL for samples)
 --   kv_usage        KV-cache usage (0-1) in the segment
 --   kv_free_tokens  KV tokens free in the segment, where the cache's size is known
 --   head_need_tokens KV tokens (whole blocks) the queue head needs next, where known
@@ -45,7 +46,8 @@ WITH limits AS (
            max(value) FILTER (WHERE setting = 'max_num_batched_tokens' AND basis <> 'inferred') AS max_tokens,
            max(value) FILTER (WHERE setting = 'kv_cache_tokens') AS kv_tokens,
            max(value) FILTER (WHERE setting = 'block_size') AS block_size,
-           max(value) FILTER (WHERE setting = 'chunked_prefill') AS chunked
+           max(value) FILTER (WHERE setting = 'chunked_prefill') AS chunked,
+           coalesce(max(value) FILTER (WHERE setting = 'draft_slots'), 0) AS draft_slots
     FROM engine_config GROUP BY run_id
 ), full_logs AS (
     SELECT DISTINCT run_id FROM engine_steps
@@ -102,7 +104,8 @@ WITH limits AS (
                                      WHERE scheduled_s IS NOT NULL) q
         ON p.run_id = q.run_id AND p.start_s < q.scheduled_s
 ), needs AS (
-    SELECT h.*, l.max_seqs, l.max_tokens, l.kv_tokens,
+    SELECT h.* REPLACE (h.scheduled_tokens + h.scheduled_reqs * coalesce(l.draft_slots, 0) AS scheduled_tokens),
+           l.max_seqs, l.max_tokens, l.kv_tokens,
            coalesce(h.kv_usage, h.sample_kv_usage) AS usage,
            (1 - coalesce(h.kv_usage, h.sample_kv_usage)) * l.kv_tokens AS free,
            -- chunked prefill: the head's next chunk is what the step's budget leaves (all of it when the step

@@ -321,6 +321,10 @@ def test_the_replay_of_a_run_whose_drafts_bind_the_budget(tmp_path: Path) -> Non
     )
     charged = [int(a) + int(b) + int(c) + int(d) for a, b, c, d in (s for s in steps if int(s[0]))]
     assert max(charged) == 32 and (len(charged), charged.count(32)) == (1159, 1122)
+    # so its queue waited for the budget: the steps filled, as the log's, with each request's slot counted
+    assert dict(run.sql("SELECT cause, count(*) FROM engine_state GROUP BY cause").rows())["budget"] == 1122
+    attributed = lltrace.analyze(run).to_dict()["attribution"]
+    assert attributed["budget_wait"]["share_of_parent"] > 0.9  # without the slots: none, all of it "load"
     doc = json.loads(
         CliRunner().invoke(app, ["replay", run.id, "--store", str(tmp_path / "store"), "-q", "--json"]).stdout
     )
