@@ -46,6 +46,12 @@ class EngineConfig:
     draft_tokens_per_decode_step: float = 0.0
     draft_slots: float = 0.0
 
+    @property
+    def drafting(self) -> bool:
+        """Whether its decodes draft (then the replay steps request by request: the decoder aggregate takes one token
+        a step)."""
+        return self.tokens_per_decode_step > 1 or self.draft_tokens_per_decode_step > 0
+
 
 SPECULATIVE = ("tokens_per_decode_step", "draft_tokens_per_decode_step", "draft_slots")
 """The ``EngineConfig`` fields of speculative decoding (the replay's settings of the same names)."""
@@ -142,7 +148,7 @@ class _Scheduler:
         # speculative decoding (request by request only): the tokens a decode gains, the budget it takes
         self.gain = config.tokens_per_decode_step
         self.decode_budget = 1.0 + config.draft_tokens_per_decode_step
-        self.drafting = self.gain > 1 or self.decode_budget > 1
+        self.drafting = config.drafting
         self.slots = config.draft_slots if self.drafting else 0.0  # each scheduled request's extra budget
         self.decodes = [0] * n  # decode steps each request has taken
 
@@ -517,12 +523,10 @@ def simulate(
     if cached is not None and len(cached) != n:
         raise ValueError("cached_tokens must have one value per request")
     notes = []
-    drafting = config.tokens_per_decode_step > 1 or config.draft_tokens_per_decode_step > 0
-    if drafting:
+    if config.drafting:
         slots = f", each scheduled request {config.draft_slots:g} more for its drafter" if config.draft_slots else ""
         # speculative decoding: each decode step verifies the draft tokens, which the step cost prices as prompt
-        # tokens (as it was fitted: lltrace.replay.cost._step_tokens); replayed request by request (the decoder
-        # aggregate takes one token a step)
+        # tokens (as it was fitted: lltrace.replay.cost._step_tokens)
         cost = replace(cost, c_decode=cost.c_decode + config.draft_tokens_per_decode_step * cost.c_prefill)
         notes.append(
             f"speculative decoding: each decoding request gains {config.tokens_per_decode_step:.2f} tokens a step and "
@@ -530,7 +534,7 @@ def simulate(
             f"{1 + config.draft_tokens_per_decode_step:.2f} tokens of the step's budget and KV for them" + slots
         )
     s = _Scheduler(arr, inp, out, config, cost, cached, list(pauses or []))
-    s.run(fast_forward and not drafting)
+    s.run(fast_forward and not config.drafting)
     s.notes[:0] = notes
 
     fs = np.array(s.first_sched)
