@@ -15,6 +15,8 @@
 #   V_spec_draft, W_spec_off : speculative decoding with a draft model (make_draft_model.py: the tiny model with noise,
 #                   3 tokens a step), then the same workload without it (a real what-if pair)
 #   Y_spec_budget : V_spec_draft with --max-num-batched-tokens 32 (the drafts' verification binds the budget)
+#   Z_cap_off, Z_cap64 : I_chunk256's two clients and server, without and then with vLLM's per-request prefill cap
+#                        (--long-prefill-token-threshold 64): a real what-if pair made one after the other
 #   X_spec_ngram : speculative decoding by n-gram lookup (3 tokens, 2- to 3-grams): greedy answers of 256 tokens, which
 #                  the tiny random model ends in loops the lookup finds, so that some steps draft and some do not
 #   U_log_outputs : the chat endpoint (a one-line chat template of lltrace's: the tiny model has none), the server
@@ -237,4 +239,13 @@ want X_spec_ngram && run X_spec_ngram "--request-id-prefix ngram- --random-input
   --random-range-ratio 0.25 --num-prompts 40 --request-rate 4 --burstiness 1.0 --seed 80 --temperature 0" \
   --max-num-seqs 16 --speculative-config \
   '{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 2, "prompt_lookup_max": 3}'
+# I_chunk256's workload run twice, one after the other: without, then with a cap of 64 prompt tokens a request a step
+# (vLLM 0.32 applies it while more than one request is running or waiting: a long prompt no longer takes the budget)
+cap_short="--request-id-prefix short- --random-input-len 128 --random-output-len 128 --random-range-ratio 0.25 \
+  --num-prompts 120 --request-rate 8 --burstiness 1.0 --seed 65"
+cap_long="--request-id-prefix long- --random-input-len 1000 --random-output-len 32 --random-range-ratio 0.1 \
+  --num-prompts 30 --request-rate 2 --burstiness 1.0 --seed 66"
+want Z_cap_off && CLIENT2="$cap_long" run Z_cap_off "$cap_short" --max-num-batched-tokens 256 --max-num-seqs 16
+want Z_cap64 && CLIENT2="$cap_long" run Z_cap64 "$cap_short" --max-num-batched-tokens 256 --max-num-seqs 16 \
+  --long-prefill-token-threshold 64
 echo "runs in $OUT"
