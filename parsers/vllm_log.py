@@ -80,11 +80,13 @@ def sniff_server_log(head: bytes) -> bool:
 
 _ARG_INT = re.compile(
     r"'(num_gpu_blocks_override|max_num_seqs|max_num_batched_tokens|block_size|max_model_len|tensor_parallel_size"
-    r"|max_log_len)'"
+    r"|max_log_len|long_prefill_token_threshold)'"
     r": (\d+)"
 )
 _ARG_STR = re.compile(r"'(model|kv_cache_dtype|quantization|dtype)': '([^']*)'")
-_ARG_BOOL = re.compile(r"'(enable_chunked_prefill|enable_prefix_caching)': (True|False)")
+_ARG_BOOL = re.compile(
+    r"'(enable_chunked_prefill|enable_prefix_caching|long_prefill_token_threshold_adaptive)': (True|False)"
+)
 _ARG_PARALLEL_DRAFTING = re.compile(r"'parallel_drafting': (True|False)")
 _KV_TOKENS = re.compile(r"KV cache size: ([\d,]+) tokens")
 

@@ -455,6 +455,8 @@ ENGINE_SETTINGS = (
     "tensor_parallel_size",
     "speculative_tokens",
     "draft_slots",
+    "long_prefill_token_threshold",
+    "long_prefill_adaptive",
 )
 
 ENGINE_CONFIG = Table(

@@ -38,6 +38,8 @@ _KEYS = {
     "kv_cache_tokens": ("kv_cache_tokens",),
     "tensor_parallel_size": ("tensor_parallel_size",),
     "speculative_tokens": ("num_speculative_tokens",),
+    "long_prefill_token_threshold": ("long_prefill_token_threshold",),
+    "long_prefill_adaptive": ("long_prefill_token_threshold_adaptive",),
 }
 _FORMAT_ENGINE = {
     "vllm-server-log": "vllm",
@@ -151,6 +153,8 @@ def _vllm_defaults(facts: dict[str, Any], gpu: dict[str, Any] | None, tp: int) -
         "chunked_prefill": (1.0, f"vLLM {version} V1 default (chunked prefill for generative models)"),
         "prefix_caching": (1.0, f"vLLM {version} V1 default (prefix caching for generative models)"),
         "tensor_parallel_size": (1.0, f"vLLM {version} default"),
+        # SchedulerConfig: no per-request cap on a prompt chunk unless set (0)
+        "long_prefill_token_threshold": (0.0, f"vLLM {version} default (0: no per-request cap on a prompt chunk)"),
     }
     if device == "cpu" and _version(version) >= _CPU_BLOCK_128_SINCE:
         out["block_size"] = (128.0, f"vLLM {version} default on CPU (CpuPlatform.check_and_update_config)")

@@ -39,7 +39,7 @@ def engine_config_for(run: Run) -> dict[str, dict[str, Any]]:
     def get(setting: str, key: str | None = None) -> dict[str, Any]:
         if setting in known:
             r = known[setting]
-            value = bool(r["value"]) if setting == "chunked_prefill" else int(r["value"])
+            value = bool(r["value"]) if setting in ("chunked_prefill", "long_prefill_adaptive") else int(r["value"])
             return _setting(value, f"{r['basis']}: {r['origin']}")
         if setting in _ASSUMED:
             return _setting(*_ASSUMED[setting])
@@ -47,6 +47,8 @@ def engine_config_for(run: Run) -> dict[str, dict[str, Any]]:
 
     out = {k: get(k) for k in ("block_size", "kv_blocks", "max_num_seqs", "max_num_batched_tokens", "chunked_prefill")}
     out["tp"] = get("tensor_parallel_size")
+    # the cap on one request's prompt chunk a step, where the run's engine states or defaults one
+    out |= {k: get(k) for k in ("long_prefill_token_threshold", "long_prefill_adaptive") if k in known}
     spec = _speculative(run)
     if spec:  # the budget the scheduler charges each request for its drafter (0 where no rule is known)
         slots = known.get("draft_slots")

@@ -44,7 +44,7 @@ from lltrace.replay.cost import (
     reference_step_cost,
     speed_change,
 )
-from lltrace.replay.scheduler import SPECULATIVE, EngineConfig, ReplayResult, simulate
+from lltrace.replay.scheduler import OPTIONAL, EngineConfig, ReplayResult, simulate
 from lltrace.replay.whatifs import Baseline, WhatIfCase, apply
 from lltrace.replay.whatifs import what_ifs as checked_what_ifs
 from lltrace.store import Run, Store
@@ -115,6 +115,7 @@ def _outcome(res: ReplayResult) -> dict[str, Any]:
         "queue_median_s": summary["queue_s"]["p50"],
         "preemptions": res.preemptions,
         "prefill_tokens": res.prefill_tokens,
+        "prompt_steps": res.prompt_steps,
         "steps": res.steps,
         "busy_s": res.busy_s,
         "max_running": res.max_running,
@@ -141,7 +142,7 @@ class _Replayer:
             max_num_seqs=int(v["max_num_seqs"]),
             max_num_batched_tokens=int(v["max_num_batched_tokens"]),
             chunked_prefill=bool(v["chunked_prefill"]),
-            **{k: float(v[k]) for k in SPECULATIVE if v.get(k) is not None},
+            **{k: kind(v[k]) for k, kind in OPTIONAL.items() if v.get(k) is not None},
         )
 
     def run(

@@ -9,6 +9,8 @@ Per engine step:
   running request's draft tokens as tokens to schedule) and the KV blocks for all of them, and gains the tokens
   accepted: the run's measured mean, spread evenly over its steps; each scheduled request (decode or prompt chunk)
   takes ``draft_slots`` more of the budget (vLLM's input budget for the drafter);
+* a prompt chunk of at most ``long_prefill_token_threshold`` tokens a request a step, while more than one request is
+  running or waiting (vLLM 0.32's rule; with ``long_prefill_adaptive``, at least the budget's share per request);
 * ``max_num_seqs`` running sequences;
 * KV capacity in blocks of ``block_size`` tokens. When a running request cannot get the block its next
   tokens need, the most recently admitted running request is preempted (recompute: its blocks are freed,
@@ -45,6 +47,9 @@ class EngineConfig:
     tokens_per_decode_step: float = 1.0
     draft_tokens_per_decode_step: float = 0.0
     draft_slots: float = 0.0
+    # vLLM's cap on one request's prompt chunk a step (0: none) and its adaptive floor (the budget's fair share)
+    long_prefill_token_threshold: int = 0
+    long_prefill_adaptive: bool = False
 
     @property
     def drafting(self) -> bool:
@@ -55,6 +60,8 @@ class EngineConfig:
 
 SPECULATIVE = ("tokens_per_decode_step", "draft_tokens_per_decode_step", "draft_slots")
 """The ``EngineConfig`` fields of speculative decoding (the replay's settings of the same names)."""
+OPTIONAL = {"long_prefill_token_threshold": int, "long_prefill_adaptive": bool} | dict.fromkeys(SPECULATIVE, float)
+"""The ``EngineConfig`` fields a run's settings may lack (then the field's default), with their types."""
 
 
 @dataclass
@@ -70,6 +77,7 @@ class ReplayResult:
     peak_kv_blocks: int
     notes: list[str] = field(default_factory=list)
     prefill_tokens: int = 0  # prompt tokens computed (prefix-cache hits excluded, recomputation included)
+    prompt_steps: int = 0  # steps that computed prompt tokens (a chunk or a whole prompt)
 
 
 def _steps_before(span: float, dt: float) -> int:
@@ -134,7 +142,7 @@ class _Scheduler:
         self.next_pause = 0
         self.done = self.steps = self.preemptions = self.max_running = self.max_waiting = self.peak_blocks = 0
         self.busy = 0.0
-        self.prefill_tokens = 0
+        self.prefill_tokens = self.prompt_steps = 0
         self.notes: list[str] = []
         # decoder aggregate
         self.decode_steps = 0
@@ -151,6 +159,7 @@ class _Scheduler:
         self.drafting = config.drafting
         self.slots = config.draft_slots if self.drafting else 0.0  # each scheduled request's extra budget
         self.decodes = [0] * n  # decode steps each request has taken
+        self.cap = 0  # the step's cap on one request's prompt chunk (0: none)
 
     # -- the decoder aggregate --------------------------------------------------------------------------
 
@@ -193,6 +202,19 @@ class _Scheduler:
 
     # -- step rules -------------------------------------------------------------------------------------
 
+    def _prefill_cap(self) -> int:
+        """The most prompt tokens one request may take in the step about to be built (0: no cap), as vLLM 0.32's
+        scheduler reckons it once a step: ``long_prefill_token_threshold`` while more than one request is running
+        or waiting (a request alone starves nobody), floored at the budget's share per request when adaptive; only
+        with chunked prefill."""
+        cfg = self.config
+        eligible = len(self.running) + len(self.waiting)
+        if cfg.long_prefill_token_threshold <= 0 or eligible <= 1 or not cfg.chunked_prefill:
+            return 0
+        if cfg.long_prefill_adaptive:
+            return max(cfg.long_prefill_token_threshold, cfg.max_num_batched_tokens // eligible)
+        return cfg.long_prefill_token_threshold
+
     def _admit(self, budget: float, scheduled: list[tuple[int, int]]) -> tuple[float, int]:
         """Admit from the queue head while the budget, ``max_num_seqs`` and free blocks allow."""
         cfg, bs, cached = self.config, self.bs, self.cached
@@ -208,7 +230,7 @@ class _Scheduler:
                 self.done += 1
                 continue
             hit = min(cached[r], target - 1) if cached is not None and math.isnan(self.first_sched[r]) else 0
-            take = min(target - hit, int(budget - slots))
+            take = min(target - hit, int(budget - slots), self.cap or target)
             if not cfg.chunked_prefill and take < target - hit:
                 break
             want = -(-(hit + take) // bs)
@@ -258,6 +280,7 @@ class _Scheduler:
 
     def _run_step(self, p_tokens: int, d_tokens: int, ctx: int) -> float:
         self.prefill_tokens += p_tokens
+        self.prompt_steps += p_tokens > 0
         dt = self.cost(p_tokens, d_tokens, ctx, self.hit_prefills)
         self.hit_prefills = 0
         self.t += dt
@@ -281,6 +304,7 @@ class _Scheduler:
         p_tokens = d_tokens = ctx = 0
         scheduled: list[tuple[int, int]] = []
         preempted_now = False
+        self.cap = cap = self._prefill_cap()
         i = 0
         while i < len(running) and budget >= 1 + self.slots:
             r = running[i]
@@ -288,7 +312,7 @@ class _Scheduler:
             need = target - computed[r] if computed[r] < target else 1
             if need > 1 and not cfg.chunked_prefill and need > budget - self.slots:
                 break
-            take = min(need, int(budget - self.slots))
+            take = min(need, int(budget - self.slots), cap or need)
             held = take  # the tokens whose KV the step writes
             if need == 1 and self.drafting:  # a drafting decode: its draft tokens verified, the accepted kept
                 spend = min(self.decode_budget, budget - self.slots)
@@ -344,6 +368,7 @@ class _Scheduler:
         p_tokens, d_tokens = 0, n_dec
         plan: list[tuple[int, int, int]] = []
         seen = 0  # decoders ahead of the individual being planned
+        self.cap = cap = self._prefill_cap()
         for k, r in enumerate(individuals):
             ahead = running.index(r) - k - seen
             if ahead > budget:
@@ -356,7 +381,7 @@ class _Scheduler:
             need = target - computed[r] if computed[r] < target else 1
             if need > 1 and not self.config.chunked_prefill and need > budget:
                 return False
-            take = min(need, budget)
+            take = min(need, budget, cap or need)
             want = -(-(computed[r] + take) // bs) - blocks[r]
             want_total += want
             plan.append((r, take, want))
@@ -558,5 +583,14 @@ def simulate(
         }
     ).with_columns(pl.col(pl.Float64).fill_nan(None))
     return ReplayResult(
-        frame, s.steps, s.preemptions, s.busy, s.max_running, s.max_waiting, s.peak_blocks, s.notes, s.prefill_tokens
+        frame,
+        s.steps,
+        s.preemptions,
+        s.busy,
+        s.max_running,
+        s.max_waiting,
+        s.peak_blocks,
+        s.notes,
+        s.prefill_tokens,
+        s.prompt_steps,
     )

@@ -25,6 +25,7 @@ WHAT_IF_KEYS = (
     "max_num_seqs",
     "max_num_batched_tokens",
     "chunked_prefill",
+    "long_prefill_token_threshold",
     "kv_blocks",
     "kv_memory_gb",
     "block_size",
@@ -35,7 +36,9 @@ WHAT_IF_KEYS = (
     "prefix_cache",
 )
 WHAT_IF_ALIASES = {"quant": "weights", "rate": "rate_scale", "prefix_cache": "prefix_caching"}
-_ENGINE = ("kv_blocks", "block_size", "max_num_seqs", "max_num_batched_tokens")  # integers, engine settings
+# integers, engine settings (the prompt-chunk cap may be 0: off)
+_ENGINE = ("kv_blocks", "block_size", "max_num_seqs", "max_num_batched_tokens", "long_prefill_token_threshold")
+_ZERO_OK = ("long_prefill_token_threshold",)
 _INTEGER = (*_ENGINE, "tp")
 _NUMBER = ("rate_scale", "kv_memory_gb")
 _SWITCH_KEYS = ("chunked_prefill", "prefix_caching")
@@ -65,8 +68,9 @@ def _typed(key: str, name: str, value: float | str) -> int | float | bool | str:
         except ValueError:
             raise AnalysisError(f"--what-if {key}={value}: expected a number") from None
         if name in _INTEGER:
-            if number < 1:
-                raise AnalysisError(f"--what-if {key}={value}: expected a whole number of 1 or more")
+            least = 0 if name in _ZERO_OK else 1
+            if number < least:
+                raise AnalysisError(f"--what-if {key}={value}: expected a whole number of {least} or more")
             return int(number)
         if number <= 0:
             raise AnalysisError(f"--what-if {key}={value}: expected a number above 0")
