@@ -2,15 +2,15 @@
 measured.
 
 The runs: the five in ``../shared/data/vllm_cpu/`` (A, B, B2 on one machine; D, E on another, as its README says)
-and lltrace's own in ``sample_traces/vllm_cpu_limits/`` (F, G, H_on, H_off, H2_on, H2_off, I, J, all on a third:
-its README). For every
-run: the held-out validation (step cost fitted before the last 30 % of the requests no stall or profiler window
-touched, every request replayed, those scored). For pairs of runs of one machine: ``--calibrate-on`` the other run,
-all of this run's requests scored. Then the real what-ifs: B replayed with ``kv_blocks=80`` against B2, which is
-B's workload really run with 80 blocks; H_on (and H2_on, the same shape at 60 req/s) replayed with
-``prefix_caching=off`` against H_off (H2_off), which is its workload (same prompts, same arrival times) really run
-without the prefix cache, beside the rise the extra tokens alone would make at the fitted prefill rate; and E with
-``prefix_caching=off`` (its prompt tokens all prefilled; no real run to compare with).
+and lltrace's own in ``sample_traces/vllm_cpu_limits/`` (F, G, H_on, H_off, H2_on, H2_off, I, J, Z_off, Z_cap64, all
+on a third: its README). For every run: the held-out validation (step cost fitted before the last 30 % of the
+requests no stall or profiler window touched, every request replayed, those scored). For pairs of runs of one
+machine: ``--calibrate-on`` the other run, all of this run's requests scored. Then the real what-ifs: B replayed
+with ``kv_blocks=80`` against B2, which is B's workload really run with 80 blocks; H_on (and H2_on, the same shape
+at 60 req/s) replayed with ``prefix_caching=off`` against H_off (H2_off), which is its workload (same prompts, same
+arrival times) really run without the prefix cache, beside the rise the extra tokens alone would make at the fitted
+prefill rate; Z_off with ``long_prefill_token_threshold=64`` against Z_cap64, its workload really run with that cap
+(and back); and E with ``prefix_caching=off`` (its prompt tokens all prefilled; no real run to compare with).
 
 The held-out table also gives how the engine's own decode-only steps changed speed between the calibration and the
 scored window at the same batch (``validation.speed_change``): the part of the error no cost fitted before the
@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from lltrace import ingest
 from lltrace.replay.document import replay
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "vllm_cpu"
@@ -49,6 +50,8 @@ RUNS = {
     "H2_off": OWN / "H2_pfx_off",
     "I": OWN / "I_chunk256",
     "J": OWN / "J_batch",
+    "Z_off": OWN / "Z_cap_off",
+    "Z_cap64": OWN / "Z_cap64",
 }
 PAIRS = [
     ("A", "B"),
@@ -62,6 +65,8 @@ PAIRS = [
     ("H2_off", "H2_on"),
     ("F", "G"),
     ("G", "F"),
+    ("Z_cap64", "Z_off"),
+    ("Z_off", "Z_cap64"),
 ]
 METRICS = ("queue_s", "ttft_s", "tpot_s", "e2e_s")
 
@@ -113,6 +118,31 @@ def _prefix_pair(on: str, off: str, what_if_doc: dict[str, Any], real_doc: dict[
         print(f"| {on} prefix_caching=off → {off} | {figure} | {fmt.format(pred)} | {fmt.format(real)} | {err} |")
 
 
+CAP = "long_prefill_token_threshold"
+
+
+def _cap_pair(
+    base: str, cap: int, real: str, what_if_doc: dict[str, Any], real_doc: dict[str, Any], store: Path
+) -> None:
+    """Rows of the real prompt-chunk cap pair: ``base`` replayed with the cap ``real`` ran with, against ``real``;
+    the steps that computed prompt tokens counted in ``real``'s own log."""
+    w, r = what_if_doc["whatifs"][0], real_doc["baseline"]["measured"]
+    (logged,) = (
+        ingest([RUNS[real]], store=store)
+        .sql("SELECT count(*) FROM engine_steps WHERE source = 'log' AND prefill_tokens > 0")
+        .row(0)
+    )
+    for figure, pred, got in [
+        ("steps computing prompt tokens", w["prompt_steps"], logged),
+        ("mean TTFT, s", w["summary"]["ttft_s"]["mean"], r["ttft_s"]["mean"]),
+        ("mean TPOT, s", w["summary"]["tpot_s"]["mean"], r["tpot_s"]["mean"]),
+        ("median e2e, s", w["summary"]["e2e_s"]["p50"], r["e2e_s"]["p50"]),
+    ]:
+        fmt = "{:,.0f}" if figure.startswith("steps") else "{:,.4f}"
+        err = f"{abs(pred - got) / got:.0%}"
+        print(f"| {base} {CAP}={cap} → {real} | {figure} | {fmt.format(pred)} | {fmt.format(got)} | {err} |")
+
+
 def main() -> None:
     argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     started = time.perf_counter()
@@ -156,6 +186,8 @@ def main() -> None:
             print(f"| B kv_blocks=80 → B2 | {figure} | {pred:,.3f} | {real:,.3f} | {err} |")
         for on, off in (("H_on", "H_off"), ("H2_on", "H2_off")):
             _prefix_pair(on, off, replay(RUNS[on], store=store, what_ifs=["prefix_caching=off"]), docs[off])
+        for base, cap, real in (("Z_off", 64, "Z_cap64"), ("Z_cap64", 0, "Z_off")):
+            _cap_pair(base, cap, real, replay(RUNS[base], store=store, what_ifs=[f"{CAP}={cap}"]), docs[real], store)
         e = replay(RUNS["E"], store=store, what_ifs=["prefix_caching=off"])
         off, base = e["whatifs"][0], e["baseline"]
         extra = off["prefill_tokens"] - base["prefill_tokens"]
