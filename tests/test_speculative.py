@@ -323,8 +323,13 @@ def test_the_replay_of_a_run_whose_drafts_bind_the_budget(tmp_path: Path) -> Non
     assert max(charged) == 32 and (len(charged), charged.count(32)) == (1159, 1122)
     # so its queue waited for the budget: the steps filled, as the log's, with each request's slot counted
     assert dict(run.sql("SELECT cause, count(*) FROM engine_state GROUP BY cause").rows())["budget"] == 1122
-    attributed = lltrace.analyze(run).to_dict()["attribution"]
+    analysis = lltrace.analyze(run).to_dict()
+    attributed = analysis["attribution"]
     assert attributed["budget_wait"]["share_of_parent"] > 0.9  # without the slots: none, all of it "load"
+    # its evidence names the drafting settings the steps' tokens include, and its advice the other way out
+    assert attributed["budget_wait"]["evidence"]["draft_slots"]["value"] == 1
+    (budget,) = [a for a in analysis["advice"] if a["bottleneck"] == "budget"]
+    assert "draft fewer tokens a step (num_speculative_tokens, now 3" in budget["action"]
     doc = json.loads(
         CliRunner().invoke(app, ["replay", run.id, "--store", str(tmp_path / "store"), "-q", "--json"]).stdout
     )

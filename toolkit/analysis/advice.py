@@ -128,6 +128,13 @@ def _queue_items(
         evidence |= {k: v for k, v in (part.get("evidence") or {}).items() if k != "rule"}
         if name == "kv_wait" and kv:
             evidence |= {k: kv.get(k) for k in ("peak_usage", "preemptions")}
+        if name == "budget_wait" and (spec := evidence.get("speculative_tokens")):  # the drafts take budget too
+            fewer = engine_setting("num_speculative_tokens", engine)
+            action = action.replace(
+                "{limit}:",
+                f"{{limit}}, or draft fewer tokens a step ({fewer}, now {spec['value']:g}: the drafts take "
+                "part of each step's budget):",
+            )
         items.append(
             (
                 wait_mean,

@@ -24,6 +24,10 @@ _RULE = {
     "slot_wait": "every sequence slot was taken (scheduled or running requests at max_num_seqs) with KV room to spare",
     "budget_wait": "the step used the whole token budget (max_num_batched_tokens) with a slot and KV room to spare",
 }
+_DRAFTING_BUDGET = (
+    "; the step's tokens include each decoding request's draft tokens and, where draft_slots says so, the tokens "
+    "the scheduler charged each scheduled request for its drafter's input"
+)
 _MISSING = {
     "kv_wait": "no KV usage, swap or preemption readings in the run's sources",
     "slot_wait": "no running or scheduled request counts in the run's sources",
@@ -94,6 +98,10 @@ def queue_split(con: duckdb.DuckDBPyConnection, queue_total_s: float | None) -> 
         }
         if part in _LIMIT and _LIMIT[part] in limits:
             evidence[_LIMIT[part]] = limits[_LIMIT[part]]
+        if part == "budget_wait" and (limits.get("speculative_tokens") or {}).get("value"):
+            # a drafting engine's steps count each decode's draft tokens, and (vLLM 0.32) its drafter's input slots
+            evidence["rule"] += _DRAFTING_BUDGET
+            evidence |= {k: limits[k] for k in ("speculative_tokens", "draft_slots") if k in limits}
         if part == "kv_wait" and "kv_cache_tokens" in limits:
             evidence["kv_cache_tokens"] = limits["kv_cache_tokens"]
         out[part] = {

@@ -106,6 +106,7 @@ ENGINE_ARGUMENTS = {
         "max_num_batched_tokens": "--chunked-prefill-size",
         "gpu_memory_utilization": "--mem-fraction-static",
         "enable_prefix_caching": "the radix cache (on unless --disable-radix-cache)",
+        "num_speculative_tokens": "--speculative-num-draft-tokens",
     },
     # TGI's launcher (launcher/src/main.rs): the batch's KV room in tokens, its prefill budget, its size limit
     "tgi": {
@@ -113,12 +114,14 @@ ENGINE_ARGUMENTS = {
         "max_num_batched_tokens": "--max-batch-prefill-tokens",
         "gpu_memory_utilization": "--max-batch-total-tokens",
         "enable_prefix_caching": "PREFIX_CACHING",
+        "num_speculative_tokens": "--speculate",
     },
     "trtllm": {
         "max_num_seqs": "--max_batch_size",
         "max_num_batched_tokens": "--max_num_tokens",
         "gpu_memory_utilization": "--kv_cache_free_gpu_memory_fraction",
         "enable_prefix_caching": "kv_cache_config.enable_block_reuse",
+        "num_speculative_tokens": "speculative_config.max_draft_len",
     },
 }
 
