@@ -17,6 +17,8 @@
 #   Y_spec_budget : V_spec_draft with --max-num-batched-tokens 32 (the drafts' verification binds the budget)
 #   Z_cap_off, Z_cap64 : I_chunk256's two clients and server, without and then with vLLM's per-request prefill cap
 #                        (--long-prefill-token-threshold 64): a real what-if pair made one after the other
+#   DP2_slots : two data-parallel engines behind one API server (--data-parallel-size 2 --api-server-count 1), four
+#               sequence slots each: F_slots' shape, so that requests queue in each engine
 #   X_spec_ngram : speculative decoding by n-gram lookup (3 tokens, 2- to 3-grams): greedy answers of 256 tokens, which
 #                  the tiny random model ends in loops the lookup finds, so that some steps draft and some do not
 #   U_log_outputs : the chat endpoint (a one-line chat template of lltrace's: the tiny model has none), the server
@@ -248,4 +250,10 @@ cap_long="--request-id-prefix long- --random-input-len 1000 --random-output-len 
 want Z_cap_off && CLIENT2="$cap_long" run Z_cap_off "$cap_short" --max-num-batched-tokens 256 --max-num-seqs 16
 want Z_cap64 && CLIENT2="$cap_long" run Z_cap64 "$cap_short" --max-num-batched-tokens 256 --max-num-seqs 16 \
   --long-prefill-token-threshold 64
+# data parallelism: two engine cores (one CPU core each, roughly) behind one API server, whose load balancer sends each
+# request to the engine with the fewest requests in flight (vllm/v1/engine/core_client.py, DPLBAsyncMPClient); one API
+# server, because with several (vLLM's default for data parallelism) the engines' iteration and stats lines are not logged
+want DP2_slots && run DP2_slots "--request-id-prefix dp- --random-input-len 128 --random-output-len 128 \
+  --random-range-ratio 0.25 --num-prompts 80 --request-rate 20 --burstiness 1.0 --seed 81" --max-num-seqs 4 \
+  --data-parallel-size 2 --api-server-count 1
 echo "runs in $OUT"
