@@ -194,10 +194,15 @@ def chain_iteration_ends(rows: list[dict[str, Any]], seconds_of: Callable[[str],
     """Place log iteration rows (``engine_steps`` from ``Iteration(k)`` lines, in step order) on a clock: a line
     is printed when its iteration ends, stamped to the second, so each ``end_s`` is the previous end plus this
     iteration's elapsed time, kept at or after its own stamp (``seconds_of(log_stamp)``); ``start_s`` is the end
-    less the elapsed time. Rows already placed are left; returns how many could not be (no time for the stamp)."""
+    less the elapsed time. Each engine (``engine``: data-parallel engines log their own iterations, each numbered
+    from 0) is chained on its own. Rows already placed are left; returns how many could not be (no time for the
+    stamp)."""
     prev_end = None
     unplaced = 0
-    for r in sorted(rows, key=lambda r: r["step_id"]):
+    engine: object = None
+    for r in sorted(rows, key=lambda r: (r.get("engine") or "", r["step_id"])):
+        if r.get("engine") != engine:
+            engine, prev_end = r.get("engine"), None
         if r.get("end_s") is not None or r.get("log_stamp") is None:
             continue
         stamp = seconds_of(r["log_stamp"])

@@ -80,7 +80,7 @@ def sniff_server_log(head: bytes) -> bool:
 
 _ARG_INT = re.compile(
     r"'(num_gpu_blocks_override|max_num_seqs|max_num_batched_tokens|block_size|max_model_len|tensor_parallel_size"
-    r"|max_log_len|long_prefill_token_threshold)'"
+    r"|max_log_len|long_prefill_token_threshold|data_parallel_size)'"
     r": (\d+)"
 )
 _ARG_STR = re.compile(r"'(model|kv_cache_dtype|quantization|dtype)': '([^']*)'")
@@ -92,7 +92,8 @@ _KV_TOKENS = re.compile(r"KV cache size: ([\d,]+) tokens")
 
 
 _ENGINE_LINE = re.compile(r"Initializing a V1 LLM engine \(v([\w.+-]+)\) with config: (.*)")
-_ENGINE_INT = re.compile(r"\b(tensor_parallel_size|pipeline_parallel_size|data_parallel_size)=(\d+)")
+# (its data_parallel_size is each engine core's own view, 1 under data parallelism: the API server's argument tells)
+_ENGINE_INT = re.compile(r"\b(tensor_parallel_size|pipeline_parallel_size)=(\d+)")
 _ENGINE_BOOL = re.compile(r"\b(enable_prefix_caching|enable_chunked_prefill)=(True|False)")
 _ENGINE_DEVICE = re.compile(r"\bdevice_config=(\w+)")
 # the engine's speculative decoding: None, or its method and the tokens a draft proposes (config/speculative.py)

@@ -6,7 +6,7 @@
 -- #new-token). cached_share is cached prompt tokens over prompt tokens: summed per-request cached tokens where
 -- a source gives them, else the engine's iteration log (vLLM Iteration(k) lines count only the context tokens
 -- computed: one minus their sum over the engine's prompt-token counter; the log must start at iteration 0,
--- as the counter does at the server's start).
+-- as the counter does at the server's start; data-parallel engines' lines and counters are summed).
 -- columns:
 --   run_id          run
 --   hit_rate        prompt tokens served from the cache / prompt tokens looked up (0-1; NULL: no counters)
@@ -18,27 +18,38 @@
 CREATE OR REPLACE VIEW engine_prefix_cache AS
 WITH counted AS (
     -- cumulative counters only grow: their change is the largest less the smallest reading (no clock needed)
-    SELECT run_id, source, engine,
+    SELECT run_id, source, instance, engine,
            max(prefix_cache_hits_total) - CASE WHEN count(*) > 1 THEN min(prefix_cache_hits_total) ELSE 0 END AS hits,
            max(prefix_cache_queries_total) - CASE WHEN count(*) > 1 THEN min(prefix_cache_queries_total) ELSE 0 END
-               AS queries,
-           max(prompt_tokens_total) AS prompt_counter
+               AS queries
     FROM engine_stats
     WHERE prefix_cache_hits_total IS NOT NULL AND prefix_cache_queries_total IS NOT NULL
-    GROUP BY run_id, source, engine
+    GROUP BY run_id, source, instance, engine
+), per_source AS (
+    SELECT run_id, source, sum(hits) AS hits, sum(queries) AS queries FROM counted GROUP BY run_id, source
 ), counters AS (
-    -- one source per run: the one that counted the most queries (scrapes and stats lines count the same)
-    SELECT run_id, sum(hits) AS hits, sum(queries) AS queries, sum(prompt_counter) AS prompt_counter
-    FROM (SELECT *, rank() OVER (PARTITION BY run_id ORDER BY queries DESC, source) AS k FROM counted)
-    WHERE k = 1 GROUP BY run_id
+    -- one source per run: the one that counted the most queries over its engines (scrapes and stats lines count
+    -- the same)
+    SELECT run_id, hits, queries
+    FROM (SELECT *, rank() OVER (PARTITION BY run_id ORDER BY queries DESC, source) AS k FROM per_source)
+    WHERE k = 1
 ), prompt_counter AS (
-    SELECT run_id, max(prompt_tokens_total) AS prompt_tokens FROM engine_stats GROUP BY run_id
+    -- each engine's count since its start (its largest reading), summed over a source's data-parallel engines
+    SELECT run_id, max(prompt_tokens) AS prompt_tokens
+    FROM (SELECT run_id, source, sum(counted) AS prompt_tokens
+          FROM (SELECT run_id, source, instance, engine, max(prompt_tokens_total) AS counted FROM engine_stats
+                WHERE prompt_tokens_total IS NOT NULL GROUP BY ALL)
+          GROUP BY run_id, source)
+    GROUP BY run_id
 ), sglang AS (
     SELECT run_id, sum(cached_tokens) AS hits, sum(cached_tokens + prefill_tokens) AS queries
     FROM engine_steps WHERE detection = 'sglang prefill batch log' AND cached_tokens IS NOT NULL GROUP BY run_id
 ), computed AS (
-    SELECT run_id, sum(prefill_tokens) AS context_tokens
-    FROM engine_steps WHERE detection = 'vllm iteration log' GROUP BY run_id HAVING min(step_id) = 0
+    -- every engine's log from its iteration 0 (data-parallel engines number their own)
+    SELECT run_id, sum(context_tokens) AS context_tokens
+    FROM (SELECT run_id, engine, sum(prefill_tokens) AS context_tokens, min(step_id) AS first_step FROM engine_steps
+          WHERE detection = 'vllm iteration log' GROUP BY ALL)
+    GROUP BY run_id HAVING max(first_step) = 0
 ), per_request AS (
     SELECT run_id, sum(cached_tokens) AS cached, sum(input_tokens) AS prompt
     FROM requests WHERE cached_tokens IS NOT NULL AND input_tokens IS NOT NULL GROUP BY run_id

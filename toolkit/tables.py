@@ -457,6 +457,7 @@ ENGINE_SETTINGS = (
     "draft_slots",
     "long_prefill_token_threshold",
     "long_prefill_adaptive",
+    "data_parallel_size",
 )
 
 ENGINE_CONFIG = Table(

@@ -392,9 +392,12 @@ def _engine_timeline(con: duckdb.DuckDBPyConnection) -> dict[str, Any] | None:
 
 def _kv(con: duckdb.DuckDBPyConnection) -> dict[str, Any] | None:
     """KV-cache pressure and the prefix cache (``kv_wait_s`` is filled from the attribution's queue split)."""
+    # waiting requests: a server's data-parallel engines' at one moment together (each replica of a fleet apart)
     peak, waiting, waitcap, samples = con.execute(
-        "SELECT max(kv_usage), max(waiting), max(waiting_capacity), count(*) FROM engine_stats "
-        "WHERE source IS DISTINCT FROM 'stage'"
+        "SELECT max(kv), max(waiting), max(waitcap), sum(n) FROM (SELECT max(kv) AS kv, sum(waiting) AS waiting, "
+        "sum(waitcap) AS waitcap, sum(n) AS n FROM (SELECT source, instance, ts_s, engine, max(kv_usage) AS kv, "
+        "max(waiting) AS waiting, max(waiting_capacity) AS waitcap, count(*) AS n FROM engine_stats "
+        "WHERE source IS DISTINCT FROM 'stage' GROUP BY ALL) GROUP BY source, instance, ts_s)"
     ).fetchone()
     pre = (con.execute("SELECT preemptions FROM engine_preemptions").fetchone() or (None,))[0]
     cache = (rows(con, "SELECT * EXCLUDE (run_id) FROM engine_prefix_cache") or [{}])[0]

@@ -40,6 +40,7 @@ _KEYS = {
     "speculative_tokens": ("num_speculative_tokens",),
     "long_prefill_token_threshold": ("long_prefill_token_threshold",),
     "long_prefill_adaptive": ("long_prefill_token_threshold_adaptive",),
+    "data_parallel_size": ("data_parallel_size",),
 }
 _FORMAT_ENGINE = {
     "vllm-server-log": "vllm",
@@ -156,6 +157,7 @@ def _vllm_defaults(facts: dict[str, Any], gpu: dict[str, Any] | None, tp: int) -
         "chunked_prefill": (1.0, f"vLLM {version} V1 default (chunked prefill for generative models)"),
         "prefix_caching": (1.0, f"vLLM {version} V1 default (prefix caching for generative models)"),
         "tensor_parallel_size": (1.0, f"vLLM {version} default"),
+        "data_parallel_size": (1.0, f"vLLM {version} default"),
         # SchedulerConfig: no per-request cap on a prompt chunk unless set (0)
         "long_prefill_token_threshold": (0.0, f"vLLM {version} default (0: no per-request cap on a prompt chunk)"),
     }
@@ -187,6 +189,15 @@ def _vllm_draft_slots(facts: dict[str, Any], k: int) -> tuple[float, str] | None
         slots = 1 if method == "draft_model" else 0
     how = f"{method}{', parallel drafting' if parallel else ''}, {k} speculative tokens"
     return float(slots), f"vLLM {facts['engine_version']} max_num_new_slots_for_drafting ({how})"
+
+
+def _logged_engines(stage: Path) -> int:
+    """How many data-parallel engines logged their own iterations (``Engine 000``, ``Engine 001``: vLLM's prefix)."""
+    engines = set()
+    for f in sorted((stage / "engine_steps").glob("*.parquet")):
+        t = pq.read_table(f, columns=["source", "engine"]).to_pylist()
+        engines |= {r["engine"] for r in t if r["source"] == "log" and r["engine"] is not None}
+    return len(engines)
 
 
 def _largest_step(stage: Path) -> tuple[int, int]:
@@ -222,6 +233,18 @@ def resolve(sources: list[dict[str, Any]], gpu: dict[str, Any] | None, stage: Pa
         if blocks and size:
             derive("kv_cache_tokens", blocks * size, f"KV blocks x block size{of.get('block_size', '')}")
 
+    if "data_parallel_size" not in rows and (engines := _logged_engines(stage)) > 1:
+        derive("data_parallel_size", float(engines), f"{engines} engines log their own iterations")
+    dp = int(rows["data_parallel_size"]["value"]) if "data_parallel_size" in rows else 1
+    tokens, blocks, size = (rows.get(k, {}).get("value") for k in ("kv_cache_tokens", "kv_blocks", "block_size"))
+    if dp > 1 and tokens and size and blocks == dp * (tokens // size):  # vLLM's gauge counts every engine's blocks
+        rows["kv_blocks"] = {
+            "setting": "kv_blocks",
+            "value": tokens // size,
+            "basis": "derived",
+            "origin": f"KV cache tokens / block size, per engine ({rows['kv_blocks']['origin']}: {blocks:.0f}, "
+            f"the {dp} data-parallel engines' together)",
+        }
     derive_kv()
     tp = int(rows["tensor_parallel_size"]["value"]) if "tensor_parallel_size" in rows else 1
     for setting, (value, origin) in _vllm_defaults(facts, gpu, tp).items():
