@@ -55,19 +55,20 @@ def queue_split(con: duckdb.DuckDBPyConnection, queue_total_s: float | None) -> 
     ``total_s``, ``share_of_parent`` (of the queue time), ``basis`` and ``evidence`` (or a ``note``)."""
     # each attributed request with its own split; an id the run holds twice is joined to neither (its queue is
     # left to load, never counted twice)
-    (kv, slot, budget, timed, unplaced) = con.execute(
+    (kv, slot, budget, timed, unplaced, mixed) = con.execute(
         """
         WITH a AS (
             SELECT run_id, request_id, sum(queue_s) AS queue_s, count(*) AS n FROM attribution_request
             WHERE e2e_s IS NOT NULL AND queue_s IS NOT NULL AND prefill_s IS NOT NULL AND decode_s IS NOT NULL
             GROUP BY run_id, request_id
         ), c AS (
-            SELECT run_id, request_id, sum(kv_wait_s) AS kv, sum(slot_wait_s) AS slot, sum(budget_wait_s) AS budget
+            SELECT run_id, request_id, sum(kv_wait_s) AS kv, sum(slot_wait_s) AS slot, sum(budget_wait_s) AS budget,
+                   sum(mixed_wait_s) AS mixed
             FROM attribution_queue_causes WHERE request_id IS NOT NULL
             GROUP BY run_id, request_id HAVING count(*) = 1
         )
         SELECT sum(c.kv), sum(c.slot), sum(c.budget), count(c.request_id),
-               sum(a.queue_s) FILTER (WHERE c.request_id IS NULL)
+               sum(a.queue_s) FILTER (WHERE c.request_id IS NULL), sum(c.mixed)
         FROM a LEFT JOIN c
             ON a.run_id = c.run_id AND a.request_id = c.request_id AND a.n = 1 AND a.request_id IS NOT NULL
         """
@@ -125,11 +126,14 @@ def queue_split(con: duckdb.DuckDBPyConnection, queue_total_s: float | None) -> 
         note += ", and the parts no source can tell"
     if unsplit:
         note += f"; {unsplit:,.3f} s of it is the queue of requests with no engine queue interval to place"
+    if mixed := clean(mixed):  # several engines' timelines (data parallel, replicas) that differed
+        note += f"; {mixed:,.3f} s of it while the engines' states differed (no source says which held the request)"
     out["load_wait"] = {
         "total_s": total,
         "share_of_parent": total / queue_total_s if total is not None and queue_total_s else None,
         "basis": "derived" if total is not None else None,
         "note": note,
-        "evidence": {"requests_split": timed, "unplaced_s": unsplit},
+        "evidence": {"requests_split": timed, "unplaced_s": unsplit}
+        | ({} if mixed is None else {"engines_differed_s": mixed}),
     }
     return out
