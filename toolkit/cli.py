@@ -405,7 +405,8 @@ def replay_cli(
         typer.Option(
             "--what-if",
             help="KEY=VALUE: gpu, weights, kv_dtype, tp, max_num_seqs, max_num_batched_tokens, "
-            "chunked_prefill (on/off), long_prefill_token_threshold (0: off), kv_blocks, kv_memory_gb, block_size, "
+            "chunked_prefill (on/off), long_prefill_token_threshold (0: off), data_parallel_size, kv_blocks, "
+            "kv_memory_gb, block_size, "
             "rate_scale (arrival-rate multiplier), "
             "prefix_caching (on/off). Several keys in one case: KEY=VALUE,KEY=VALUE. A sweep, one case per "
             "value: a list (rate_scale=0.5|1|2|4) or a range in powers of two (max_num_seqs=4..32). "

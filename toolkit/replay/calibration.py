@@ -49,6 +49,8 @@ def engine_config_for(run: Run) -> dict[str, dict[str, Any]]:
     out["tp"] = get("tensor_parallel_size")
     # the cap on one request's prompt chunk a step, where the run's engine states or defaults one
     out |= {k: get(k) for k in ("long_prefill_token_threshold", "long_prefill_adaptive") if k in known}
+    if "data_parallel_size" in known:  # engines behind one load balancer, each with the limits above
+        out["data_parallel_size"] = get("data_parallel_size")
     spec = _speculative(run)
     if spec:  # the budget the scheduler charges each request for its drafter (0 where no rule is known)
         slots = known.get("draft_slots")

@@ -368,26 +368,31 @@ def step_gap(rows: pl.DataFrame, busy: list[tuple[float, float]] | None = None) 
     least half busy count), or, without them, the whole second where the seconds before and after it logged
     steps too. Steps with their own times (no whole-second
     stamps): the mean spacing of back-to-back steps beyond their elapsed times. 0 when nothing tells.
+    Data-parallel engines (``engine``) are each their own sequence of steps; their requests do not say which engine
+    held them, so there the seconds before and after tell.
     """
+    rows = rows.with_columns(pl.lit(None, dtype=pl.Utf8).alias("engine")) if "engine" not in rows.columns else rows
+    if rows["engine"].n_unique() > 1:
+        busy = None
     stamps = rows["log_stamp"].drop_nulls() if "log_stamp" in rows.columns else pl.Series([], dtype=pl.Utf8)
     if stamps.len() < rows.height or not stamps.len() or not all(_WHOLE_SECOND.search(x) for x in stamps.head(50)):
         return _busy_overhead(rows)
     per = (
         rows.filter(pl.col("end_s").is_not_null())
-        .group_by("log_stamp")
+        .group_by("engine", "log_stamp")
         .agg(pl.len().alias("n"), pl.col("wall_s").sum().alias("wall"), pl.col("end_s").min().alias("t"))
         .with_columns(pl.col("t").floor().alias("second"))
-        .sort("second")
+        .sort("engine", "second")
     )
-    seconds = per["second"].to_list()
-    present = set(seconds)
+    engines, seconds = per["engine"].to_list(), per["second"].to_list()
+    present = set(zip(engines, seconds, strict=True))
     intervals = sorted(busy) if busy else None
     gaps = []
-    for sec, n, wall in zip(seconds, per["n"].to_list(), per["wall"].to_list(), strict=True):
+    for eng, sec, n, wall in zip(engines, seconds, per["n"].to_list(), per["wall"].to_list(), strict=True):
         if intervals is not None:
             held = _covered(intervals, sec, sec + 1.0)  # the engine steps only while it holds a request
         else:
-            held = 1.0 if sec - 1 in present and sec + 1 in present else 0.0
+            held = 1.0 if (eng, sec - 1) in present and (eng, sec + 1) in present else 0.0
         if held >= 0.5:
             gaps.append((held - wall) / n)
     if len(gaps) < 3:
@@ -401,9 +406,11 @@ def _busy_overhead(rows: pl.DataFrame) -> float:
     busy_gap_s = thresholds()["busy_gap_s"]
     if "start_s" not in rows.columns:
         return 0.0
+    interval = pl.col("start_s").shift(-1) - pl.col("start_s")
+    by = ["engine"] if "engine" in rows.columns else []
     spaced = (
-        rows.sort("start_s")
-        .with_columns((pl.col("start_s").shift(-1) - pl.col("start_s")).alias("interval"))
+        rows.sort([*by, "start_s"])
+        .with_columns((interval.over(by) if by else interval).alias("interval"))
         .filter(pl.col("interval").is_not_null() & (pl.col("interval") < busy_gap_s))
     )
     if spaced.height == 0:

@@ -26,6 +26,7 @@ WHAT_IF_KEYS = (
     "max_num_batched_tokens",
     "chunked_prefill",
     "long_prefill_token_threshold",
+    "data_parallel_size",
     "kv_blocks",
     "kv_memory_gb",
     "block_size",
@@ -37,7 +38,14 @@ WHAT_IF_KEYS = (
 )
 WHAT_IF_ALIASES = {"quant": "weights", "rate": "rate_scale", "prefix_cache": "prefix_caching"}
 # integers, engine settings (the prompt-chunk cap may be 0: off)
-_ENGINE = ("kv_blocks", "block_size", "max_num_seqs", "max_num_batched_tokens", "long_prefill_token_threshold")
+_ENGINE = (
+    "kv_blocks",
+    "block_size",
+    "max_num_seqs",
+    "max_num_batched_tokens",
+    "long_prefill_token_threshold",
+    "data_parallel_size",
+)
 _ZERO_OK = ("long_prefill_token_threshold",)
 _INTEGER = (*_ENGINE, "tp")
 _NUMBER = ("rate_scale", "kv_memory_gb")
