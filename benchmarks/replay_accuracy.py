@@ -2,15 +2,16 @@
 measured.
 
 The runs: the five in ``../shared/data/vllm_cpu/`` (A, B, B2 on one machine; D, E on another, as its README says)
-and lltrace's own in ``sample_traces/vllm_cpu_limits/`` (F, G, H_on, H_off, H2_on, H2_off, I, J, Z_off, Z_cap64, all
-on a third: its README). For every run: the held-out validation (step cost fitted before the last 30 % of the
-requests no stall or profiler window touched, every request replayed, those scored). For pairs of runs of one
-machine: ``--calibrate-on`` the other run, all of this run's requests scored. Then the real what-ifs: B replayed
-with ``kv_blocks=80`` against B2, which is B's workload really run with 80 blocks; H_on (and H2_on, the same shape
-at 60 req/s) replayed with ``prefix_caching=off`` against H_off (H2_off), which is its workload (same prompts, same
-arrival times) really run without the prefix cache, beside the rise the extra tokens alone would make at the fitted
-prefill rate; Z_off with ``long_prefill_token_threshold=64`` against Z_cap64, its workload really run with that cap
-(and back); and E with ``prefix_caching=off`` (its prompt tokens all prefilled; no real run to compare with).
+and lltrace's own in ``sample_traces/vllm_cpu_limits/`` (F, G, H_on, H_off, H2_on, H2_off, I, J, Z_off, Z_cap64,
+DP2: two data-parallel engines, all on a third: its README). For every run: the held-out validation (step cost
+fitted before the last 30 % of the requests no stall or profiler window touched, every request replayed, those
+scored). For pairs of runs of one machine: ``--calibrate-on`` the other run, all of this run's requests scored. Then
+the real what-ifs: B replayed with ``kv_blocks=80`` against B2, which is B's workload really run with 80 blocks;
+H_on (and H2_on, the same shape at 60 req/s) replayed with ``prefix_caching=off`` against H_off (H2_off), which is
+its workload (same prompts, same arrival times) really run without the prefix cache, beside the rise the extra
+tokens alone would make at the fitted prefill rate; Z_off with ``long_prefill_token_threshold=64`` against Z_cap64,
+its workload really run with that cap (and back); and E with ``prefix_caching=off`` (its prompt tokens all
+prefilled; no real run to compare with).
 
 The held-out table also gives how the engine's own decode-only steps changed speed between the calibration and the
 scored window at the same batch (``validation.speed_change``): the part of the error no cost fitted before the
@@ -52,6 +53,7 @@ RUNS = {
     "J": OWN / "J_batch",
     "Z_off": OWN / "Z_cap_off",
     "Z_cap64": OWN / "Z_cap64",
+    "DP2": OWN / "DP2_slots",
 }
 PAIRS = [
     ("A", "B"),
