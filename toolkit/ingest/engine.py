@@ -191,25 +191,22 @@ def _vllm_draft_slots(facts: dict[str, Any], k: int) -> tuple[float, str] | None
     return float(slots), f"vLLM {facts['engine_version']} max_num_new_slots_for_drafting ({how})"
 
 
-def _logged_engines(stage: Path) -> int:
-    """How many data-parallel engines logged their own iterations (``Engine 000``, ``Engine 001``: vLLM's prefix)."""
+def _step_log(stage: Path) -> tuple[int, int, int]:
+    """The run's logged steps, read once: (steps with token counts, tokens in the largest of them, data-parallel
+    engines that logged their own iterations: vLLM's ``Engine 000``, ``Engine 001``)."""
+    n = largest = 0
     engines = set()
     for f in sorted((stage / "engine_steps").glob("*.parquet")):
-        t = pq.read_table(f, columns=["source", "engine"]).to_pylist()
-        engines |= {r["engine"] for r in t if r["source"] == "log" and r["engine"] is not None}
-    return len(engines)
-
-
-def _largest_step(stage: Path) -> tuple[int, int]:
-    """(log steps with token counts, tokens in the largest of them)."""
-    n = largest = 0
-    for f in sorted((stage / "engine_steps").glob("*.parquet")):
-        t = pq.read_table(f, columns=["source", "prefill_tokens", "decode_tokens"]).to_pylist()
+        t = pq.read_table(f, columns=["source", "engine", "prefill_tokens", "decode_tokens"]).to_pylist()
         for r in t:
-            if r["source"] == "log" and r["prefill_tokens"] is not None and r["decode_tokens"] is not None:
+            if r["source"] != "log":
+                continue
+            if r["engine"] is not None:
+                engines.add(r["engine"])
+            if r["prefill_tokens"] is not None and r["decode_tokens"] is not None:
                 n += 1
                 largest = max(largest, r["prefill_tokens"] + r["decode_tokens"])
-    return n, largest
+    return n, largest, len(engines)
 
 
 def resolve(sources: list[dict[str, Any]], gpu: dict[str, Any] | None, stage: Path) -> list[dict[str, Any]]:
@@ -233,7 +230,8 @@ def resolve(sources: list[dict[str, Any]], gpu: dict[str, Any] | None, stage: Pa
         if blocks and size:
             derive("kv_cache_tokens", blocks * size, f"KV blocks x block size{of.get('block_size', '')}")
 
-    if "data_parallel_size" not in rows and (engines := _logged_engines(stage)) > 1:
+    logged, largest, engines = _step_log(stage)
+    if "data_parallel_size" not in rows and engines > 1:
         derive("data_parallel_size", float(engines), f"{engines} engines log their own iterations")
     dp = int(rows["data_parallel_size"]["value"]) if "data_parallel_size" in rows else 1
     tokens, blocks, size = (rows.get(k, {}).get("value") for k in ("kv_cache_tokens", "kv_blocks", "block_size"))
@@ -251,14 +249,13 @@ def resolve(sources: list[dict[str, Any]], gpu: dict[str, Any] | None, stage: Pa
         rows.setdefault(setting, {"setting": setting, "value": value, "basis": "default", "origin": origin})
     derive_kv()  # a default block size turns a stated KV size in tokens into blocks
     if "max_num_batched_tokens" not in rows:
-        n, largest = _largest_step(stage)
-        if n >= thresholds()["budget_inference_steps"] and largest:
+        if logged >= thresholds()["budget_inference_steps"] and largest:
             budget = 1 << max(largest - 1, 1).bit_length()
             rows["max_num_batched_tokens"] = {
                 "setting": "max_num_batched_tokens",
                 "value": float(budget),
                 "basis": "inferred",
-                "origin": f"inferred: the largest of {n} logged steps had {largest} tokens",
+                "origin": f"inferred: the largest of {logged} logged steps had {largest} tokens",
             }
     if "speculative_tokens" in rows and (slots := _vllm_draft_slots(facts, int(rows["speculative_tokens"]["value"]))):
         derive("draft_slots", *slots)

@@ -103,7 +103,6 @@ class EngineModel:
         arrivals: list[int] | None = None,
     ) -> None:
         n = arrival.size
-        self.n = n
         self.config = config
         self.cost = cost
         self.bs = config.block_size

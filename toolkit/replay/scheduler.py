@@ -17,9 +17,9 @@ import numpy as np
 import polars as pl
 
 from lltrace.replay.cost import StepCost
-from lltrace.replay.engine_model import OPTIONAL, SPECULATIVE, EngineConfig, EngineModel
+from lltrace.replay.engine_model import OPTIONAL, EngineConfig, EngineModel
 
-__all__ = ["OPTIONAL", "SPECULATIVE", "EngineConfig", "ReplayResult", "simulate"]
+__all__ = ["OPTIONAL", "EngineConfig", "ReplayResult", "simulate"]
 
 
 @dataclass
