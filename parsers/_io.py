@@ -9,6 +9,7 @@ import re
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
@@ -113,6 +114,64 @@ def check_ids(path: str, rows: list[dict[str, Any]]) -> None:
 # monotonic stamps, relative milliseconds) are not wall clocks and are not held to this.
 WALL_CLOCK_FLOOR_S = 1_420_070_400.0  # 2015-01-01T00:00:00Z
 WALL_CLOCK_SLACK_S = 86_400.0
+
+
+ERROR_TEXT_LIMIT = 300
+"""The most characters of a source's error text kept on a request (a whole response body can follow a status)."""
+
+
+def error_line(text: Any) -> str | None:
+    """A source's error text for a request on one line, or None where it gives none: a Python traceback (what
+    vLLM's and SGLang's bench clients store for an exception) as its last line, the exception itself; any other
+    text with its whitespace runs as one space; cut to ``ERROR_TEXT_LIMIT`` characters (an ellipsis says so)."""
+    if text is None:
+        return None
+    text = str(text).strip()
+    if text.startswith("Traceback (most recent call last)"):
+        text = text.splitlines()[-1].strip()
+    text = " ".join(text.split())
+    if not text:
+        return None
+    return text if len(text) <= ERROR_TEXT_LIMIT else text[: ERROR_TEXT_LIMIT - 1] + "\u2026"
+
+
+def error_message(body: Any) -> Any:
+    """The message of an error response's body where it is an OpenAI-style error (``{"error": {"message": ...}}``,
+    or vLLM's and SGLang's ``{"object": "error", "message": ...}``), else the body as it is."""
+    if not isinstance(body, str) or not body.lstrip().startswith("{"):
+        return body
+    try:
+        doc = json.loads(body)
+    except ValueError:
+        return body
+    inner = doc.get("error") if isinstance(doc, dict) else None
+    found = inner if isinstance(inner, dict) else doc if isinstance(doc, dict) else {}
+    message = found.get("message")
+    return message if isinstance(message, str) and message.strip() else body
+
+
+def reason_status(text: Any) -> int | None:
+    """The HTTP status whose standard reason phrase ``text`` is, exactly (``Bad Request``: 400), else None: what
+    vLLM's and SGLang's bench clients keep of a refused request is the response's reason phrase alone."""
+    if not isinstance(text, str):
+        return None
+    return _REASONS.get(text.strip())
+
+
+_REASONS = {s.phrase: s.value for s in HTTPStatus}
+
+
+def error_code(value: Any) -> int | None:
+    """A source's error code as an integer (HTTP statuses are written as numbers or digit strings), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and re.fullmatch(r"-?[0-9]{1,9}", value.strip()):
+        return int(value)
+    return None
 
 
 def check_wall_clock(path: str, where: str, seconds: float, what: str) -> None:

@@ -14,6 +14,8 @@ from lltrace.parsers._io import (
     check_ids,
     check_row_clocks,
     clean_statistics,
+    error_code,
+    error_line,
     json_objects,
     load_json,
     stamp_ns,
@@ -222,6 +224,15 @@ def _aiperf_status(r: dict, md: dict) -> str:
     return "error" if err else "ok"
 
 
+def _aiperf_error(err: Any) -> dict[str, Any]:
+    """A failed record's ``error`` (AIPerf's ``ErrorDetails``: the HTTP status as ``code``, the exception's
+    ``type``, the ``message``) as the requests' ``error_code`` and ``error``."""
+    if not isinstance(err, dict):
+        return {"error_code": None, "error": error_line(err) if err else None}
+    text = ": ".join(str(err[k]) for k in ("type", "message") if err.get(k))
+    return {"error_code": error_code(err.get("code")), "error": error_line(text)}
+
+
 def ingest_aiperf(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     """Per request: ids, send time, sizes, TTFT and e2e (units read from each metric), in either schema.
 
@@ -250,6 +261,7 @@ def ingest_aiperf(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
                 "ttft_s": ttft if ttft is not None else _metric(mt, "ttft"),
                 "e2e_s": _metric(mt, "request_latency"),
                 "status": _aiperf_status(r, md),
+                **_aiperf_error(r.get("error")),
             }
         )
     info.version = "profile_export.jsonl · " + " and ".join(AIPERF_SCHEMAS[k] for k in sorted(schemas))
@@ -419,6 +431,25 @@ def _guidellm_summary(bench: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+# the HTTP status in the text of the exception a request failed with: httpx's HTTPStatusError (guidellm 0.2 on;
+# "Client error '429 Too Many Requests' for url '...'" then a line of help) and the OpenAI SDK's APIStatusError
+# (guidellm 0.1: "Error code: 429 - {...}")
+_STATUS_IN_TEXT = re.compile(
+    r"^(?:(?:Informational response|Redirect response|Client error|Server error|Invalid status code) '|Error code: )"
+    r"([0-9]{3})\b"
+)
+
+
+def _guidellm_error(text: Any) -> dict[str, Any]:
+    """A guidellm request's error text (``str`` of the exception it failed with) as ``error`` and, where the text
+    is an HTTP client's status error, ``error_code``."""
+    if not isinstance(text, str) or not text.strip():
+        return {"error_code": None, "error": None}
+    found = _STATUS_IN_TEXT.match(text.strip())
+    line = text.strip().splitlines()[0] if found else text  # httpx's second line is a link to the status's page
+    return {"error_code": int(found.group(1)) if found else None, "error": error_line(line)}
+
+
 def _guidellm_v01(data: dict[str, Any]) -> list[dict[str, Any]]:
     """guidellm 0.1 (``GuidanceReport``, core/report.py at v0.1.0): ``benchmarks[]`` of
     ``TextGenerationBenchmarkReport``, each with ``benchmarks[]`` of ``TextGenerationBenchmark`` (``mode``,
@@ -444,7 +475,8 @@ def _guidellm_v01(data: dict[str, Any]) -> list[dict[str, Any]]:
                 )
             for e in bench.get("errors") or []:
                 req = e.get("request") or {}
-                rows.append({"request_id": req.get("id"), "client_id": client, "status": "error"})
+                failure = _guidellm_error(e.get("message"))
+                rows.append({"request_id": req.get("id"), "client_id": client, "status": "error", **failure})
     return rows
 
 
@@ -509,6 +541,8 @@ def ingest_guidellm(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
                         "ttft_s": ttft,
                         "e2e_s": e2e,
                         "status": phase or status,
+                        # the error: 0.2-0.3 on the errored request itself, 0.4 on in its scheduler info
+                        **_guidellm_error(r.get("error") or (r.get("info") or {}).get("error")),
                     }
                 )
     meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}

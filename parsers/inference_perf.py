@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from lltrace.errors import TraceFormatError
-from lltrace.parsers._io import clean_statistics, load_json, write_rows
+from lltrace.parsers._io import clean_statistics, error_line, error_message, load_json, write_rows
 from lltrace.source_info import SourceInfo
 
 LIFECYCLE = "inference-perf-lifecycle"
@@ -150,6 +150,19 @@ def kv_unread(successes: dict[str, Any]) -> bool:
     return _mean(successes, "kv_cache_usage_percentage") == 0 and bool(_num(successes.get("count")))
 
 
+def _failure(err: Any) -> dict[str, Any]:
+    """A failed request's ``error`` (``ErrorResponseInfo``: ``error_type`` is "HTTP Error <status>" for a response
+    that was not 200 (from 2026-07, #601; "<status> <reason>" before), else the exception's class; ``error_msg``
+    the body, whose message is kept as inference-perf's own report reads it, or the exception's text), as the
+    requests' ``error_code`` and ``error``."""
+    if not isinstance(err, dict):
+        return {"error_code": None, "error": None}
+    kind, msg = err.get("error_type"), error_message(err.get("error_msg"))
+    status = re.match(r"(?:HTTP Error )?([1-5][0-9]{2})\b", kind) if isinstance(kind, str) else None
+    text = ": ".join(str(x) for x in (kind, msg) if x)
+    return {"error_code": int(status.group(1)) if status else None, "error": error_line(text)}
+
+
 def ingest_per_request(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     """Per request: the client's perf_counter send time, e2e (end - start), sizes, TTFT where streamed."""
     info = SourceInfo(path=path, format=PER_REQUEST, version="per_request_lifecycle_metrics")
@@ -178,6 +191,7 @@ def ingest_per_request(path: str, stage: Path, part: int, **_: Any) -> SourceInf
                 "ttft_s": first - start if first is not None and start is not None and not failed else None,
                 "e2e_s": end - start if end is not None and start is not None and not failed else None,
                 "status": "error" if failed else "ok",
+                **_failure(r.get("error")),
             }
         )
     info.records = write_rows(stage, "requests", part, rows)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from lltrace.errors import TraceFormatError
-from lltrace.parsers._io import check_ids, load_json, write_rows
+from lltrace.parsers._io import check_ids, error_code, error_line, error_message, load_json, write_rows
 from lltrace.source_info import SourceInfo
 
 LLMPERF = "llmperf"
@@ -40,6 +40,14 @@ def sniff_llmperf_summary(head: bytes) -> bool:
     return v2 or (b'"num_valid"' in text and b'"mean_ttft"' in text and b'"concur_requests"' in text)
 
 
+def _error_text(r: dict[str, Any]) -> str | None:
+    """A failed response's text: LLMPerf keeps the body of a refused request (its message kept, where it is an
+    OpenAI-style error), or the message of an error sent in the stream with its ``error.code`` (a word for some
+    servers: then kept here, not as a number)."""
+    word = r.get("error_code") if error_code(r.get("error_code")) is None else None
+    return error_line(": ".join(str(x) for x in (word, error_message(r.get("error_msg"))) if x))
+
+
 def ingest_llmperf(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     """Per-request rows in completion order; errored rows kept with status ``error``.
 
@@ -60,6 +68,7 @@ def ingest_llmperf(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
             raise TraceFormatError(path, f"element {i}", "expected an object")
         failed = r.get("error_code") not in (None, 0) or bool(r.get("error_msg"))
         errors += failed
+        code = error_code(r.get("error_code"))  # -1: LLMPerf's own, for an exception before any response
         rows.append(
             {
                 "client_id": name,
@@ -67,6 +76,8 @@ def ingest_llmperf(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
                 "input_tokens": r.get("number_input_tokens"),
                 "output_tokens": r.get("number_output_tokens"),
                 "status": "error" if failed else "ok",
+                "error_code": code if failed else None,
+                "error": _error_text(r) if failed else None,
                 "ttft_s": r.get("ttft_s"),
                 "e2e_s": r.get("end_to_end_latency_s"),
             }
@@ -106,6 +117,7 @@ def _llmperf_v1(path: str, stage: Path, part: int, data: dict[str, Any], info: S
                 "input_tokens": value("tokens_in"),
                 "output_tokens": value("tokens_out"),
                 "status": "error" if error else "ok",
+                "error": error_line(columns.get("cause", {}).get(key)) if error else None,  # the exception's text
                 "ttft_s": value("ttft"),
                 "e2e_s": value("total_time"),
             }

@@ -31,6 +31,8 @@ from collections import Counter
 from datetime import datetime, timezone
 from typing import Any
 
+from lltrace.parsers._io import error_line
+
 FINISH = "Finish: obj="
 JSON_FINISHED = '"event": "request.finished"'
 RECEIVE = "Receive: obj=GenerateReqInput("
@@ -232,6 +234,11 @@ class FinishLines:
             "cached_tokens": meta.get("cached_tokens") if isinstance(meta.get("cached_tokens"), int) else None,
             "num_preemptions": retractions if isinstance(retractions, int) else None,
             "status": status,
+            # an abort's HTTP status and message (FINISH_ABORT: status_code, message)
+            "error_code": reason.get("status_code")
+            if kind == "abort" and isinstance(reason.get("status_code"), int)
+            else None,
+            "error": error_line(reason.get("message")) if kind == "abort" else None,
             "queue_s": queue if queue else None,  # exactly 0.0: the scheduler's stamps never came (module doc)
             "server_e2e_s": e2e,
             "server_ttft_s": sent - received if stream and sent is not None and received is not None else None,

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from lltrace.errors import TraceFormatError
-from lltrace.parsers._io import not_a_figure, strip_bom, write_rows
+from lltrace.parsers._io import error_line, not_a_figure, reason_status, strip_bom, write_rows
 from lltrace.parsers._lines import DuplicateKey, duplicate_at, read_text, unique_keys
 from lltrace.parsers.result_table import ResultTable, read_tables, table_tool
 from lltrace.source_info import SourceInfo
@@ -320,7 +320,8 @@ def ingest_bench(
                     "client_queue_s": _num(at("queue_times", i)),
                     "itl_count": len(itl) if isinstance(itl, list) else None,
                     "itl_sum_s": float(sum(itl)) if isinstance(itl, list) else None,
-                    "error": err or None,
+                    "error": error_line(err),
+                    "error_code": reason_status(err),  # the client keeps a refused request's reason phrase
                     "status": "warmup" if warmup else "ok" if ok else "error",
                 }
             )

@@ -25,7 +25,7 @@ from lltrace.reports.replay_rows import (
     validation_rows,
 )
 from lltrace.reports.terminal_clients import behind_note
-from lltrace.reports.terminal_tables import engine_queue_note, speculative_line
+from lltrace.reports.terminal_tables import cause_lines, engine_queue_note, speculative_line
 
 
 def _replay_html(rep: dict[str, Any] | None) -> str:
@@ -162,6 +162,13 @@ def _headline(doc: dict[str, Any]) -> str:
         preemptions = (doc.get("kv") or {}).get("preemptions")
         if preemptions and not att["preempted"]["total_s"] and att["preempted"].get("note"):
             parts.append(f"<p>Preempted: {preemptions:,.0f} preemptions, {html.escape(att['preempted']['note'])}.</p>")
+    for e in (doc.get("requests") or {}).get("excluded") or []:  # the terminal's lines, word for word
+        causes = "; ".join(cause_lines(e))
+        said = f" ({html.escape(causes)})" if causes else ""
+        parts.append(
+            f"<p data-key='requests.excluded.{html.escape(e['outcome'])}'>Left out of the figures: {e['requests']:,} "
+            f"{html.escape(e['outcome'])}: {html.escape(e['why'])}{said}.</p>"
+        )
     kv = doc.get("kv")
     if kv and kv.get("preemptions") is not None:
         parts.append(

@@ -14,7 +14,13 @@ from lltrace.reports.labels import QUEUE_PARTS
 from lltrace.reports.numbers import count_noun, pct, per_s, whole
 from lltrace.reports.numbers import ms as _ms
 from lltrace.reports.terminal_clients import client_tables
-from lltrace.reports.terminal_tables import client_attribution_table, engine_queue_note, kv_lines, tail_table
+from lltrace.reports.terminal_tables import (
+    cause_lines,
+    client_attribution_table,
+    engine_queue_note,
+    kv_lines,
+    tail_table,
+)
 
 
 def render(doc: dict[str, Any]) -> Group:
@@ -365,6 +371,7 @@ def render(doc: dict[str, Any]) -> Group:
             parts.append(Text(f"Requests: {req['count']:,} ({counted}): the sources give no latencies"))
         for e in req.get("excluded") or []:
             parts.append(Text(f"  left out: {e['requests']:,} {e['outcome']}: {e['why']}"))
+            parts.extend(Text(f"    {line}") for line in cause_lines(e))
 
     steps = doc.get("steps")
     if steps:

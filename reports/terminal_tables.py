@@ -312,3 +312,19 @@ def speculative_line(spec: dict[str, Any]) -> str:
     elif spec.get("acceptance_length"):
         said.append(f"{spec['acceptance_length']:.2f} tokens per drafting step (vLLM's mean acceptance length)")
     return f"{head}: " + " · ".join(said) + f" ({basis})"
+
+
+def cause_lines(excluded: dict[str, Any]) -> list[str]:
+    """An outcome's causes as its sources state them, a line each (``requests.excluded[].causes``): the count, the
+    cause, and the error text where it says more than the cause (not a status's own reason phrase)."""
+    out = []
+    for c in excluded.get("causes") or []:
+        text = c.get("error")
+        more = f", and {c['texts'] - 1:,} other texts" if (c.get("texts") or 0) > 1 else ""
+        said = f' ("{text}"{more})' if text and text not in c["cause"] else ""
+        out.append(f"{c['requests']:,} {c['cause']}{said}")
+    if excluded.get("other_causes"):
+        out.append(f"{excluded['other_causes']:,} of other causes")
+    if excluded.get("causes") and excluded.get("no_cause_given"):
+        out.append(f"{excluded['no_cause_given']:,} with no cause given")
+    return out

@@ -84,7 +84,8 @@ def _raw_spans(folder: Path) -> int:
 
 @pytest.mark.parametrize("folder", _vllm_runs(), ids=lambda p: p.name)
 def test_each_vllm_run_holds_each_request_once(folder, tmp_path):
-    """Every request of these runs reached the engine: its bench record and its span are one request (the
+    """Every request of these runs the server did not refuse reached the engine: its bench record and its span are
+    one request (the
     ground truth says so where the run has one: no span missing, none unjoined). SGLang's bench lists its
     requests one result per line and sends warm-up requests it does not list (``warmup_requests`` in the arguments
     its log prints once per run as ``benchmark_args``)."""
@@ -108,14 +109,19 @@ def test_each_vllm_run_holds_each_request_once(folder, tmp_path):
         gt = json.loads(truth.read_text())
         assert gt["unjoined_llm_request_spans"] == 0
         assert all(c["missing_spans"] == 0 for c in gt.get("per_client", {}).values())
-    assert bench + warm == spans
+    # requests the server refused before they reached the engine (uvicorn's access lines: a 4xx to a POST):
+    # listed by the client, failed, with no span
+    log = (folder / "server.log").read_text()
+    refused = len(re.findall(r'"POST /v1/\S+ HTTP/1\.1" 4\d\d ', log))
+    assert bench + warm == spans + refused
     # requests the server log says were aborted (--enable-log-requests): vLLM exports no span for them, and no
     # client of the run lists them (run T's own curl clients gave up)
-    aborted = len(re.findall(r"Aborted request\(s\) ", (folder / "server.log").read_text()))
+    aborted = len(re.findall(r"Aborted request\(s\) ", log))
     run = lltrace.ingest([folder], store=tmp_path)
-    assert run.sql("SELECT count(*) FROM requests").item() == spans + aborted
+    assert run.sql("SELECT count(*) FROM requests").item() == spans + aborted + refused
     assert run.sql("SELECT count(*) FROM requests WHERE status = 'aborted'").item() == aborted
-    assert run.sql("SELECT count(*) FROM requests WHERE matched_by IS NULL").item() == warm + aborted
+    assert run.sql("SELECT count(*) FROM requests WHERE status = 'error'").item() == refused
+    assert run.sql("SELECT count(*) FROM requests WHERE matched_by IS NULL").item() == warm + aborted + refused
 
 
 def test_the_raw_span_reader_agrees_with_the_shared_helper():

@@ -17,7 +17,7 @@ import lltrace
 REAL = Path(__file__).parent / "data" / "real" / "sglang" / "glm-5.1_h100_cp_pp.finish_line.log"
 _COLUMNS = (
     "request_id, arrival_s, finished_s, status, server_e2e_s, server_ttft_s, queue_s, input_tokens, output_tokens, "
-    "cached_tokens, num_preemptions, arrival_resolution_s"
+    "cached_tokens, num_preemptions, arrival_resolution_s, error_code, error"
 )
 
 
@@ -47,6 +47,8 @@ def test_a_real_finish_line_is_its_request_with_sglangs_own_figures(tmp_path):
     assert (r["input_tokens"], r["output_tokens"], r["cached_tokens"], r["num_preemptions"]) == (32472, 23297, 32320, 0)
     assert r["queue_s"] is None  # queue_time 0.0: the scheduler's stamps never reached the tokenizer manager
     assert r["status"] == "error"  # aborted by the server with 503
+    reason = meta["finish_reason"]
+    assert (r["error_code"], r["error"]) == (reason["status_code"], reason["message"])  # 503, the timeout
     assert r["arrival_resolution_s"] is None
     (src,) = run.metadata["sources"]
     assert src["finish_lines"]["aborted"] == {"Request running timeout reached. (503)": 1}
@@ -62,6 +64,8 @@ def test_a_real_finish_line_is_its_request_with_sglangs_own_figures(tmp_path):
     assert run.sql("SELECT engine, count(ts_s) FROM engine_stats GROUP BY engine").rows() == [("PP0", 2)]
     doc = lltrace.analyze(run).to_dict()
     assert doc["requests"]["count"] == 1 and doc["requests"]["excluded"][0]["outcome"] == "failed"
+    (cause,) = doc["requests"]["excluded"][0]["causes"]
+    assert (cause["cause"], cause["error"]) == ("HTTP 503 Service Unavailable", reason["message"])
 
 
 _OLD = (
@@ -89,6 +93,7 @@ def test_an_older_line_without_epoch_stamps_arrives_at_its_stamp_less_its_latenc
     assert a["finished_s"] == t and a["arrival_s"] == t - 1.25 and a["arrival_resolution_s"] == 1.0
     assert (a["status"], a["input_tokens"], a["output_tokens"], a["server_ttft_s"]) == ("length", 128, 64, None)
     assert b["status"] == "aborted" and b["server_ttft_s"] is None  # a client's disconnect: no status code
+    assert (b["error_code"], b["error"]) == (None, "Client disconnected")
 
 
 def test_a_json_request_log_line(tmp_path):

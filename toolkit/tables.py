@@ -157,6 +157,10 @@ REQUESTS = Table(
             "ok, error, finished, cancelled, incomplete, warmup, cooldown, unjoined (a client's record the join could "
             "neither pair nor place: not counted), or the engine's finish status",
         ),
+        _c(
+            "error_code", I32, None, "a failed request's HTTP status (or its client's own code), as the source gives it"
+        ),
+        _c("error", S, None, "why the request failed, as the source says it, on one line (a traceback's last line)"),
         _seconds("ttft_s", "time to first token measured by the client"),
         _seconds("e2e_s", "end-to-end latency measured by the client"),
         _seconds("queue_s", "engine queue time (vLLM span time_in_queue, TGI x-queue-time, SGLang queue)"),
@@ -528,6 +532,7 @@ BENCH = Table(
         _count("itl_count", "inter-token latencies listed"),
         _seconds("itl_sum_s", "inter-token latencies summed"),
         _c("error", S, None, "the client's error text"),
+        _c("error_code", I32, None, "the HTTP status the error text names (its reason phrase)"),
         _c("status", S, None, "ok, error, or warmup (a sweep's warm-up run)", values=("ok", "error", "warmup")),
     ),
     internal=True,

@@ -19,6 +19,8 @@
 #                        (--long-prefill-token-threshold 64): a real what-if pair made one after the other
 #   DP2_slots : two data-parallel engines behind one API server (--data-parallel-size 2 --api-server-count 1), four
 #               sequence slots each: F_slots' shape, so that requests queue in each engine
+#   E400_refused : a 256-token context (--max-model-len 256) and prompts of 120 to 280 tokens: the server refuses (HTTP 400)
+#               those longer than the context, serves the rest
 #   X_spec_ngram : speculative decoding by n-gram lookup (3 tokens, 2- to 3-grams): greedy answers of 256 tokens, which
 #                  the tiny random model ends in loops the lookup finds, so that some steps draft and some do not
 #   U_log_outputs : the chat endpoint (a one-line chat template of lltrace's: the tiny model has none), the server
@@ -256,4 +258,10 @@ want Z_cap64 && CLIENT2="$cap_long" run Z_cap64 "$cap_short" --max-num-batched-t
 want DP2_slots && run DP2_slots "--request-id-prefix dp- --random-input-len 128 --random-output-len 128 \
   --random-range-ratio 0.25 --num-prompts 80 --request-rate 20 --burstiness 1.0 --seed 81" --max-num-seqs 4 \
   --data-parallel-size 2 --api-server-count 1
+# requests the server refuses: a 256-token context and prompts of 120 to 280 tokens (vLLM 0.32 answers 400 to a prompt
+# longer than the context; a prompt that fits has its max_tokens cut to the room left, not refused), so that some
+# requests fail and the rest are served; the bench client's ready check is skipped (its test prompt may be refused)
+want E400_refused && run E400_refused "--request-id-prefix refused- --random-input-len 200 --random-output-len 32 \
+  --random-range-ratio 0.4 --num-prompts 60 --request-rate 10 --burstiness 1.0 --seed 91 --ready-check-timeout-sec 0" \
+  --max-model-len 256
 echo "runs in $OUT"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from http import HTTPStatus
 from typing import Any
 
 import duckdb
@@ -438,6 +439,38 @@ EXCLUDED_WHY: dict[str, str] = {
 """Why a request outside requests_latency.counted is left out of the run's figures, by outcome."""
 
 
+MAX_CAUSES = 5
+"""The most causes listed for one outcome (the commonest; the rest counted in ``other_causes``)."""
+
+
+def cause_label(code: int | None, text: str | None) -> str:
+    """One cause of failure as people name it: an HTTP status with its standard phrase (``HTTP 429 Too Many
+    Requests``), a client's own code (``code -100``), else the source's error text."""
+    if code is not None and 100 <= code <= 599:
+        try:
+            return f"HTTP {code} {HTTPStatus(code).phrase}"
+        except ValueError:  # a status no standard names (nginx's 499, a server's own)
+            return f"HTTP {code}"
+    if code is not None:
+        return f"code {code}"
+    return text or "no cause given"
+
+
+def _causes(groups: list[dict[str, Any]], requests: int) -> dict[str, Any]:
+    """An outcome's causes as its sources state them (``requests_errors``), commonest first: what each was, how
+    many requests, and when they arrived; the requests in causes past ``MAX_CAUSES`` and those no source gave a
+    cause for, counted."""
+    listed = [
+        {"cause": cause_label(g["error_code"], g["error"]), **{k: clean(v) for k, v in g.items() if k != "outcome"}}
+        for g in groups[:MAX_CAUSES]
+    ]
+    return {
+        "causes": listed,
+        "other_causes": sum(g["requests"] for g in groups[MAX_CAUSES:]),
+        "no_cause_given": requests - sum(g["requests"] for g in groups),
+    }
+
+
 def _requests(con: duckdb.DuckDBPyConnection) -> dict[str, Any] | None:
     found = rows(con, "SELECT * EXCLUDE (run_id) FROM requests_summary")
     if not found:
@@ -452,11 +485,23 @@ def _requests(con: duckdb.DuckDBPyConnection) -> dict[str, Any] | None:
         "SELECT outcome, count(*) FROM requests_latency WHERE NOT counted GROUP BY outcome "
         "ORDER BY count(*) DESC, outcome"
     ).fetchall()
+    causes = rows(
+        con,
+        "SELECT * EXCLUDE (run_id) FROM requests_errors ORDER BY outcome, requests DESC, error_code, error",
+    )
     return {
         "count": r["requests"],
         "errors": r["errors"],
         "counted": r["counted"],
-        "excluded": [{"outcome": o, "requests": n, "why": EXCLUDED_WHY[o]} for o, n in by_outcome],
+        "excluded": [
+            {
+                "outcome": o,
+                "requests": n,
+                "why": EXCLUDED_WHY[o],
+                **_causes([c for c in causes if c["outcome"] == o], n),
+            }
+            for o, n in by_outcome
+        ],
         "basis": r["basis"],
         "ttft_s": dist("ttft"),
         "tpot_s": dist("tpot"),

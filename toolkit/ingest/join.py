@@ -243,6 +243,8 @@ def _engine_row(row: dict[str, Any], b: dict[str, Any] | None, how: str | None) 
         "input_tokens": row.get("input_tokens") if row.get("input_tokens") is not None else b["input_tokens"],
         "output_tokens": row.get("output_tokens") if row.get("output_tokens") is not None else b["output_tokens"],
         "status": b["status"] if b["status"] != "ok" else row.get("status"),
+        "error_code": b.get("error_code") if b.get("error_code") is not None else row.get("error_code"),
+        "error": b.get("error") or row.get("error"),
         "matched_by": how,
     }
 
@@ -286,6 +288,8 @@ def _as_client_record(row: dict[str, Any], part: Path, k: int) -> dict[str, Any]
         "e2e_s": row.get("e2e_s"),
         "client_start_s": start,
         "status": "ok" if ok else "error",
+        "error_code": row.get("error_code"),
+        "error": row.get("error"),
         "_row": row,
         "_part": part,
     }
@@ -500,6 +504,8 @@ def assemble_requests(stage: Path, sources: list[dict[str, Any]]) -> dict[str, A
                 "prefix_block_ids": None,
                 "num_preemptions": s["num_preemptions"],
                 "status": (b["status"] if b else None) or s["finish_status"] or "finished",
+                "error_code": b.get("error_code") if b else None,
+                "error": b.get("error") if b else None,
                 "ttft_s": b["ttft_s"] if b else None,
                 "e2e_s": b["e2e_s"] if b else None,
                 "queue_s": s["queue_s"],
@@ -544,6 +550,8 @@ def assemble_requests(stage: Path, sources: list[dict[str, Any]]) -> dict[str, A
                 "input_tokens": b["input_tokens"],
                 "output_tokens": b["output_tokens"],
                 "status": status,
+                "error_code": b.get("error_code"),
+                "error": b.get("error"),
                 "ttft_s": b["ttft_s"],
                 "e2e_s": b["e2e_s"],
                 "client_start_s": b["client_start_s"],
