@@ -316,13 +316,19 @@ def speculative_line(spec: dict[str, Any]) -> str:
 
 def cause_lines(excluded: dict[str, Any]) -> list[str]:
     """An outcome's causes as its sources state them, a line each (``requests.excluded[].causes``): the count, the
-    cause, and the error text where it says more than the cause (not a status's own reason phrase)."""
+    cause, the error text where it says more than the cause (not a status's own reason phrase), and when the
+    requests arrived, where the sources place them."""
     out = []
     for c in excluded.get("causes") or []:
         text = c.get("error")
         more = f", and {c['texts'] - 1:,} other texts" if (c.get("texts") or 0) > 1 else ""
         said = f' ("{text}"{more})' if text and text not in c["cause"] else ""
-        out.append(f"{c['requests']:,} {c['cause']}{said}")
+        first, last = c.get("first_arrival_s"), c.get("last_arrival_s")
+        when = ""
+        if first is not None and last is not None:
+            when = f", arrived {first:,.1f} s" if c["requests"] == 1 else f", arrived {first:,.1f} to {last:,.1f} s"
+            when += " into the run"
+        out.append(f"{c['requests']:,} {c['cause']}{said}{when}")
     if excluded.get("other_causes"):
         out.append(f"{excluded['other_causes']:,} of other causes")
     if excluded.get("causes") and excluded.get("no_cause_given"):

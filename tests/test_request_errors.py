@@ -266,4 +266,11 @@ def test_a_real_vllm_run_that_refused_requests(tmp_path: Path) -> None:
     assert sorted(r["input_tokens"] for r in failed) == sorted(refused)
     assert {(r["error_code"], r["error"]) for r in failed} == {(400, "Bad Request")}
     (excluded,) = doc["requests"]["excluded"]
-    assert cause_lines(excluded) == [f"{len(refused)} HTTP 400 Bad Request"]
+    # when they arrived: the client's send times, from the run's first (a send: it precedes its span's arrival)
+    t0 = min(raw["start_times"])
+    sent = [t - t0 for t, e in zip(raw["start_times"], raw["errors"], strict=True) if e]
+    (cause,) = excluded["causes"]
+    assert cause["first_arrival_s"] == pytest.approx(min(sent), abs=0.005)
+    assert cause["last_arrival_s"] == pytest.approx(max(sent), abs=0.005)
+    (line,) = cause_lines(excluded)
+    assert line.startswith(f"{len(refused)} HTTP 400 Bad Request, arrived ") and line.endswith(" s into the run")
