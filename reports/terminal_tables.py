@@ -200,6 +200,9 @@ def weekly_table(doc: dict[str, Any]) -> Group:
         f"{doc['classification_basis']}{'' if by_requests else '; engine histograms: estimates within a bucket'})"
     )
     heads = ["window", "requests", "traffic", "in/out p50", "TTFT p90", "e2e p90", "queue", "KV peak", "preempted"]
+    failures = any(w.get("failed") for w in doc["windows"])
+    if failures:  # a column only where some window had failures
+        heads.insert(2, "failed")
     labels = max((len(w.get("label") or "-") for w in doc["windows"]), default=7)
     for col in heads:
         t.add_column(
@@ -216,6 +219,7 @@ def weekly_table(doc: dict[str, Any]) -> Group:
         t.add_row(
             window_label(w["window_start_s"]),
             whole(w.get("requests")),
+            *([whole(w.get("failed"))] if failures else []),
             w.get("label") or "-",
             f"{num(w.get('input_p50'), ',.0f')}/{num(w.get('output_p50'), ',.0f')}",
             num(w.get("ttft_p90"), ",.3f"),

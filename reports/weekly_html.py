@@ -26,6 +26,16 @@ def write_weekly_html(doc: dict[str, Any], output: Path) -> None:
         .mark_bar()
         .encode(x=x, y="requests:Q")
         .properties(width=640, height=140),
+        *(
+            [
+                alt.Chart(data(rows), title="Failed requests per window")
+                .mark_bar(color="#c0392b")
+                .encode(x=x, y="failed:Q")
+                .properties(width=640, height=100)
+            ]
+            if any(r.get("failed") for r in rows)
+            else []
+        ),
         alt.Chart(
             data([r for r in rows if r.get(share) is not None]),
             title=f"{share_title} ({doc['classification_basis']})",

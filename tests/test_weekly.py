@@ -6,6 +6,7 @@ import json
 import re
 from datetime import datetime, timezone
 
+import pytest
 from conftest import DATA
 from typer.testing import CliRunner
 
@@ -78,3 +79,27 @@ def test_weekly_over_azure_traces_and_a_vllm_run(tmp_path):
 def test_weekly_needs_runs(tmp_path):
     r = CliRunner().invoke(app, ["weekly", "--store", str(tmp_path / "empty"), "-o", str(tmp_path / "w.html")])
     assert r.exit_code == 1 and "holds no runs" in r.stderr
+
+
+def test_weekly_counts_failures_and_reads_the_counted_requests_as_analyze_does(tmp_path):
+    """lltrace's run E400_refused (8 of 60 refused) beside F_slots (none): the window of E400 counts its failures,
+    says they started, and its latency percentiles are over the served requests, as ``analyze``'s are."""
+    import statistics
+
+    from conftest import SAMPLES
+
+    store = tmp_path / "s"
+    refused = SAMPLES / "vllm_cpu_limits" / "E400_refused"
+    for p in (SAMPLES / "vllm_cpu_limits" / "F_slots", refused):
+        lltrace.ingest([p], store=store)
+    raw = json.loads((refused / "bench" / "bench.json").read_text())
+    doc = lltrace.weekly(store=store, window="hour")
+    (win,) = [w for w in doc["windows"] if w["failed"]]
+    assert (win["requests"], win["failed"], win["counted"]) == (len(raw["errors"]), raw["failed"], raw["completed"])
+    served = [lat for lat, e in zip(raw["latencies"], raw["errors"], strict=True) if not e]
+    p90 = statistics.quantiles(served, n=10, method="inclusive")[-1]
+    assert win["e2e_p90"] == pytest.approx(p90, rel=1e-9)
+    assert f"requests started failing: {raw['failed']} of {len(raw['errors'])}" in win["changes"]
+    r = CliRunner().invoke(app, ["weekly", "--store", str(store), "-o", str(tmp_path / "w.html"), "--window", "hour"])
+    assert r.exit_code == 0, r.output
+    assert "failed" in r.stdout and "Failed requests per window" in (tmp_path / "w.html").read_text()

@@ -1,7 +1,8 @@
 """``weekly``: the workload-mix report across the runs of a store, by time window.
 
 Every request with an arrival time falls into a window (hour, day or week; by default the one that gives
-at least a handful of windows over the span). Per window: traffic, the share of requests whose prefill
+at least a handful of windows over the span). Per window: traffic and the requests that failed; over the requests
+``analyze`` counts (not failed, cancelled, warm-up...), the share of requests whose prefill
 outweighs their decode, prompt/output lengths and their drift from the previous window, latency
 percentiles where latencies exist, and load, KV pressure and preemptions from the engine samples. A
 request's side of the crossover comes from its measured attribution where there is one, else from the
@@ -109,6 +110,8 @@ def weekly(
                 win["changes"].append(
                     f"traffic turned {win['label']} (was {prev['label']}): the advice changes with it (engine vs pipe)"
                 )
+            if win.get("failed") and not prev.get("failed"):
+                win["changes"].append(f"requests started failing: {win['failed']:,} of {win['requests']:,}")
             if (win.get("peak_waiting_capacity") or 0) > 0 and not (prev.get("peak_waiting_capacity") or 0):
                 win["changes"].append(
                     "requests started waiting for scheduling capacity (slots, token budget or KV room: the run's "
@@ -131,7 +134,8 @@ _ENGINE_LOAD = ("peak_kv_usage", "preemptions", "peak_waiting_capacity", "mean_r
 def _request_windows(
     con: Any, where: str, width: float, model: str | None, gpu: str | None
 ) -> tuple[str, list[dict[str, Any]]]:
-    """Per window, the figures of the requests that arrived in it."""
+    """Per window, the figures of the requests that arrived in it: all of them, the failed among them, and the mix,
+    crossover side and latencies of those the run's figures count (``requests_latency.counted``, as ``analyze``)."""
     lstar_expr = "NULL"
     basis = "measured attribution"
     if model and gpu:
@@ -142,6 +146,7 @@ def _request_windows(
         f"""
         WITH r AS (
             SELECT q.run_id, q.request_id, q.arrival_s, q.input_tokens, q.output_tokens, q.e2e_s, q.ttft_s,
+                   q.counted, q.outcome,
                    coalesce(a.dominant_phase,
                             CASE WHEN {lstar_expr} IS NOT NULL AND q.input_tokens IS NOT NULL
                                  THEN CASE WHEN q.input_tokens > {lstar_expr} THEN 'prefill' ELSE 'decode' END
@@ -152,12 +157,19 @@ def _request_windows(
             WHERE q.arrival_s IS NOT NULL{where}
         )
         SELECT window_start_s, count(*) AS requests, count(DISTINCT run_id) AS runs,
-               count(*) FILTER (WHERE phase = 'prefill') / nullif(count(phase), 0) AS prefill_dominant_share,
-               count(phase) AS classified,
-               quantile_cont(input_tokens, 0.5) AS input_p50, quantile_cont(input_tokens, 0.9) AS input_p90,
-               quantile_cont(output_tokens, 0.5) AS output_p50, quantile_cont(output_tokens, 0.9) AS output_p90,
-               quantile_cont(ttft_s, 0.5) AS ttft_p50, quantile_cont(ttft_s, 0.9) AS ttft_p90,
-               quantile_cont(e2e_s, 0.5) AS e2e_p50, quantile_cont(e2e_s, 0.9) AS e2e_p90
+               count(*) FILTER (WHERE outcome = 'failed') AS failed,
+               count(*) FILTER (WHERE counted) AS counted,
+               count(*) FILTER (WHERE phase = 'prefill' AND counted)
+                   / nullif(count(phase) FILTER (WHERE counted), 0) AS prefill_dominant_share,
+               count(phase) FILTER (WHERE counted) AS classified,
+               quantile_cont(input_tokens, 0.5) FILTER (WHERE counted) AS input_p50,
+               quantile_cont(input_tokens, 0.9) FILTER (WHERE counted) AS input_p90,
+               quantile_cont(output_tokens, 0.5) FILTER (WHERE counted) AS output_p50,
+               quantile_cont(output_tokens, 0.9) FILTER (WHERE counted) AS output_p90,
+               quantile_cont(ttft_s, 0.5) FILTER (WHERE counted) AS ttft_p50,
+               quantile_cont(ttft_s, 0.9) FILTER (WHERE counted) AS ttft_p90,
+               quantile_cont(e2e_s, 0.5) FILTER (WHERE counted) AS e2e_p50,
+               quantile_cont(e2e_s, 0.9) FILTER (WHERE counted) AS e2e_p90
         FROM r GROUP BY window_start_s ORDER BY window_start_s
         """
     )
