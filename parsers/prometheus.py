@@ -57,6 +57,9 @@ PROM_COLUMNS = {
     "spec_accepted_tokens_total": ("vllm:spec_decode_num_accepted_tokens_total",),
     # SGLang's gauge of its last logging interval's accept length (tokens per verify step)
     "spec_accept_length": ("sglang:spec_accept_length",),
+    # the API server's responses by status class (vLLM's prometheus-fastapi-instrumentator: http_requests_total
+    # {handler, method, status="2xx"}, every handler but its own /metrics, /health and such), summed over handlers
+    **{f"http_{k}xx_total": (f"http_requests_total:{k}xx",) for k in "245"},
     "queue_time_sum_s": (
         "vllm:request_queue_time_seconds_sum",
         "sglang:queue_time_seconds_sum",
@@ -110,6 +113,23 @@ HISTOGRAMS = {
     "vllm:request_prompt_tokens_bucket": "prompt_tokens",
     "vllm:request_generation_tokens_bucket": "generation_tokens",
 }
+
+
+HTTP_REQUESTS = "http_requests_total"
+"""The API server's responses counter (prometheus-fastapi-instrumentator, which vLLM's server mounts)."""
+
+
+def http_class(labels: dict[str, str]) -> str | None:
+    """The ``PROM_COLUMNS`` name of an ``http_requests_total`` series by its status: the instrumentator groups
+    statuses into classes (``4xx``) by default, a single status (``429``) counts in its class; None for others."""
+    status = labels.get("status", "")
+    k = status[:1]
+    return f"{HTTP_REQUESTS}:{k}xx" if k in ("2", "4", "5") and len(status) == 3 else None
+
+
+def lab_key(labels: dict[str, str]) -> str:
+    """A series' labels as one text, the same for the same label set in any order (``k=v,...``)."""
+    return ",".join(sorted(f"{k}={v}" for k, v in labels.items()))
 
 
 def name_engine(info: SourceInfo, names: Iterable[str]) -> None:
@@ -233,15 +253,27 @@ def ingest_prometheus(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
         if m is None:
             raise TraceFormatError(path, f"line {n}", f"not a Prometheus sample: {line[:80]!r}")
         name, labels, value, sample_ts = m.groups()
-        if not name.startswith(ENGINE_PREFIXES):
+        if not name.startswith(ENGINE_PREFIXES) and name != HTTP_REQUESTS:
             continue
-        key = (name, ",".join(sorted(f"{k}={v}" for k, v in _LABEL.findall(labels or ""))))
+        key = (name, lab_key(dict(_LABEL.findall(labels or ""))))
         if key in seen:  # one series twice in one scrape: invalid exposition, and which value holds is unknown
             duplicated.add(key)
             continue
         seen[key] = n
         samples.append((n, name, dict(_LABEL.findall(labels or "")), value, sample_ts))
-    replica_labels = replicas_apart(lab for _, name, lab, _, _ in samples if not name.endswith("_info"))
+    replica_labels = replicas_apart(
+        lab for _, name, lab, _, _ in samples if not name.endswith("_info") and name != HTTP_REQUESTS
+    )
+    # an API server's response counter that lacks a label telling the page's servers apart is no one server's
+    unplaced = {
+        (name, lab_key(lab))
+        for _, name, lab, _, _ in samples
+        if name == HTTP_REQUESTS and not all(r in lab for r in replica_labels)
+    }
+    if unplaced:
+        samples = [x for x in samples if (x[1], lab_key(x[2])) not in unplaced]
+        duplicated -= unplaced
+        info.dropped["http_series_of_no_server"] = len(unplaced)
     per_engine: dict[tuple[str | None, str], dict[str, float]] = {}
     buckets: dict[tuple[str | None, str], dict[tuple[str, float | None], float]] = {}
     for n, name, lab, value, sample_ts in samples:
@@ -263,6 +295,10 @@ def ingest_prometheus(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
             continue
         if name == "vllm:num_requests_waiting_by_reason":
             stats[f"waiting_{lab.get('reason', 'other')}"] = stats.get(f"waiting_{lab.get('reason', 'other')}", 0) + v
+            continue
+        if name == HTTP_REQUESTS:
+            if (status := http_class(lab)) is not None:
+                stats[status] = stats.get(status, 0.0) + v
             continue
         bucket = bucket_key(name, lab)
         if bucket is not None:  # series of one replica's engine differing in other labels add up, as gauges do
@@ -292,6 +328,13 @@ def ingest_prometheus(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
         info.warnings.append(f"{path}: {nan} samples are NaN (no reading): left NULL, not added to the others")
     if replica_labels:
         info.details["replicas_by"] = list(replica_labels)
+    if any(name.startswith("vllm:") for _, name, _, _, _ in samples):
+        # vLLM's API server always counts its responses (entrypoints/serve/instrumentator), but the instrumentator
+        # makes a status class's series at its first response: one not in the page has counted none yet
+        for (_, engine), stats in per_engine.items():
+            if engine == "0":
+                for k in "245":
+                    stats.setdefault(f"{HTTP_REQUESTS}:{k}xx", 0.0)
     rows = [
         stats_row(part, ts, engine, stats) | {"instance": inst}
         for (inst, engine), stats in sorted(per_engine.items(), key=_order)

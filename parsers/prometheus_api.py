@@ -40,10 +40,12 @@ from lltrace.parsers._lines import DuplicateKey, duplicate_at, read_text, unique
 from lltrace.parsers.prometheus import (
     CUMULATIVE_METRICS,
     ENGINE_PREFIXES,
+    HTTP_REQUESTS,
     PROM_COLUMNS,
     bucket_key,
     cache_config,
     engine_of,
+    http_class,
     name_engine,
 )
 from lltrace.source_info import SourceInfo
@@ -276,7 +278,7 @@ def ingest(path: str, stage: Path, part: int, progress: Callable[[int], None] | 
         if s.name is None:
             unnamed += 1  # a query that computed something (rate(), sum by): not a raw family
             continue
-        if not s.name.startswith(ENGINE_PREFIXES):
+        if not s.name.startswith(ENGINE_PREFIXES) and s.name != HTTP_REQUESTS:
             continue
         native += s.native
         label_key = (s.name, tuple(sorted(s.labels.items())))
@@ -304,7 +306,7 @@ def ingest(path: str, stage: Path, part: int, progress: Callable[[int], None] | 
             order = np.argsort(ts, kind="stable")
             ts, values = ts[order], values[order]
         bucket = bucket_key(s.name, s.labels)
-        if bucket is not None or s.name in CUMULATIVE_METRICS:
+        if bucket is not None or s.name in CUMULATIVE_METRICS or s.name == HTTP_REQUESTS:
             values, n = monotone(values)
             if n:
                 resets["histogram buckets" if bucket is not None else s.name] += n
@@ -312,6 +314,9 @@ def ingest(path: str, stage: Path, part: int, progress: Callable[[int], None] | 
             buckets.append((key, bucket[0], bucket[1], ts, values))
         elif s.name == "vllm:num_requests_waiting_by_reason":
             stats.append((key, f"waiting_{s.labels.get('reason', 'other')}", ts, values))
+        elif s.name == HTTP_REQUESTS:
+            if (status := http_class(s.labels)) is not None:
+                stats.append((key, status, ts, values))
         elif s.name in _WANTED:
             stats.append((key, s.name, ts, values))
     kept = [it[-2] for it in stats + buckets if it[-2].size]

@@ -28,6 +28,9 @@
 --   prompt_tokens      prompt tokens processed
 --   generation_tokens  tokens generated
 --   preemptions        preemptions
+--   http_2xx           the API server's responses with a 2xx status (vLLM's http_requests_total, every handler)
+--   http_4xx           its responses with a 4xx status (refused: a bad request, too many requests...)
+--   http_5xx           its responses with a 5xx status (the server failed)
 --   e2e_mean_s         e2e_sum_s / e2e_requests
 --   ttft_mean_s        ttft_sum_s / ttft_n
 --   queue_mean_s       queue_sum_s / queue_n
@@ -61,7 +64,13 @@ WITH per_window AS (
            min(generation_tokens_total) AS generation_tokens_start,
            count(generation_tokens_total) AS generation_tokens_n,
            max(preemptions_total) AS preemptions_end,
-           min(preemptions_total) AS preemptions_start, count(preemptions_total) AS preemptions_n
+           min(preemptions_total) AS preemptions_start, count(preemptions_total) AS preemptions_n,
+           max(http_2xx_total) AS http_2xx_end,
+           min(http_2xx_total) AS http_2xx_start, count(http_2xx_total) AS http_2xx_n,
+           max(http_4xx_total) AS http_4xx_end,
+           min(http_4xx_total) AS http_4xx_start, count(http_4xx_total) AS http_4xx_n,
+           max(http_5xx_total) AS http_5xx_end,
+           min(http_5xx_total) AS http_5xx_start, count(http_5xx_total) AS http_5xx_n
     FROM engine_stats
     WHERE source IS DISTINCT FROM 'stage' AND (width_s IS NULL OR ts_s IS NOT NULL)
       AND (from_s IS NULL OR ts_s >= from_s) AND (to_s IS NULL OR ts_s < to_s)
@@ -78,7 +87,10 @@ WITH per_window AS (
            sum(decode_sum_s_n) OVER s AS decode_sum_s_readings,
            sum(prompt_tokens_n) OVER s AS prompt_tokens_readings,
            sum(generation_tokens_n) OVER s AS generation_tokens_readings,
-           sum(preemptions_n) OVER s AS preemptions_readings
+           sum(preemptions_n) OVER s AS preemptions_readings,
+           sum(http_2xx_n) OVER s AS http_2xx_readings,
+           sum(http_4xx_n) OVER s AS http_4xx_readings,
+           sum(http_5xx_n) OVER s AS http_5xx_readings
     FROM per_window WINDOW s AS (PARTITION BY run_id, engine, source)
 ), per_source AS (
     SELECT run_id, engine, source, window_start_s, samples, running, waiting, waiting_capacity, kv_usage,
@@ -104,7 +116,13 @@ WITH per_window AS (
                      CASE WHEN generation_tokens_readings > 1 THEN generation_tokens_start ELSE 0 END)
                AS generation_tokens,
            preemptions_end - coalesce(last_value(preemptions_end IGNORE NULLS) OVER e,
-                     CASE WHEN preemptions_readings > 1 THEN preemptions_start ELSE 0 END) AS preemptions
+                     CASE WHEN preemptions_readings > 1 THEN preemptions_start ELSE 0 END) AS preemptions,
+           http_2xx_end - coalesce(last_value(http_2xx_end IGNORE NULLS) OVER e,
+                     CASE WHEN http_2xx_readings > 1 THEN http_2xx_start ELSE 0 END) AS http_2xx,
+           http_4xx_end - coalesce(last_value(http_4xx_end IGNORE NULLS) OVER e,
+                     CASE WHEN http_4xx_readings > 1 THEN http_4xx_start ELSE 0 END) AS http_4xx,
+           http_5xx_end - coalesce(last_value(http_5xx_end IGNORE NULLS) OVER e,
+                     CASE WHEN http_5xx_readings > 1 THEN http_5xx_start ELSE 0 END) AS http_5xx
     FROM counted
     WINDOW e AS (PARTITION BY run_id, engine, source ORDER BY window_start_s
                  ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
@@ -114,7 +132,8 @@ WITH per_window AS (
            max(e2e_requests) AS e2e_requests, max(e2e_sum_s) AS e2e_sum_s, max(ttft_n) AS ttft_n, max(ttft_sum_s) AS
            ttft_sum_s, max(queue_n) AS queue_n, max(queue_sum_s) AS queue_sum_s, max(prefill_sum_s) AS
            prefill_sum_s, max(decode_sum_s) AS decode_sum_s, max(prompt_tokens) AS prompt_tokens,
-           max(generation_tokens) AS generation_tokens, max(preemptions) AS preemptions
+           max(generation_tokens) AS generation_tokens, max(preemptions) AS preemptions,
+           max(http_2xx) AS http_2xx, max(http_4xx) AS http_4xx, max(http_5xx) AS http_5xx
     FROM per_source GROUP BY run_id, engine, window_start_s
 ), summed AS (
     SELECT run_id, window_start_s, sum(samples) AS samples, count(*) AS engines, sum(running) AS mean_running,
@@ -123,7 +142,8 @@ WITH per_window AS (
            sum(e2e_requests) AS e2e_requests, sum(e2e_sum_s) AS e2e_sum_s, sum(ttft_n) AS ttft_n, sum(ttft_sum_s) AS
            ttft_sum_s, sum(queue_n) AS queue_n, sum(queue_sum_s) AS queue_sum_s, sum(prefill_sum_s) AS
            prefill_sum_s, sum(decode_sum_s) AS decode_sum_s, sum(prompt_tokens) AS prompt_tokens,
-           sum(generation_tokens) AS generation_tokens, sum(preemptions) AS preemptions
+           sum(generation_tokens) AS generation_tokens, sum(preemptions) AS preemptions,
+           sum(http_2xx) AS http_2xx, sum(http_4xx) AS http_4xx, sum(http_5xx) AS http_5xx
     FROM per_engine GROUP BY run_id, window_start_s
 )
 SELECT *, e2e_sum_s / nullif(e2e_requests, 0) AS e2e_mean_s, ttft_sum_s / nullif(ttft_n, 0) AS ttft_mean_s,

@@ -15,6 +15,7 @@ from lltrace.reports.numbers import count_noun, pct, per_s, whole
 from lltrace.reports.numbers import ms as _ms
 from lltrace.reports.terminal_clients import client_tables
 from lltrace.reports.terminal_tables import (
+    api_responses_line,
     cause_lines,
     client_attribution_table,
     engine_queue_note,
@@ -242,6 +243,8 @@ def render(doc: dict[str, Any]) -> Group:
                 + (f" · queue {pct(hist['queue_share'])} of e2e" if hist.get("queue_share") is not None else "")
             )
         )
+    if hist and hist.get("http_4xx") is not None:  # what the API server answered, refusals and failures apart
+        parts.append(Text(api_responses_line(hist)))
 
     note = engine_queue_note(doc)
     if note:

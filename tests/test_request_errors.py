@@ -9,6 +9,7 @@ client's source (cited at each).
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -274,3 +275,64 @@ def test_a_real_vllm_run_that_refused_requests(tmp_path: Path) -> None:
     assert cause["last_arrival_s"] == pytest.approx(max(sent), abs=0.005)
     (line,) = cause_lines(excluded)
     assert line.startswith(f"{len(refused)} HTTP 400 Bad Request, arrived ") and line.endswith(" s into the run")
+
+
+_HTTP = re.compile(r"^http_requests_total\{([^}]*)\} (\S+)$", re.M)
+
+
+def _raw_http(scrape: Path) -> dict[str, float]:
+    """A scrape's ``http_requests_total`` summed per status class, read with a regex (not lltrace's parser)."""
+    out: dict[str, float] = {}
+    for labels, value in _HTTP.findall(scrape.read_text()):
+        status = dict(re.findall(r'(\w+)="([^"]*)"', labels))["status"]
+        out[status] = out.get(status, 0.0) + float(value)
+    return out
+
+
+def test_the_api_servers_responses_from_its_scrapes(tmp_path: Path) -> None:
+    """E400_refused's /metrics scrapes alone (no client file, no spans): vLLM's API server counts its responses by
+    status class (``http_requests_total``, prometheus-fastapi-instrumentator); the run's 4xx are the requests the
+    bench client recorded as refused, and a class the page does not list yet has counted none (the instrumentator
+    makes a series at its first response)."""
+    run_dir = SAMPLES / "vllm_cpu_limits" / "E400_refused"
+    scrapes = sorted((run_dir / "metrics").glob("*.prom")) + [run_dir / "metrics_final.prom"]
+    raw = json.loads((run_dir / "bench" / "bench.json").read_text())
+    run = lltrace.ingest([*scrapes], store=tmp_path / "store")
+    got = sorted(run.table("engine_stats").to_dicts(), key=lambda r: r["ts_s"])
+    assert len(got) == len(scrapes)
+    for row, scrape in zip(got, scrapes, strict=True):
+        want = _raw_http(scrape)
+        assert [row[f"http_{k}xx_total"] for k in "245"] == [want.get(f"{k}xx", 0.0) for k in "245"]
+    assert not _raw_http(scrapes[0])  # before the first request: no series at all, counted as 0
+    final = _raw_http(scrapes[-1])
+    doc = lltrace.analyze(run).to_dict()
+    hist = doc["engine_latency"]
+    assert (hist["http_2xx"], hist["http_4xx"], hist["http_5xx"]) == (final["2xx"], final["4xx"], 0)
+    assert hist["http_4xx"] == raw["failed"]
+    from lltrace.reports.terminal_tables import api_responses_line
+
+    assert api_responses_line(hist).endswith(f"{final['4xx'] / sum(final.values()):.1%} refused or failed")
+    week = lltrace.weekly(store=tmp_path / "store", window="hour")
+    assert week["figures"] == "engine histograms" and sum(w["failed"] for w in week["windows"]) == raw["failed"]
+
+
+def test_the_api_servers_responses_from_a_query_range_answer(tmp_path: Path) -> None:
+    """The same scrapes as a Prometheus server's ``query_range`` answer (each series at the scrape times where
+    the page lists it): the counter's increase over the answer, as Prometheus's own ``increase()`` reads a series
+    that appears mid-range (from its first sample)."""
+    run_dir = SAMPLES / "vllm_cpu_limits" / "E400_refused"
+    scrapes = sorted((run_dir / "metrics").glob("*.prom")) + [run_dir / "metrics_final.prom"]
+    result: dict[tuple, list] = {}
+    for scrape in scrapes:
+        text = scrape.read_text()
+        ts = float(re.search(r"^# scrape_unix_ts (\S+)", text, re.M).group(1))
+        for name, labels, value in re.findall(r"^((?:vllm:|http_requests_total)[\w:]*)\{([^}]*)\} (\S+)$", text, re.M):
+            lab = tuple(sorted({**dict(re.findall(r'(\w+)="([^"]*)"', labels)), "instance": "r:8000"}.items()))
+            result.setdefault((name, lab), []).append([ts, value])
+    answer = [{"metric": {"__name__": n, **dict(lab)}, "values": v} for (n, lab), v in result.items()]
+    path = tmp_path / "query_range.json"
+    path.write_text(json.dumps({"status": "success", "data": {"resultType": "matrix", "result": answer}}))
+    run = lltrace.ingest([path], store=tmp_path / "store")
+    rows = run.sql("SELECT http_4xx, http_5xx FROM engine_windows(NULL, NULL, NULL)").rows()
+    first_4xx = next(float(v) for (n, lab), vals in result.items() for _, v in vals[:1] if ("status", "4xx") in lab)
+    assert rows == [(_raw_http(scrapes[-1])["4xx"] - first_4xx, None)]

@@ -331,6 +331,7 @@ ENGINE_STATS = Table(
         _count("spec_drafts_total", "speculative decoding: drafts proposed (cumulative)", typ=F64),
         _count("spec_draft_tokens_total", "speculative decoding: draft tokens (cumulative)", "tokens", typ=F64),
         _count("spec_accepted_tokens_total", "speculative decoding: accepted tokens (cumulative)", "tokens", typ=F64),
+        *(_count(f"http_{k}xx_total", f"API responses, {k}xx status (cumulative)", typ=F64) for k in "245"),
         _c(
             "spec_accept_length",
             F64,

@@ -85,7 +85,12 @@ def weekly(
     finally:
         con.close()
     if not by_requests:
-        windows = [w | {"prefill_dominant_share": None, "classified": None} for w in engine.values() if w["requests"]]
+        # failed: what the API server refused or failed (4xx and 5xx responses), where its counter was scraped
+        windows = [
+            w | {"prefill_dominant_share": None, "classified": None, "failed": _answered_badly(w)}
+            for w in engine.values()
+            if w["requests"]
+        ]
     else:
         for win in windows:
             win |= {k: v for k, v in engine.get(win["window_start_s"], {}).items() if k in _ENGINE_LOAD}
@@ -129,6 +134,13 @@ def weekly(
 
 
 _ENGINE_LOAD = ("peak_kv_usage", "preemptions", "peak_waiting_capacity", "mean_running", "mean_waiting", "queue_share")
+
+
+def _answered_badly(window: dict[str, Any]) -> float | None:
+    """An engine window's responses with a 4xx or 5xx status (NULL where the API server's counter was not read)."""
+    if window.get("http_4xx") is None and window.get("http_5xx") is None:
+        return None
+    return (window.get("http_4xx") or 0) + (window.get("http_5xx") or 0)
 
 
 def _request_windows(
