@@ -336,3 +336,17 @@ def test_the_api_servers_responses_from_a_query_range_answer(tmp_path: Path) -> 
     rows = run.sql("SELECT http_4xx, http_5xx FROM engine_windows(NULL, NULL, NULL)").rows()
     first_4xx = next(float(v) for (n, lab), vals in result.items() for _, v in vals[:1] if ("status", "4xx") in lab)
     assert rows == [(_raw_http(scrapes[-1])["4xx"] - first_4xx, None)]
+
+
+def test_diff_says_how_many_requests_failed_on_each_side(tmp_path: Path) -> None:
+    """``lltrace diff`` of F_slots (none failed) against E400_refused (8 of 60 refused): each side's failed
+    requests among its requests, from the raw bench files, in the document and its verdict."""
+    limits = SAMPLES / "vllm_cpu_limits"
+    base = lltrace.ingest([limits / "F_slots"], store=tmp_path / "s")
+    inc = lltrace.ingest([limits / "E400_refused"], store=tmp_path / "s")
+    raw = json.loads((limits / "E400_refused" / "bench" / "bench.json").read_text())
+    n_base = len(json.loads((limits / "F_slots" / "bench" / "bench.json").read_text())["input_lens"])
+    doc = lltrace.diff(base, inc, store=tmp_path / "s")
+    assert doc["failures"]["baseline"] == {"requests": n_base, "failed": 0, "basis": "requests"}
+    assert doc["failures"]["incident"] == {"requests": len(raw["errors"]), "failed": raw["failed"], "basis": "requests"}
+    assert f"Failed requests: 0 of {n_base} -> {raw['failed']} of {len(raw['errors'])}." in doc["verdict"]

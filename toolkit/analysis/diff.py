@@ -85,8 +85,18 @@ def diff(
     con = st.connect(sorted(set(ids)))
     try:
         config = con.execute("SELECT run_id, setting, value, basis FROM engine_config").fetchall()
+        failures = {side: _failures(con, doc[side]["run"], doc[side]["window"]) for side in ("baseline", "incident")}
     finally:
         con.close()
+    doc["failures"] = failures
+    b, i = failures["baseline"], failures["incident"]
+    if b and i and (b["failed"] or i["failed"]):
+        doc["verdict"] = (
+            doc["verdict"].removesuffix(".") + f". Failed requests: {b['failed']:,.0f} of {b['requests']:,.0f} -> "
+            f"{i['failed']:,.0f} of {i['requests']:,.0f}"
+            + (f" ({i['basis']})" if i["basis"] != "requests" else "")
+            + "."
+        )
     sides = [{s: (v, b) for r, s, v, b in config if r == run} for run in ids]
     changed = [
         {"setting": s, "baseline": sides[0].get(s, (None,))[0], "incident": sides[1].get(s, (None,))[0]}
@@ -102,6 +112,24 @@ def diff(
         )
         doc["verdict"] = doc["verdict"].removesuffix(".") + f". The engines' settings differ: {said}."
     return doc
+
+
+def _failures(con: Any, run_id: str, window: list[float | None] | None) -> dict[str, Any] | None:
+    """A side's failed requests (``requests_latency.outcome`` failed, by arrival in the window) among all it holds;
+    without requests, what its API server refused or failed (4xx and 5xx responses); None where neither is known."""
+    lo, hi = window or (None, None)
+    n, failed = con.execute(
+        "SELECT count(*), count(*) FILTER (WHERE outcome = 'failed') FROM requests_latency WHERE run_id = $run "
+        "AND ($lo IS NULL OR arrival_s >= $lo) AND ($hi IS NULL OR arrival_s < $hi)",
+        {"run": run_id, "lo": lo, "hi": hi},
+    ).fetchone()
+    if n:
+        return {"requests": n, "failed": failed, "basis": "requests"}
+    w = next(iter(engine_windows(con, None, lo, hi, run_id).values()), {})
+    if w.get("http_4xx") is None and w.get("http_5xx") is None:
+        return None
+    bad = (w.get("http_4xx") or 0) + (w.get("http_5xx") or 0)
+    return {"requests": (w.get("http_2xx") or 0) + bad, "failed": bad, "basis": "the API server's responses"}
 
 
 def _value(setting: str, v: float | None) -> str:
