@@ -101,8 +101,8 @@ FORMATS: tuple[Format, ...] = (
         description="`python -m sglang.bench_serving` output JSON lines (compact and --output-details; bare "
         "Infinity/NaN)",
         tables=("requests",),
-        attributes="per request with --output-details: client TTFT, ITLs, sizes (bench_serving lists no per-request "
-        "e2e); otherwise the summary",
+        attributes="per request with --output-details: client TTFT, ITLs, sizes, errors (bench_serving lists no "
+        "per-request e2e); otherwise the summary",
         sniff=sglang.sniff_sglang_bench,
         ingest=sglang.ingest_sglang_bench,
         markers=(b'"backend"', b'"total_output_tokens_retokenized"', b'"sharegpt_output_len"'),
@@ -135,8 +135,9 @@ FORMATS: tuple[Format, ...] = (
         description="`vllm bench serve` / benchmark_serving.py result JSON (summary, or per request with "
         "--save-detailed; appended objects; a vllm bench sweep combination's summary.json array)",
         tables=("requests",),
-        attributes="per request (detailed): client TTFT, e2e, ITLs, token counts, send times; queue + prefill "
-        "stay one bucket without engine-side data",
+        attributes="per request (detailed): client TTFT, e2e, ITLs, token counts, send times, errors (the reason "
+        "phrase of a refused request, with its status; an exception's line); queue + prefill stay one bucket without "
+        "engine-side data",
         sniff=vllm.sniff_bench,
         ingest=vllm.ingest_bench,
         markers=(b'"backend"', b'"request_throughput"', b'"input_lens"', b'"ttfts"', b'"completed"'),
@@ -175,7 +176,7 @@ FORMATS: tuple[Format, ...] = (
         "`# scrape_unix_ts` or sample timestamps)",
         tables=("engine_stats",),
         attributes="running / waiting (by reason: capacity) requests, KV-cache usage, cumulative preemptions, "
-        "token and prefix-cache counters over time",
+        "token and prefix-cache counters over time; the API server's responses by status class (http_requests_total)",
         sniff=prometheus.sniff_prometheus,
         ingest=prometheus.ingest_prometheus,
         markers=(b"# TYPE", b"# HELP", b"vllm:"),
@@ -192,7 +193,8 @@ FORMATS: tuple[Format, ...] = (
         "Prometheus, Thanos, Mimir, VictoriaMetrics), one per file or as JSON lines",
         tables=("engine_stats",),
         attributes="per replica and sample time: running / waiting requests, KV usage, cumulative preemptions, "
-        "token and prefix-cache counters, latency histogram sums and counts (counter resets handled)",
+        "token and prefix-cache counters, latency histogram sums and counts, the API server's responses by status "
+        "class (counter resets handled)",
         sniff=prometheus_api.sniff,
         ingest=prometheus_api.ingest,
         markers=(b'"resultType"', b'"result"', b'"metric"', b'"values"'),
@@ -276,7 +278,7 @@ FORMATS: tuple[Format, ...] = (
         family="benchmark clients",
         description="Ray LLMPerf *_individual_responses.json (no ids, no timestamps; errored rows kept)",
         tables=("requests",),
-        attributes="per request: client TTFT, e2e, sizes, errors (no arrival times)",
+        attributes="per request: client TTFT, e2e, sizes, errors (status and message; no arrival times)",
         sniff=llmperf.sniff_llmperf,
         ingest=llmperf.ingest_llmperf,
         markers=(b'"ttft_s"', b'"end_to_end_latency_s"', b'"error_code"'),
@@ -315,7 +317,8 @@ FORMATS: tuple[Format, ...] = (
         family="benchmark clients",
         description="inference-perf per_request_lifecycle_metrics.json",
         tables=("requests",),
-        attributes="per request: client send time (perf_counter), sizes, client TTFT (streamed) and e2e, errors",
+        attributes="per request: client send time (perf_counter), sizes, client TTFT (streamed) and e2e, errors "
+        "(status and message)",
         sniff=inference_perf.sniff_per_request,
         ingest=inference_perf.ingest_per_request,
         markers=(b'"start_time"', b'"end_time"', b'"request_metrics"', b'"output_token_times"'),
@@ -456,7 +459,7 @@ FORMATS: tuple[Format, ...] = (
         family="benchmark clients",
         description="AIPerf profile_export.jsonl",
         tables=("requests",),
-        attributes="per request: ids, send time, sizes, client TTFT and e2e, errors",
+        attributes="per request: ids, send time, sizes, client TTFT and e2e, errors (code, type and message)",
         sniff=bench_clients.sniff_aiperf,
         ingest=bench_clients.ingest_aiperf,
         markers=(b'"metadata"', b'"metrics"', b'"request_start_ns"'),
@@ -472,7 +475,8 @@ FORMATS: tuple[Format, ...] = (
         family="benchmark clients",
         description="guidellm benchmarks.json (current and <= 0.3 schemas)",
         tables=("requests",),
-        attributes="per request: send time, sizes, cached tokens, client TTFT and e2e, errors, the engine's id",
+        attributes="per request: send time, sizes, cached tokens, client TTFT and e2e, errors (text; an HTTP "
+        "status where the text names one), the engine's id",
         sniff=bench_clients.sniff_guidellm,
         ingest=bench_clients.ingest_guidellm,
         markers=(b'"benchmarks"', b'"requests"', b'"successful"'),
