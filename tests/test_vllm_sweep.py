@@ -59,7 +59,13 @@ def test_a_sweep_folder_counts_each_run_once_and_leaves_the_warmup_out(tmp_path:
     ttfts = [t for r in runs for t, e in zip(r["ttfts"], r["errors"], strict=True) if not e]
     req = doc["requests"]
     assert (req["count"], req["counted"]) == (3 * per_file, 2 * per_file)
-    assert req["excluded"] == [{"outcome": "warmup", "requests": per_file, "why": req["excluded"][0]["why"]}]
+    (warm,) = req["excluded"]
+    assert (warm["outcome"], warm["requests"], warm["causes"], warm["no_cause_given"]) == (
+        "warmup",
+        per_file,
+        [],
+        per_file,
+    )
     assert req["ttft_s"]["mean"] == pytest.approx(statistics.fmean(ttfts), rel=1e-9)
 
 
