@@ -24,6 +24,8 @@
 --   http_2xx      the API server's responses over that span with a 2xx status (vLLM's http_requests_total)
 --   http_4xx      its responses with a 4xx status: requests it refused
 --   http_5xx      its responses with a 5xx status: requests it failed
+--   http_failed   its responses with a 4xx or 5xx status
+--   http_failed_share  http_failed over all its responses of those classes
 CREATE OR REPLACE VIEW engine_latency_histograms AS
 WITH scraped AS (
     SELECT run_id, engine, count(*) AS scrapes FROM engine_stats
@@ -36,6 +38,8 @@ SELECT p.run_id, p.scrapes,
        CASE WHEN p.most > 1 THEN 'between scrapes' ELSE 'since server start, one scrape' END AS basis,
        w.e2e_requests, w.e2e_mean_s, w.ttft_mean_s, w.queue_mean_s, w.queue_sum_s, w.e2e_sum_s, w.queue_share,
        w.prefill_sum_s, w.decode_sum_s,
-       w.prefill_sum_s / nullif(w.e2e_sum_s, 0) AS prefill_share, w.decode_sum_s / nullif(w.e2e_sum_s, 0) AS decode_share,
-       w.http_2xx, w.http_4xx, w.http_5xx
+       w.prefill_sum_s / nullif(w.e2e_sum_s, 0) AS prefill_share,
+       w.decode_sum_s / nullif(w.e2e_sum_s, 0) AS decode_share,
+       w.http_2xx, w.http_4xx, w.http_5xx, w.http_failed,
+       w.http_failed / nullif(w.http_responses, 0) AS http_failed_share
 FROM per_run p JOIN engine_windows(NULL, NULL, NULL) w USING (run_id);

@@ -35,6 +35,8 @@
 --   ttft_mean_s        ttft_sum_s / ttft_n
 --   queue_mean_s       queue_sum_s / queue_n
 --   queue_share        queue_sum_s / e2e_sum_s
+--   http_responses     the API server's responses with a 2xx, 4xx or 5xx status (NULL where no class was read)
+--   http_failed        its responses with a 4xx or 5xx status: requests refused or failed (NULL where neither was read)
 CREATE OR REPLACE MACRO engine_windows(width_s, from_s, to_s) AS TABLE
 WITH per_window AS (
     SELECT run_id, engine, source,
@@ -147,5 +149,9 @@ WITH per_window AS (
     FROM per_engine GROUP BY run_id, window_start_s
 )
 SELECT *, e2e_sum_s / nullif(e2e_requests, 0) AS e2e_mean_s, ttft_sum_s / nullif(ttft_n, 0) AS ttft_mean_s,
-       queue_sum_s / nullif(queue_n, 0) AS queue_mean_s, queue_sum_s / nullif(e2e_sum_s, 0) AS queue_share
+       queue_sum_s / nullif(queue_n, 0) AS queue_mean_s, queue_sum_s / nullif(e2e_sum_s, 0) AS queue_share,
+       CASE WHEN coalesce(http_2xx, http_4xx, http_5xx) IS NOT NULL
+            THEN coalesce(http_2xx, 0) + coalesce(http_4xx, 0) + coalesce(http_5xx, 0) END AS http_responses,
+       CASE WHEN coalesce(http_4xx, http_5xx) IS NOT NULL THEN coalesce(http_4xx, 0) + coalesce(http_5xx, 0) END
+           AS http_failed
 FROM summed;

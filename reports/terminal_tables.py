@@ -343,9 +343,6 @@ def cause_lines(excluded: dict[str, Any]) -> list[str]:
 def api_responses_line(hist: dict[str, Any]) -> str:
     """What the API server answered over the scrapes' span, by status class (``engine_latency``'s ``http_*``: vLLM's
     ``http_requests_total``), with the share of the answers that were refusals (4xx) and failures (5xx)."""
-    n = {k: hist.get(f"http_{k}") or 0 for k in ("2xx", "4xx", "5xx")}
-    total = sum(n.values())
-    said = " · ".join(f"{whole(v)} {k}" for k, v in n.items())
-    bad = n["4xx"] + n["5xx"]
-    share = f": {pct(bad / total)} refused or failed" if total and bad else ""
+    said = " · ".join(f"{whole(hist.get(f'http_{k}') or 0)} {k}" for k in ("2xx", "4xx", "5xx"))
+    share = f": {pct(hist['http_failed_share'])} refused or failed" if hist.get("http_failed_share") else ""
     return f"API server's responses ({hist['basis']}, its http_requests_total): {said}{share}"

@@ -126,10 +126,9 @@ def _failures(con: Any, run_id: str, window: list[float | None] | None) -> dict[
     if n:
         return {"requests": n, "failed": failed, "basis": "requests"}
     w = next(iter(engine_windows(con, None, lo, hi, run_id).values()), {})
-    if w.get("http_4xx") is None and w.get("http_5xx") is None:
+    if w.get("http_failed") is None:
         return None
-    bad = (w.get("http_4xx") or 0) + (w.get("http_5xx") or 0)
-    return {"requests": (w.get("http_2xx") or 0) + bad, "failed": bad, "basis": "the API server's responses"}
+    return {"requests": w["http_responses"], "failed": w["http_failed"], "basis": "the API server's responses"}
 
 
 def _value(setting: str, v: float | None) -> str:

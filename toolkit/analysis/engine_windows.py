@@ -54,7 +54,8 @@ def engine_windows(
                sum(prompt_tokens) AS prompt_tokens, sum(generation_tokens) AS generation_tokens,
                sum(e2e_sum_s) AS e2e_sum_s, sum(queue_sum_s) AS queue_sum_s, sum(queue_n) AS queue_n,
                sum(prefill_sum_s) AS prefill_sum_s, sum(decode_sum_s) AS decode_sum_s,
-               sum(http_2xx) AS http_2xx, sum(http_4xx) AS http_4xx, sum(http_5xx) AS http_5xx
+               sum(http_2xx) AS http_2xx, sum(http_4xx) AS http_4xx, sum(http_5xx) AS http_5xx,
+               sum(http_responses) AS http_responses, sum(http_failed) AS http_failed
         FROM engine_windows(?::DOUBLE, ?::DOUBLE, ?::DOUBLE) WHERE true{only[0][0]}
         GROUP BY window_start_s ORDER BY window_start_s
         """,

@@ -87,7 +87,7 @@ def weekly(
     if not by_requests:
         # failed: what the API server refused or failed (4xx and 5xx responses), where its counter was scraped
         windows = [
-            w | {"prefill_dominant_share": None, "classified": None, "failed": _answered_badly(w)}
+            w | {"prefill_dominant_share": None, "classified": None, "failed": w["http_failed"]}
             for w in engine.values()
             if w["requests"]
         ]
@@ -134,13 +134,6 @@ def weekly(
 
 
 _ENGINE_LOAD = ("peak_kv_usage", "preemptions", "peak_waiting_capacity", "mean_running", "mean_waiting", "queue_share")
-
-
-def _answered_badly(window: dict[str, Any]) -> float | None:
-    """An engine window's responses with a 4xx or 5xx status (NULL where the API server's counter was not read)."""
-    if window.get("http_4xx") is None and window.get("http_5xx") is None:
-        return None
-    return (window.get("http_4xx") or 0) + (window.get("http_5xx") or 0)
 
 
 def _request_windows(
