@@ -255,12 +255,13 @@ def ingest_prometheus(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
         name, labels, value, sample_ts = m.groups()
         if not name.startswith(ENGINE_PREFIXES) and name != HTTP_REQUESTS:
             continue
-        key = (name, lab_key(dict(_LABEL.findall(labels or ""))))
+        lab = dict(_LABEL.findall(labels or ""))
+        key = (name, lab_key(lab))
         if key in seen:  # one series twice in one scrape: invalid exposition, and which value holds is unknown
             duplicated.add(key)
             continue
         seen[key] = n
-        samples.append((n, name, dict(_LABEL.findall(labels or "")), value, sample_ts))
+        samples.append((n, name, lab, value, sample_ts))
     replica_labels = replicas_apart(
         lab for _, name, lab, _, _ in samples if not name.endswith("_info") and name != HTTP_REQUESTS
     )
