@@ -32,7 +32,7 @@ import pyarrow.parquet as pq
 from _child import run_child  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-DATA = REPO.parent / "shared" / "data" / "vllm_cpu"
+DATA = REPO / "sample_traces" / "vllm_cpu"
 RUNS = ("A_baseline", "B_kvpressure", "B2_kv2x")
 
 

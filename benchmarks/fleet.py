@@ -1,7 +1,7 @@
 """Fleet scale: ingest 1,000 runs with 1 and 2 processes, then the weekly report over all of them.
 
 Generates N runs (default 1,000), each of M requests (default 1,000) resampled from the real
-``llm_request`` OTLP spans of the vLLM CPU runs A, B and B2 in ../shared/data/vllm_cpu (each span keeps
+``llm_request`` OTLP spans of the vLLM CPU runs A, B and B2 in sample_traces/vllm_cpu (each span keeps
 its latencies and sizes; its offset within its own run is kept and moved to the new run's start), with
 run starts spread evenly over 8 weeks and fresh request, trace and span ids. Each run is one OTLP JSON-lines
 file, as the collector's file exporter writes them. Then, in one run of this script:
@@ -33,7 +33,7 @@ from lltrace.analysis.weekly import weekly
 from lltrace.ingest.many import ingest_each
 from lltrace.reports.weekly_html import write_weekly_html as write_weekly
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "vllm_cpu"
+DATA = Path(__file__).resolve().parents[1] / "sample_traces" / "vllm_cpu"
 WEEK_S = 7 * 86400
 
 

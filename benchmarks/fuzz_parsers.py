@@ -1,6 +1,6 @@
 """Fuzz every parser and every step after it with mutated real inputs for a set time; report crashes.
 
-Each seed is a real file of one format (from sample_traces/, tests/data/bad/ and ../shared/data), or a real
+Each seed is a real file of one format (from sample_traces/, tests/data/bad/), or a real
 run folder with one of its files mutated (the joins and the log clock then run on damage). Hypothesis
 mutates it (truncate, flip bits, delete, insert, duplicate spans), ``lltrace.ingest`` reads it into a
 throw-away store, and the outcome is sorted: ingested, rejected with a named ``LltraceError`` (the one-line
@@ -44,13 +44,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from mutations import mutate  # noqa: E402  (shared with the property test)
 
 REPO = Path(__file__).resolve().parents[1]
-DATA = REPO.parent / "shared" / "data"
+DATA = REPO / "sample_traces"
 FINDINGS = REPO / "benchmarks" / "fuzz_findings"
 
 RUN_A = DATA / "vllm_cpu" / "A_baseline"
 SEEDS = {  # format -> a small real file of it
     "kineto": REPO / "tests" / "data" / "bad" / "out_of_order.json",
-    "kineto-gz": REPO / "sample_traces" / "sglang_mi300x_qwen3-8b_decode_step.AMD.json.gz",
+    "kineto-gz": REPO / "sample_traces" / "torch" / "sglang_mi300x_qwen3-8b_decode_step.AMD.json.gz",
     "vllm-log": DATA / "serving" / "log_excerpts" / "vllm_v1_loggers_log_lines.txt",
     "vllm-v0-log": DATA / "serving" / "log_excerpts" / "vllm_v0_metrics_log_lines.txt",
     "sglang-log": DATA / "serving" / "log_excerpts" / "sglang_scheduler_log_lines.txt",

@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _child import compile_bytecode, run_child, run_command  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_SOURCE = REPO / "sample_traces" / "hf_transformers_qwen1.5-0.5b_h100_prefill_forward_bs16x559.json.gz"
+DEFAULT_SOURCE = REPO / "sample_traces" / "torch" / "hf_transformers_qwen1.5-0.5b_h100_prefill_forward_bs16x559.json.gz"
 
 
 _DUR = re.compile(r'"dur": ?(-?[0-9.]+(?:[eE][-+]?[0-9]+)?)')
@@ -115,7 +115,7 @@ def with_one_odd_event(src: Path, out: Path) -> int:
 def gzipped(src: Path, out: Path, base_last: bool = False) -> None:
     """``src`` gzipped (level 6, as PyTorch's ``tensorboard_trace_handler(use_gzip=True)``). With ``base_last``, its
     ``baseTimeNanoseconds`` moved after the events, where Kineto wrote it before it moved it ahead of them (the HTA
-    and Hugging Face traces in ../shared/data): a reader of the stream knows the base only at its end."""
+    and Hugging Face traces in sample_traces/torch): a reader of the stream knows the base only at its end."""
     with open(src, "rb") as f, gzip.open(out, "wb", compresslevel=6) as o:
         head = f.read(1 << 20)
         events = head.index(b'"traceEvents"')

@@ -33,7 +33,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _child import run_child  # noqa: E402
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "vllm_cpu" / "D_chunked"
+DATA = Path(__file__).resolve().parents[1] / "sample_traces" / "vllm_cpu" / "D_chunked"
 PREFIX = "bench-"
 
 

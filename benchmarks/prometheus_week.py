@@ -1,7 +1,7 @@
 """A Prometheus server's week: query_range answers resampled from the real scrapes, through ingest, analyze and weekly.
 
 Builds the export an SRE would pull for the weekly review (issue 18): every vLLM series of run A's, B's and
-D's timed scrapes in ../shared/data/vllm_cpu (gauges, counters, histogram sums, counts and buckets), one
+D's timed scrapes in sample_traces/vllm_cpu (gauges, counters, histogram sums, counts and buckets), one
 replica per run, resampled onto a 15 s step over ``--days`` days (the scrapes' own values repeated in order;
 each counter carried on from where its previous pass ended, so counters only grow), one file per day as a
 server's 11,000-points-per-series limit requires. Then, in one run of this script:
@@ -32,7 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _child import run_child  # noqa: E402
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "vllm_cpu"
+DATA = Path(__file__).resolve().parents[1] / "sample_traces" / "vllm_cpu"
 RUNS = {"A_baseline": "metrics_rate4", "B_kvpressure": "metrics", "D_chunked": "metrics"}
 STEP_S = 15.0
 DAY_S = 86_400.0

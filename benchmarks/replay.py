@@ -26,14 +26,8 @@ import lltrace
 from lltrace.replay.cost import StepCost, reference_step_cost
 from lltrace.replay.scheduler import EngineConfig, simulate
 
-AZURE = (
-    Path(__file__).resolve().parents[2]
-    / "shared"
-    / "data"
-    / "serving"
-    / "azure_llm_2023"
-    / "AzureLLMInferenceTrace_conv.csv"
-)
+AZURE = Path(__file__).resolve().parents[1] / "sample_traces" / "serving" / "azure_llm_2023"
+AZURE = AZURE / "AzureLLMInferenceTrace_conv.csv"
 
 
 def _azure() -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -1,7 +1,7 @@
 """Replay accuracy on real vLLM runs: the replay's own validations and the real what-if pairs, predicted against
 measured.
 
-The runs: the five in ``../shared/data/vllm_cpu/`` (A, B, B2 on one machine; D, E on another, as its README says)
+The runs: the five in ``sample_traces/vllm_cpu/`` (A, B, B2 on one machine; D, E on another, as its README says)
 and lltrace's own in ``sample_traces/vllm_cpu_limits/`` (F, G, H_on, H_off, H2_on, H2_off, I, J, Z_off, Z_cap64,
 DP2: two data-parallel engines, all on a third: its README). For every run: the held-out validation (step cost
 fitted before the last 30 % of the requests no stall or profiler window touched, every request replayed, those
@@ -35,14 +35,14 @@ from typing import Any
 from lltrace import ingest
 from lltrace.replay.document import replay
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "vllm_cpu"
+VLLM_CPU = Path(__file__).resolve().parents[1] / "sample_traces" / "vllm_cpu"
 OWN = Path(__file__).resolve().parents[1] / "sample_traces" / "vllm_cpu_limits"
 RUNS = {
-    "A": SHARED / "A_baseline",
-    "B": SHARED / "B_kvpressure",
-    "B2": SHARED / "B2_kv2x",
-    "D": SHARED / "D_chunked",
-    "E": SHARED / "E_prefix",
+    "A": VLLM_CPU / "A_baseline",
+    "B": VLLM_CPU / "B_kvpressure",
+    "B2": VLLM_CPU / "B2_kv2x",
+    "D": VLLM_CPU / "D_chunked",
+    "E": VLLM_CPU / "E_prefix",
     "F": OWN / "F_slots",
     "G": OWN / "G_budget",
     "H_on": OWN / "H_pfx_on",

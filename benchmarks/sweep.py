@@ -1,6 +1,6 @@
 """Read a folder of real files from elsewhere the way a user would, and say per file what lltrace made of it.
 
-For checking that lltrace generalises beyond ``../shared/data``: each file is analysed by ``lltrace analyze FILE
+For checking that lltrace generalises beyond ``sample_traces/``: each file is analysed by ``lltrace analyze FILE
 --json`` in a fresh process (its own store), and one line per file says the format it was read as, which reader
 read a profiler trace (``compiled``; ``compiled, pieces with DuckDB`` where some were declined: the run's metadata,
 ``readers``, says which and why), the rows of each table, the steps found and their kinds, the verdict, how many

@@ -28,7 +28,7 @@ import numpy as np
 from _child import run_child  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-SOURCE = REPO.parent / "shared" / "data" / "serving" / "azure_llm_2023" / "AzureLLMInferenceTrace_conv.csv"
+SOURCE = REPO / "sample_traces" / "serving" / "azure_llm_2023" / "AzureLLMInferenceTrace_conv.csv"
 
 
 def build(out: Path, rows: int, rate: float = 45.0, seed: int = 7) -> None:

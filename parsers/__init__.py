@@ -47,7 +47,7 @@ class Format:
     ingest: Callable[..., SourceInfo]  # (path, stage, part, *, keep_python, progress) -> SourceInfo
     markers: tuple[bytes, ...] = ()  # words that say a file was meant to be this format ("closest formats")
     # the versions / variants read, each with what it was checked on: "real file" (a file the tool wrote in
-    # someone's run, in shared/data or sample_traces) or "fixture from source" (built field by field from the
+    # someone's run, in sample_traces) or "fixture from source" (built field by field from the
     # tool's schema and source at that version)
     versions: tuple[str, ...] = ()
     post_ingest: Callable[[Path, int], dict] | None = None  # (stage, part) -> what the metadata records

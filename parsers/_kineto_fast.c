@@ -9,7 +9,7 @@
  * escapes inside nested values, a duplicated key, invalid JSON -- raises Unsupported(offset, reason), and
  * the caller reads that piece of the array with the DuckDB path instead, which gives the documented result
  * or error. tests/test_kineto_fast.py
- * checks that both readers stage identical rows for every real trace in shared/data.
+ * checks that both readers stage identical rows for every real trace in sample_traces/.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

@@ -258,7 +258,7 @@ def _old_external_id(path: str) -> bool:
     return b'"external id"' in head and b'"External id"' not in head
 
 
-# Real profiler traces gzip 3-20x (every trace in ../shared/data and sample_traces/); deflate tops out
+# Real profiler traces gzip 3-20x (every trace in sample_traces/); deflate tops out
 # near 1032x. Five times the highest real ratio is a file of filler, a warning (it is read all the same).
 _BOMB_RATIO = 100
 

@@ -6,7 +6,7 @@ take each piece as it is made (``kineto_fast.stage`` with a ``Feed``). Without t
 decompressed into a scratch file on one core, which on a 2 GB trace took longer than reading it.
 
 The readers add the document's clock base (``baseTimeNanoseconds``) to the times they write. Where the document's
-head (what comes before ``traceEvents``) holds it, as in every vLLM and SGLang trace in ../shared/data, or the document
+head (what comes before ``traceEvents``) holds it, as in every vLLM and SGLang trace in sample_traces/, or the document
 is a bare event array (no base), it is known before the events. Where the head has none, the base may still come after
 the events: Kineto wrote it in the document's closing lines (``finalizeTrace``) before it moved it ahead of the events
 (``handleTraceStart``), so the HTA and Hugging Face traces here have it last, and traces older than PyTorch 2.4 have

@@ -26,7 +26,7 @@ ANNOTATION_CATS = ("user_annotation", "gpu_user_annotation")
 
 # A launch links the GPU ops of its correlation id: one op for a kernel, copy or fill launch, many only for a
 # graph launch (cudaGraphLaunch / hipGraphLaunch: the graph's kernels carry its id). A correlation id that
-# several ops share under any other launch is damage (true of every real trace in ../shared/data): no link.
+# several ops share under any other launch is damage (true of every real trace in sample_traces/): no link.
 _LINKS = """
     CREATE OR REPLACE TEMP TABLE launch_lanes AS
       SELECT row_number() OVER (ORDER BY name, tid, pid) AS lane, name, tid, pid,
@@ -59,7 +59,7 @@ def _launches_without_gpu_op(con: duckdb.DuckDBPyConnection, path: str, info: So
     EndCapture) records its kernel into a graph, which runs later, when the graph is launched; a trace taken
     with the CUPTI range profiler (``profiler_metrics``) has counter ranges (``cuda_profiler_range``) in place of
     kernels, at times Kineto makes up (the profiled span split evenly: CuptiRangeProfiler.cpp), since that
-    profiler cannot run beside kernel tracing. Every launch of a normal trace in ../shared/data has its kernel
+    profiler cannot run beside kernel tracing. Every launch of a normal trace in sample_traces/ has its kernel
     (the profiler flushes GPU activity when it stops)."""
     (unrun, launched, captures) = con.execute(
         """

@@ -56,9 +56,9 @@ def test_every_advice_item_carries_gain_formula_and_evidence(docs):
 
 
 def test_azure_code_trace_classified_from_its_token_mix_with_an_assumption(tmp_path):
-    from conftest import shared_file
+    from conftest import data_file
 
-    path = shared_file("serving", "azure_llm_2023", "AzureLLMInferenceTrace_code.csv")
+    path = data_file("serving", "azure_llm_2023", "AzureLLMInferenceTrace_code.csv")
     doc = lltrace.analyze([path], store=tmp_path / "s", model="llama-2-70b", gpu="H100-SXM").to_dict()
     cls = doc["classification"]
     assert cls["basis"] == "estimated" and cls["assumption"]["model"] == "Llama-2-70B"
@@ -69,9 +69,9 @@ def test_azure_code_trace_classified_from_its_token_mix_with_an_assumption(tmp_p
 
 
 def test_profiler_only_run_is_classified_from_its_steps(tmp_path):
-    from conftest import shared_file
+    from conftest import data_file
 
-    path = shared_file("torch", "vllm_b200_tp8_gptoss_mxfp4_prefill_eager.rank0.json.gz")
+    path = data_file("torch", "vllm_b200_tp8_gptoss_mxfp4_prefill_eager.rank0.json.gz")
     cls = lltrace.analyze([path], store=tmp_path / "s").to_dict()["classification"]
     assert (cls["label"], cls["basis"]) == ("prefill-dominant", "profiler steps")
 

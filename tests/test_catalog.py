@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 
 import pytest
-from conftest import shared_file
+from conftest import data_file
 
 from lltrace.physics.catalog import find_gpu, find_model, gpus, models
 from lltrace.physics.roofline import step_roofline
@@ -73,7 +73,7 @@ def _linear_ms(model: str = "7b") -> dict[tuple[int, int], float]:
     """Measured A100 time of Llama-2's non-attention ops for one forward pass (vidur profile), ms, by
     (tensor-parallel degree, tokens): each op's median per layer, summed over the ops and the layers."""
     layers = {"7b": 32, "70b": 80}[model]
-    path = shared_file("gpu_op_profiles", f"a100_Llama-2-{model}-hf_linear_ops.csv")
+    path = data_file("gpu_op_profiles", f"a100_Llama-2-{model}-hf_linear_ops.csv")
     out = {}
     for row in csv.DictReader(path.open()):
         per_layer = sum(

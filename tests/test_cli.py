@@ -6,7 +6,7 @@ import gzip
 import json
 
 import pytest
-from conftest import DATA, SAMPLES, shared_file
+from conftest import DATA, SAMPLES, data_file
 from typer.testing import CliRunner
 
 from lltrace.cli import app
@@ -20,7 +20,7 @@ def run(*args: str):
 
 
 def _good_bytes() -> bytes:
-    return gzip.decompress(shared_file("torch", GOOD).read_bytes())
+    return gzip.decompress(data_file("torch", GOOD).read_bytes())
 
 
 def _runs(store) -> list[str]:
@@ -138,7 +138,7 @@ def test_missing_file_and_usage_errors(store):
 
 
 def test_analyze_sample_trace_terminal_and_json(store):
-    sample = SAMPLES / "vllm_b200_tp8_gptoss_mxfp4_prefill_eager.rank0.json.gz"
+    sample = SAMPLES / "torch" / "vllm_b200_tp8_gptoss_mxfp4_prefill_eager.rank0.json.gz"
     r = run("analyze", "--store", str(store), str(sample))
     assert r.exit_code == 0, r.output
     assert "Engine steps: 1" in r.stdout and "prefill" in r.stdout
@@ -154,7 +154,7 @@ def test_analyze_sample_trace_terminal_and_json(store):
 
 
 def test_analyze_with_model_classifies_steps_by_roofline(store):
-    sample = SAMPLES / "vllm_b200_tp8_gptoss_mxfp4_prefill_eager.rank0.json.gz"
+    sample = SAMPLES / "torch" / "vllm_b200_tp8_gptoss_mxfp4_prefill_eager.rank0.json.gz"
     r = run("analyze", "--store", str(store), "--json", "--model", "gpt-oss-120b", str(sample))
     assert r.exit_code == 0, r.output
     item = json.loads(r.stdout)["steps"]["items"][0]
@@ -165,7 +165,7 @@ def test_analyze_with_model_classifies_steps_by_roofline(store):
 
 
 def test_sql_over_the_store(store):
-    sample = SAMPLES / "sglang_mi300x_qwen3-8b_decode_step.AMD.json.gz"
+    sample = SAMPLES / "torch" / "sglang_mi300x_qwen3-8b_decode_step.AMD.json.gz"
     assert run("ingest", "--store", str(store), str(sample)).exit_code == 0
     r = run("sql", "--store", str(store), "--json", "SELECT kind, decode_reqs FROM engine_steps")
     assert r.exit_code == 0
@@ -231,7 +231,7 @@ def test_a_run_folders_scrapes_are_one_header_entry_and_untimed_preemptions_are_
 
 def test_a_gpu_the_trace_names_but_the_catalog_lacks_is_said_by_name(store, tmp_path):
     # a real A100 trace whose deviceProperties name a GPU lltrace has no figures for (AWS's A10G)
-    doc = json.loads(gzip.decompress(shared_file("torch", "hta_a100_triton_kernel_tiny.json.gz").read_bytes()))
+    doc = json.loads(gzip.decompress(data_file("torch", "hta_a100_triton_kernel_tiny.json.gz").read_bytes()))
     for dev in doc["deviceProperties"]:
         dev["name"] = "NVIDIA A10G"
     path = tmp_path / "a10g.json"
@@ -245,7 +245,7 @@ def test_a_gpu_the_trace_names_but_the_catalog_lacks_is_said_by_name(store, tmp_
     # the unedited trace: its A100 is in the catalog, and nothing is said of a missing one
     found = json.loads(
         run(
-            "analyze", "--store", str(store), "--json", str(shared_file("torch", "hta_a100_triton_kernel_tiny.json.gz"))
+            "analyze", "--store", str(store), "--json", str(data_file("torch", "hta_a100_triton_kernel_tiny.json.gz"))
         ).stdout
     )["run"]
     assert found["gpu"]["name"] == "A100-40GB" and found["gpu_not_in_catalog"] is None

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import DATA, SAMPLES, shared_file
+from conftest import DATA, SAMPLES, data_file
 
 import lltrace
 
@@ -37,7 +37,7 @@ def test_aiperf_both_record_schemas_give_aiperfs_own_figures(name: str, tmp_path
     """AIPerf's statistics are over its valid profiling records (records_manager.py skips other phases;
     an error record, cancelled ones included, is not valid); request throughput is valid records over
     max_response_timestamp - min_request_timestamp (benchmark_duration)."""
-    path = shared_file("serving", "aiperf", name)
+    path = data_file("serving", "aiperf", name)
     raw = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     valid = [r for r in raw if not r.get("error")]
     ttft = [_value(r["metrics"], "time_to_first_token", "ttft") for r in valid]
@@ -120,8 +120,8 @@ def test_aiperf_schema_versions_warmup_and_cancellation(schema: str, ttft_tag: s
 def test_llmperf_figures_are_its_summarys_and_429_rows_stay_out(provider: str, tmp_path: Path) -> None:
     """LLMPerf's summary is over its successful requests: on the lepton file 130 of 150 rows are HTTP 429
     rejections with 1 output token and zero latencies, and results_number_output_tokens_mean is 148.15."""
-    path = shared_file("serving", "llmperf", f"individual__{provider}_70b.json")
-    summary = json.loads(shared_file("serving", "llmperf", f"summary__{provider}_70b.json").read_text())
+    path = data_file("serving", "llmperf", f"individual__{provider}_70b.json")
+    summary = json.loads(data_file("serving", "llmperf", f"summary__{provider}_70b.json").read_text())
     raw = json.loads(path.read_text())
     ok = [r for r in raw if not r["error_code"] and not r["error_msg"]]
     doc = _doc([path], tmp_path)
@@ -222,7 +222,7 @@ def test_guidellm_counts_only_its_measurement_window(tmp_path: Path) -> None:
 def test_guidellm_0_3_report_figures(tmp_path: Path) -> None:
     """The real guidellm 0.3 file: its metrics block in client_summary, and lltrace's own TTFT over the one
     request the stripped file kept (the block covers the 46 the run had)."""
-    path = shared_file("serving", "guidellm", "guidellm-0.3dev_stripped_1req.benchmarks.json")
+    path = data_file("serving", "guidellm", "guidellm-0.3dev_stripped_1req.benchmarks.json")
     bench = json.loads(path.read_text())["benchmarks"][0]
     doc = _doc([path], tmp_path)
     (client,) = doc["client_summary"]
@@ -473,7 +473,7 @@ def test_aiperf_records_and_its_own_aggregate_agree(tmp_path: Path) -> None:
 
     run = tmp_path / "run"
     run.mkdir()
-    shutil.copy(shared_file("serving", "aiperf", AIPERF_OLD), run)
+    shutil.copy(data_file("serving", "aiperf", AIPERF_OLD), run)
     agg_path = REAL / "aiperf" / "aiperf-2025-10_gpt-oss-20b_c100_cancel10.profile_export_aiperf.json"
     shutil.copy(agg_path, run)
     agg = json.loads(agg_path.read_text())["records"]

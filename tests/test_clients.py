@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import DATA, shared_file
+from conftest import DATA, data_file
 
 import lltrace
 
@@ -32,7 +32,7 @@ def test_sglang_bench_jsonl_with_bare_infinity(store):
     ("name", "errors"), [("individual__bedrock_70b.json", 49), ("individual__fireworks_70b.json", 0)]
 )
 def test_llmperf_individual(name, errors, store):
-    path = shared_file("serving", "llmperf", name)
+    path = data_file("serving", "llmperf", name)
     raw = json.loads(path.read_text())
     run = lltrace.ingest([path], store=store)
     rows = run.table("requests").sort("client_index").to_dicts()
@@ -48,7 +48,7 @@ def test_llmperf_individual(name, errors, store):
 @pytest.mark.parametrize("name", ["summary__bedrock_70b.json", "summary__lepton_70b.json"])
 def test_llmperf_summary(name, store):
     """An LLMPerf summary alone: its figures in the document's client_summary (seconds, as LLMPerf wrote)."""
-    path = shared_file("serving", "llmperf", name)
+    path = data_file("serving", "llmperf", name)
     raw = json.loads(path.read_text())
     run = lltrace.ingest([path], store=store)
     assert run.metadata["sources"][0]["format"] == "llmperf-summary"
@@ -68,7 +68,7 @@ def test_llmperf_summary(name, store):
 
 def test_summary_only_bench_reports_the_clients_own_numbers(tmp_path: Path) -> None:
     """A rate sweep with no per-request rows: analyze shows each run's summary as the client gave it."""
-    path = shared_file("serving", "sglang_bench_serving", "datacrunch-h200__llama_3_3_70b_online_output.jsonl")
+    path = data_file("serving", "sglang_bench_serving", "datacrunch-h200__llama_3_3_70b_online_output.jsonl")
     raw = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     doc = lltrace.analyze([path], store=tmp_path).to_dict()
     rows = doc["client_summary"]
@@ -92,7 +92,7 @@ def test_a_sweep_sent_all_at_once_prints_its_rate_as_inf(tmp_path: Path) -> None
 
     from lltrace.cli import app
 
-    path = shared_file("serving", "sglang_bench_serving", "datacrunch-h200__llama_3_3_70b_offline_output.jsonl")
+    path = data_file("serving", "sglang_bench_serving", "datacrunch-h200__llama_3_3_70b_offline_output.jsonl")
     raw = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     assert all(r["request_rate"] == float("inf") for r in raw)
     r = CliRunner().invoke(app, ["analyze", str(path), "--store", str(tmp_path)])

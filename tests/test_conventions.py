@@ -101,7 +101,7 @@ def test_kernel_rules_are_valid_and_cover_known_kernels():
         ),
         "ck_tile::FmhaBatchPrefillWithPagedKVCacheKernel<>": ("attention", "prefill"),
         "void paged_attention_ll4mi_QKV_mfma16_kernel<0>": ("attention", "decode"),
-        # names as the engines' sources launch them (no real trace of these in shared/)
+        # names as the engines' sources launch them (no real trace of these in sample_traces/)
         "kernel_unified_attention_3d": ("attention", "decode"),
         "reduce_segments": ("attention", "decode"),
         "kernel_unified_attention_2d": ("attention", None),  # serves prefill, mixed and large decode batches

@@ -1,5 +1,5 @@
-"""Nothing is ever counted twice: for every run in ../shared/data/ (and lltrace's own runs), the requests lltrace
-holds are as many as the distinct requests its sources describe, counted here from the raw files."""
+"""Nothing is ever counted twice: for every real run in sample_traces/ (other people's and lltrace's own), the
+requests lltrace holds are as many as the distinct requests its sources describe, counted here from the raw files."""
 
 from __future__ import annotations
 

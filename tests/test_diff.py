@@ -56,10 +56,10 @@ def test_runs_with_disjoint_mixes_are_not_normalised(tmp_path):
 def test_two_profiler_traces_compare_their_steps_kind_by_kind(tmp_path):
     """Two real training traces known only from the profiler: each side's steps and mean step time are its
     ProfilerStep events' (from the raw files), and the GPU time per step over the classes is the raw GPU ops'."""
-    from conftest import raw_trace, shared_file
+    from conftest import data_file, raw_trace
 
     paths = [
-        shared_file("torch", n)
+        data_file("torch", n)
         for n in ("hta_a100_ddp_nccl_2rank.rank0.json.gz", "hta_a100_recsys_8rank_oldformat.rank3.json.gz")
     ]
     r = CliRunner().invoke(app, ["diff", "--store", str(tmp_path), "--json", *map(str, paths)])

@@ -6,7 +6,7 @@ import csv
 import json
 
 import pytest
-from conftest import shared_file
+from conftest import data_file
 from typer.testing import CliRunner
 
 from lltrace.cli import app
@@ -39,7 +39,7 @@ def test_prefill_share_and_crossover_from_rates(n_in, share):
 
 def test_llama2_7b_decode_on_a100_agrees_with_real_timings():
     """Real linear-op time at 1 token (vidur A100 profile) plus attention's KV reads at 1,024 tokens of context."""
-    path = shared_file("gpu_op_profiles", "a100_Llama-2-7b-hf_linear_ops.csv")
+    path = data_file("gpu_op_profiles", "a100_Llama-2-7b-hf_linear_ops.csv")
     row = next(
         r for r in csv.DictReader(path.open()) if r["num_tokens"] == "1" and r["num_tensor_parallel_workers"] == "1"
     )

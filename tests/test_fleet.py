@@ -20,7 +20,20 @@ import lltrace
 from lltrace.cli import app
 from lltrace.ingest.many import batch_items, ingest_each
 
-H100 = SAMPLES / "hf_transformers_qwen1.5-0.5b_h100_prefill_forward_bs16x559.json.gz"
+H100 = SAMPLES / "torch" / "hf_transformers_qwen1.5-0.5b_h100_prefill_forward_bs16x559.json.gz"
+# the fleet's single-file runs: the small real profiler traces of sample_traces/torch (one GPU step or a few each)
+SMALL_TRACES = sorted(
+    SAMPLES / "torch" / name
+    for name in (
+        "hf_transformers_qwen1.5-0.5b_h100_prefill_forward_bs16x559.json.gz",
+        "hta_a100_cupti_range_profiler.json.gz",
+        "hta_mi250_rocm6.2_minitoy_train.json.gz",
+        "sglang_mi300x_qwen3-8b_decode_graph_capture_bs32.AMD.json.gz",
+        "sglang_mi300x_qwen3-8b_decode_step.AMD.json.gz",
+        "vllm_b200_tp8_gptoss_mxfp4_prefill_eager.rank0.json.gz",
+        "vllm_cpu_spec_draft_decode.rank0.pt.trace.json.gz",
+    )
+)
 TIMINGS = {"created", "ingest_seconds", "seconds", "source_seconds", "generation", "superseded"}  # when, not what
 
 
@@ -29,7 +42,7 @@ def fleet(tmp_path: Path) -> Path:
     """A folder of runs: the bundled real traces (one file each) and one vLLM CPU run folder."""
     folder = tmp_path / "fleet"
     folder.mkdir()
-    for f in sorted(SAMPLES.glob("*.json.gz")):
+    for f in SMALL_TRACES:
         (folder / f.name).symlink_to(f)
     (folder / "vllm_A").symlink_to(DATA / "vllm_cpu" / "A_baseline", target_is_directory=True)
     return folder
@@ -52,7 +65,7 @@ def _contents(store: Path) -> dict[str, dict]:
 
 def test_each_item_is_a_run_and_parallel_equals_serial(fleet: Path, tmp_path: Path) -> None:
     items, skipped = batch_items([fleet])
-    assert len(items) == len(list(SAMPLES.glob("*.json.gz"))) + 1 and skipped == []
+    assert len(items) == len(SMALL_TRACES) + 1 and skipped == []
     serial = ingest_each([fleet], store=tmp_path / "serial", jobs=1)
     parallel = ingest_each([fleet], store=tmp_path / "parallel", jobs=2)
     assert serial.failed == [] and parallel.failed == []
@@ -92,7 +105,7 @@ def test_a_batch_keeps_going_past_bad_items_and_says_why(fleet: Path, tmp_path: 
     assert failed == [f"lltrace: failed: {fleet / 'cut.json'}: byte 32: the traceEvents array holds no events"]
     assert any(ln.startswith(f"lltrace: skipped {fleet / 'README.txt'}: not a format") for ln in lines)
     assert any(ln == f"lltrace: skipped {fleet / '.hidden'}: hidden" for ln in lines)
-    good = len(list(SAMPLES.glob("*.json.gz"))) + 1
+    good = len(SMALL_TRACES) + 1
     inner = len(lltrace.ingest([fleet / "vllm_A"], store=tmp_path / "x").skipped)  # files of the run folder
     assert lines[-1] == f"lltrace: {good} runs ingested (0 already stored), 1 failed, {2 + inner} skipped"
     assert (
@@ -108,10 +121,10 @@ def test_jobs_means_many_runs(fleet: Path, tmp_path: Path) -> None:
 
 
 def test_a_glob_is_many_runs(tmp_path: Path) -> None:
-    pattern = str(SAMPLES / "*.json.gz")
+    pattern = str(SAMPLES / "torch" / "*mi300x*.json.gz")  # the four MI300X traces
     r = CliRunner().invoke(app, ["ingest", pattern, "--store", str(tmp_path / "s"), "-q"])
     assert r.exit_code == 0, r.output
-    assert len(r.stdout.split()) == len(list(SAMPLES.glob("*.json.gz")))
+    assert len(r.stdout.split()) == len(list((SAMPLES / "torch").glob("*mi300x*.json.gz"))) == 4
     r = CliRunner().invoke(app, ["ingest", str(tmp_path / "none-*.json"), "--store", str(tmp_path / "s")])
     assert r.exit_code == 0 and "the pattern matches nothing" in r.stderr
 
@@ -127,7 +140,7 @@ def _lltrace(*args: str) -> subprocess.Popen:
 
 def test_two_writers_at_once_both_succeed_and_the_store_stays_consistent(tmp_path: Path) -> None:
     store = tmp_path / "s"
-    other = SAMPLES / "sglang_mi300x_qwen3-8b_decode_step.AMD.json.gz"
+    other = SAMPLES / "torch" / "sglang_mi300x_qwen3-8b_decode_step.AMD.json.gz"
     # the same run twice (forced, so both commit) and another run, all at once
     procs = [
         _lltrace("ingest", str(H100), "--store", str(store), "--run", "same", "--force", "-q"),
@@ -175,7 +188,7 @@ def test_an_ingest_killed_at_a_random_moment_leaves_the_run_absent_or_whole(tmp_
     lltrace.ingest([H100], store=reference, run="r")
     whole = _committed_rows(reference)["r"]
     store = tmp_path / "s"
-    lltrace.ingest([SAMPLES / "sglang_mi300x_qwen3-8b_decode_step.AMD.json.gz"], store=store, run="bystander")
+    lltrace.ingest([SAMPLES / "torch" / "sglang_mi300x_qwen3-8b_decode_step.AMD.json.gz"], store=store, run="bystander")
     bystander = _committed_rows(store)["bystander"]
     t0 = time.perf_counter()
     subprocess.run(

@@ -36,7 +36,7 @@ REL = 1e-9  # float noise between two ways of adding the same numbers
 
 
 def _normalise(value: Any) -> Any:
-    """Paths relative to shared/data (CI clones elsewhere), floats rounded to 12 significant digits."""
+    """Paths relative to sample_traces/ (each clone is elsewhere), floats rounded to 12 significant digits."""
     if isinstance(value, dict):
         return {k: _normalise(v) for k, v in value.items()}
     if isinstance(value, list):

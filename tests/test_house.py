@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import ast
 import json
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, SHARED
+from conftest import DATA, REPO
 
 from lltrace.tables import TABLES
 
@@ -159,54 +158,15 @@ def test_the_facade_exports_the_api_and_keeps_functions_over_sub_packages():
         assert getattr(lltrace, name) is not None
 
 
-# DESIGN.md's table names some columns in prose; the columns each phrase means.
-_PROSE = {
-    "client-side ttft_s / e2e_s where a client measured": ["ttft_s", "e2e_s"],
-    "gpu_busy_s and time per kernel class where a profiler trace gives them": ["gpu_busy_s"]
-    + [f"t_{c}_s" for c in ("gemm", "attention", "communication", "memory", "elementwise", "other")],
-    "prompt/generation throughput": ["prompt_throughput", "generation_throughput"],
-    "prefix-cache hits/queries": ["prefix_cache_hits_total", "prefix_cache_queries_total"],
-    "ts and dur in integer nanoseconds": ["ts_ns", "dur_ns"],
-    "pid/tid lane": ["pid", "tid"],
-    "external id": ["external_id"],
-}
+def test_the_reference_pages_are_what_their_declarations_write():
+    """docs/tables.md (and every other generated page) is what ``lltrace.reports.reference`` writes from the
+    declarations: regenerate with ``python -m lltrace.reports.reference docs/``."""
+    from lltrace.reports.reference import PAGES
 
-
-def _split(text: str) -> list[str]:
-    """Comma-separated items, commas inside parentheses kept."""
-    items, depth, cur = [], 0, ""
-    for ch in text:
-        depth += ch == "("
-        depth -= ch == ")"
-        if ch == "," and depth == 0:
-            items.append(cur.strip())
-            cur = ""
-        else:
-            cur += ch
-    return [*items, cur.strip()]
-
-
-def test_design_md_table_names_only_declared_columns_and_values():
-    design = (SHARED / "DESIGN.md").read_text()
-    section = design[design.index("## Canonical tables") : design.index("## Runs and clocks")]
-    checked = 0
-    for line in section.splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) != 3 or not cells[0].startswith("`"):
-            continue
-        tables = re.findall(r"`(\w+)`", cells[0])
-        declared = {c.name: c for t in tables for c in TABLES[t].columns}
-        for item in _split(cells[2]):
-            words = re.sub(r"\s*\(.*?\)", "", item).strip()
-            names = _PROSE.get(item) or _PROSE.get(words) or [re.sub(r"\s*\(.*", "", item).split()[0]]
-            names = ["kernel_class" if n == "kernel" else n for n in names]
-            for n in names:
-                assert n in declared, f"DESIGN.md names {tables} column {n!r} ({item!r}); lltrace.tables has none"
-                checked += 1
-            listed = re.search(r"\(([a-z_]+(?:, [a-z_]+)+)\)", item)
-            if listed and declared[names[0]].values is not None:
-                assert set(listed.group(1).split(", ")) <= set(declared[names[0]].values), item
-    assert checked >= 45  # every table's row was read
+    stale = [name for name, page in PAGES.items() if (REPO / "docs" / name).read_text() != page()]
+    assert stale == [], f"stale generated docs: {stale} (python -m lltrace.reports.reference docs/)"
+    tables = (REPO / "docs" / "tables.md").read_text()
+    assert all(f"`{c.name}`" in tables for t in TABLES.values() for c in t.columns)
 
 
 def test_every_written_table_has_the_declared_schema(tmp_path):
@@ -215,7 +175,7 @@ def test_every_written_table_has_the_declared_schema(tmp_path):
 
     import lltrace
 
-    run = lltrace.ingest([SHARED / "data" / "vllm_cpu" / "B_kvpressure"], store=tmp_path)
+    run = lltrace.ingest([DATA / "vllm_cpu" / "B_kvpressure"], store=tmp_path)
     for name, table in TABLES.items():
         for f in run.store.table_files(name, [run.id]):
             schema = pq.read_schema(f)

@@ -18,7 +18,7 @@ from pathlib import Path
 import duckdb
 import pyarrow.parquet as pq
 import pytest
-from conftest import DATA, REPO, SAMPLES, torch_traces
+from conftest import DATA, REPO, SAMPLES, TORCH, torch_traces
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -104,7 +104,12 @@ def test_the_compiled_reader_is_built():
 
 @pytest.mark.parametrize(
     "path",
-    torch_traces() + sorted(SAMPLES.glob("*.json.gz")) + sorted(SAMPLES.glob("hf_generate_*/*.json.gz")),
+    torch_traces()
+    + [
+        TORCH / "sglang_mi300x_qwen3-8b_decode_graph_capture_bs32.AMD.json.gz",
+        TORCH / "hta_a100_cupti_range_profiler.json.gz",
+    ]
+    + sorted(SAMPLES.glob("hf_generate_*/*.json.gz")),
     ids=lambda p: f"{p.parent.name}/{p.name}",
 )
 def test_real_traces_read_the_same_by_both_readers(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
@@ -114,7 +119,7 @@ def test_real_traces_read_the_same_by_both_readers(path: Path, tmp_path: Path, m
 
 
 def test_keep_python_reads_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    path = SAMPLES / "hf_transformers_qwen1.5-0.5b_h100_prefill_forward_bs16x559.json.gz"  # with_stack=True
+    path = SAMPLES / "torch" / "hf_transformers_qwen1.5-0.5b_h100_prefill_forward_bs16x559.json.gz"  # with_stack=True
     fast = _check(path, tmp_path, monkeypatch, keep_python=True)
     assert fast.details["python_function_events_kept"] > 0
 
@@ -466,7 +471,7 @@ def test_any_number_of_cores_reads_the_same(threads: int, tmp_path: Path, monkey
     trace's tables are the DuckDB reader's (itself on as many threads), and an event the compiled reader declines
     still sends only its own piece to DuckDB."""
     monkeypatch.setenv("LLTRACE_THREADS", str(threads))
-    real = SAMPLES / "hf_transformers_qwen1.5-0.5b_h100_prefill_forward_bs16x559.json.gz"
+    real = SAMPLES / "torch" / "hf_transformers_qwen1.5-0.5b_h100_prefill_forward_bs16x559.json.gz"
     assert _check(real, tmp_path / "real", monkeypatch).details["reader"] == "compiled"
     odd = tmp_path / "trace.json"
     odd.write_text(_long_trace(_ODD, 0.5))

@@ -86,7 +86,7 @@ def test_real_trace_matches_raw_json(path, store):
 
 
 def test_version_fingerprints(store):
-    from conftest import shared_file
+    from conftest import data_file
 
     cases = {
         ("torch", "hta_a100_recsys_8rank_oldformat.rank3.json.gz"): "2022",
@@ -95,14 +95,14 @@ def test_version_fingerprints(store):
         ("torch", "sglang_mi300x_qwen3-8b_decode_step.AMD.json.gz"): "ROCm",
     }
     for parts, expect in cases.items():
-        run = lltrace.ingest([shared_file(*parts)], store=store)
+        run = lltrace.ingest([data_file(*parts)], store=store)
         assert expect in run.metadata["sources"][0]["version"], parts
 
 
 def test_orphan_gpu_work_is_kept_and_flagged(store):
-    from conftest import shared_file
+    from conftest import data_file
 
-    path = shared_file("torch", "hf_transformers_qwen1.5-0.5b_h100_prefill_forward_bs16x559.json.gz")
+    path = data_file("torch", "hf_transformers_qwen1.5-0.5b_h100_prefill_forward_bs16x559.json.gz")
     d = raw_trace(str(path))
     launches = {
         e["args"]["correlation"]
@@ -117,9 +117,9 @@ def test_orphan_gpu_work_is_kept_and_flagged(store):
 
 
 def test_keep_python_keeps_stack_events(store):
-    from conftest import shared_file
+    from conftest import data_file
 
-    path = shared_file("torch", "sglang_mi300x_qwen3-8b_decode_step.AMD.json.gz")
+    path = data_file("torch", "sglang_mi300x_qwen3-8b_decode_step.AMD.json.gz")
     d = raw_trace(str(path))
     py = [e["name"] for e in d["traceEvents"] if e.get("cat") == "python_function"]
     run = lltrace.ingest([path], store=store, keep_python=True)
@@ -134,12 +134,12 @@ def test_keep_python_keeps_stack_events(store):
 def test_multi_rank_folder_is_one_run_with_a_part_per_file(store, tmp_path):
     import shutil
 
-    from conftest import shared_file
+    from conftest import data_file
 
     folder = tmp_path / "ranks"
     folder.mkdir()
     for name in ("hta_a100_ddp_nccl_2rank.rank0.json.gz", "hta_a100_recsys_8rank_oldformat.rank3.json.gz"):
-        shutil.copy(shared_file("torch", name), folder / name)
+        shutil.copy(data_file("torch", name), folder / name)
     (folder / "notes.txt").write_text("not a trace\n")
     run = lltrace.ingest([folder], store=store)
     srcs = run.metadata["sources"]
@@ -171,7 +171,7 @@ def test_launches_recorded_into_a_graph_are_said_so(store):
     ran no GPU op in the trace; every launch of the shared traces has its kernel."""
     from conftest import SAMPLES
 
-    path = SAMPLES / "sglang_mi300x_qwen3-8b_decode_graph_capture_bs32.AMD.json.gz"
+    path = SAMPLES / "torch" / "sglang_mi300x_qwen3-8b_decode_graph_capture_bs32.AMD.json.gz"
     ev = raw_trace(str(path))["traceEvents"]
     on_gpu = {e["args"].get("correlation") for e in ev if e.get("cat") in GPU}
     runtime = [e for e in ev if e.get("cat") in ("cuda_runtime", "cuda_driver")]
@@ -193,7 +193,7 @@ def test_a_range_profiler_trace_is_said_to_have_no_kernels(store):
     (``cuda_profiler_range``) in place of kernels, so no launch has its GPU op; the warning names the profiler."""
     from conftest import SAMPLES
 
-    path = SAMPLES / "hta_a100_cupti_range_profiler.json.gz"
+    path = SAMPLES / "torch" / "hta_a100_cupti_range_profiler.json.gz"
     ev = raw_trace(str(path))["traceEvents"]
     launches = [e for e in ev if e.get("cat") == "cuda_runtime" and "LaunchKernel" in e["name"]]
     ranges = sum(1 for e in ev if e.get("cat") == "cuda_profiler_range")

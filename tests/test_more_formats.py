@@ -1,4 +1,4 @@
-"""Formats with no real sample in shared/: fixtures built field by field from the documented schemas
+"""Formats with no real sample in sample_traces/: fixtures built field by field from the documented schemas
 (docs/SERVING_FORMATS.md §B2, §C1, §C2, §D1, §D3 and the upstream sources it cites)."""
 
 from __future__ import annotations
@@ -365,7 +365,7 @@ def test_sglang_bench_with_output_details(store, tmp_path):
 
 
 def test_sglang_prometheus_names(store, tmp_path):
-    """SGLang's metric names (docs.sglang.io production metrics; no scrape in shared/)."""
+    """SGLang's metric names (docs.sglang.io production metrics; no real scrape of SGLang's in sample_traces/)."""
     path = tmp_path / "sglang.prom"
     path.write_text(
         "# scrape_unix_ts 1700000000.5\n# HELP sglang:num_running_reqs running\n"
@@ -424,9 +424,9 @@ def test_tgi_response_headers(kind, store, tmp_path):
 def test_trtllm_iteration_stats_state_the_kv_pool_and_its_reuse(store):
     """The real docs example: kvCacheStats gives the KV pool (blocks, tokens per block) and the block manager's
     reuse counts; their ratio is the record's own cacheHitRate."""
-    from conftest import shared_file
+    from conftest import data_file
 
-    path = shared_file("serving", "trtllm", "trtllm-serve_metrics_iter154.docs-example.json")
+    path = data_file("serving", "trtllm", "trtllm-serve_metrics_iter154.docs-example.json")
     (raw,) = json.loads(path.read_text())
     kv = raw["kvCacheStats"]
     run = lltrace.ingest([path], store=store)

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
-from conftest import SAMPLES, raw_llm_spans, shared_file
+from conftest import SAMPLES, data_file, raw_llm_spans
 from typer.testing import CliRunner
 
 import lltrace
@@ -66,7 +66,7 @@ def test_request_larger_than_the_cache_is_rejected_not_looped() -> None:
 
 def _final_preemptions(run_dir: str) -> float:
     """vllm:num_preemptions_total from the run's final /metrics scrape, read straight from the text."""
-    text = Path(shared_file("vllm_cpu", run_dir, "metrics_final.prom")).read_text()
+    text = Path(data_file("vllm_cpu", run_dir, "metrics_final.prom")).read_text()
     return sum(float(m) for m in re.findall(r"^vllm:num_preemptions_total\{[^}]*\} ([0-9.e+]+)$", text, re.M))
 
 
@@ -77,7 +77,7 @@ def kv_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def kv_runs(kv_store: Path) -> dict[str, lltrace.Run]:
-    return {d: lltrace.ingest([shared_file("vllm_cpu", d)], store=kv_store) for d in ("B_kvpressure", "B2_kv2x")}
+    return {d: lltrace.ingest([data_file("vllm_cpu", d)], store=kv_store) for d in ("B_kvpressure", "B2_kv2x")}
 
 
 def _replay(run: lltrace.Run, cost: StepCost, blocks: int):
@@ -234,7 +234,7 @@ def test_fast_forward_equals_stepping_through(seed: int) -> None:
 
 
 def test_run_a_without_step_log_calibrates_on_requests_and_validates(tmp_path: Path) -> None:
-    doc = replay(shared_file("vllm_cpu", "A_baseline"), store=tmp_path)
+    doc = replay(data_file("vllm_cpu", "A_baseline"), store=tmp_path)
     assert doc["calibration"]["source"].startswith("per-request")
     # "KV cache size: 2,097,152 tokens" in 128-token blocks (vllm:cache_config_info: block_size 128)
     assert doc["engine"]["kv_blocks"]["value"] == 2_097_152 // 128
@@ -295,7 +295,7 @@ def test_reference_step_cost_is_the_catalog_roofline() -> None:
 
 
 def test_arrival_trace_replays_only_with_a_reference(tmp_path: Path) -> None:
-    trace = shared_file("serving", "azure_llm_2023", "AzureLLMInferenceTrace_code.csv")
+    trace = data_file("serving", "azure_llm_2023", "AzureLLMInferenceTrace_code.csv")
     with pytest.raises(AnalysisError, match="--reference"):
         replay(trace, store=tmp_path)
     doc = replay(trace, store=tmp_path, reference="llama-2-7b@A100-80GB", what_ifs={"gpu": "H100-SXM"})
@@ -333,7 +333,7 @@ def test_prefix_cache_hits_skip_prompt_tokens_but_hold_blocks() -> None:
 
 
 def test_mooncake_prefix_reuse_from_hash_ids(tmp_path: Path) -> None:
-    path = shared_file("serving", "mooncake", "conversation_trace.jsonl")
+    path = data_file("serving", "mooncake", "conversation_trace.jsonl")
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     # a prompt reuses its leading blocks that a request arriving strictly earlier had (requests arriving at
     # the same instant cannot reuse each other's)
@@ -372,7 +372,7 @@ def test_design_what_if_keys_on_an_arrival_trace(tmp_path: Path) -> None:
     """DESIGN.md's keys: tp, gpu, weights, kv_dtype and kv_memory_gb move step cost and KV capacity together."""
     from lltrace.physics.catalog import gpu_or_error
 
-    trace = shared_file("serving", "azure_llm_2023", "AzureLLMInferenceTrace_code.csv")
+    trace = data_file("serving", "azure_llm_2023", "AzureLLMInferenceTrace_code.csv")
     cases = [("tp", 2.0), ("gpu", "H200"), ("kv_dtype", "fp8"), ("kv_memory_gb", 20.0), ("weights", "fp8")]
     doc = replay(trace, store=tmp_path, reference="llama-2-7b@A100-80GB", what_ifs=cases)
     assert doc["model"] == {"name": "Llama-2-7B", "origin": "reference"}
@@ -422,7 +422,7 @@ def test_run_a_from_its_engine_spans_and_log_alone_is_validated_on_the_analysis_
     """The common production case: engine spans and the server log, no bench file. The replay's measured
     figures are the server's (the one view of them), so its validation has numbers, and its measured means
     over all requests are analyze's; with the bench files present the same holds on the client's figures."""
-    a = shared_file("vllm_cpu", "A_baseline")
+    a = data_file("vllm_cpu", "A_baseline")
     spans_and_log = [a / "otlp", a / "server.log"]
     for paths in (spans_and_log, [a / "bench", *spans_and_log]):
         doc = replay(paths, store=tmp_path)
@@ -437,7 +437,7 @@ def test_run_a_from_its_engine_spans_and_log_alone_is_validated_on_the_analysis_
 
 
 def test_replay_takes_a_runs_files_like_its_folder(tmp_path: Path) -> None:
-    a = shared_file("vllm_cpu", "A_baseline")
+    a = data_file("vllm_cpu", "A_baseline")
     runner = CliRunner()
     args = ["replay", "--store", str(tmp_path), "--json", "-q"]
     listed = runner.invoke(app, [*args, str(a / "bench"), str(a / "otlp"), str(a / "server.log"), str(a / "profiler")])
@@ -547,7 +547,7 @@ def test_calibrated_on_b_the_replay_of_b2_holds_its_queue_and_preemptions(kv_run
 
 
 def test_e_without_its_prefix_cache_prefills_every_prompt_token(tmp_path: Path) -> None:
-    e = shared_file("vllm_cpu", "E_prefix")
+    e = data_file("vllm_cpu", "E_prefix")
     prompt = sum(int(a["gen_ai.usage.prompt_tokens"]) for _, a in raw_llm_spans("E_prefix").values())
     logged = sum(
         int(m.group(1))
@@ -572,7 +572,7 @@ def test_e_without_its_prefix_cache_prefills_every_prompt_token(tmp_path: Path) 
 
 def test_run_a_from_its_engine_spans_alone_reports_a_validation_with_numbers(tmp_path: Path) -> None:
     """Issue 19: spans alone (no server log: no KV size, no step log) still validate, the KV room labelled."""
-    doc = replay(shared_file("vllm_cpu", "A_baseline", "otlp"), store=tmp_path)
+    doc = replay(data_file("vllm_cpu", "A_baseline", "otlp"), store=tmp_path)
     v = doc["validation"]
     assert v["requests"] > 100 and all(v[k] is not None for k in ("ttft_mean_mape", "tpot_mean_mape", "e2e_mean_mape"))
     assert doc["engine"]["kv_blocks"]["origin"].startswith("assumed: room for every request at once")
@@ -700,8 +700,8 @@ def test_a_prefill_started_on_a_prefix_hit_has_its_own_cost_and_the_prefill_rate
     from lltrace.replay.calibration import log_steps
 
     runs = {
-        "D": shared_file("vllm_cpu", "D_chunked"),
-        "E": shared_file("vllm_cpu", "E_prefix"),
+        "D": data_file("vllm_cpu", "D_chunked"),
+        "E": data_file("vllm_cpu", "E_prefix"),
         "H_on": SAMPLES / "vllm_cpu_limits" / "H_pfx_on",
         "H_off": SAMPLES / "vllm_cpu_limits" / "H_pfx_off",
     }
@@ -779,7 +779,7 @@ def test_matching_the_decode_time_finds_the_scale_or_says_why_not() -> None:
 def test_held_out_validation_of_b2_and_d_within_ten_percent(name: str, tmp_path: Path) -> None:
     """Issue 19's held-out criterion on the shared runs it holds on: mean TTFT, TPOT and e2e within 10 % (and the
     mean queue within 15 % where it measured 10 ms or more: B2's 14.8 s; D's is 4 ms)."""
-    doc = replay(shared_file("vllm_cpu", name), store=tmp_path)
+    doc = replay(data_file("vllm_cpu", name), store=tmp_path)
     val = doc["validation"]
     assert val["ttft_mean_mape"] <= 0.10 and val["tpot_mean_mape"] <= 0.10 and val["e2e_mean_mape"] <= 0.10
     queue = val["measured"]["queue_s"]["mean"]

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SAMPLES, shared_file
+from conftest import SAMPLES, data_file
 
 import lltrace
 from lltrace.analysis.document import cause_label
@@ -34,7 +34,7 @@ def _causes(path_or_paths: Any, store: Path) -> tuple[list[dict[str, Any]], dict
 def test_llmperf_failures_keep_their_status_and_message(name: str, tmp_path: Path) -> None:
     """LLMPerf keeps a refused request's HTTP status as ``error_code`` and its body (or a streamed error's message)
     as ``error_msg`` (``openai_chat_completions_client.py``); every failed record's pair is on its request."""
-    path = shared_file("serving", "llmperf", name)
+    path = data_file("serving", "llmperf", name)
     raw = json.loads(path.read_text())
     failed = [r for r in raw if r["error_code"] not in (None, 0) or r["error_msg"]]
     assert failed, "the file has failures"
@@ -57,7 +57,7 @@ def test_llmperf_failures_keep_their_status_and_message(name: str, tmp_path: Pat
 
 def test_lepton_run_says_it_was_rate_limited(tmp_path: Path) -> None:
     """The 130 failures of the Lepton run are HTTP 429: the terminal says so under the requests left out."""
-    path = shared_file("serving", "llmperf", "individual__lepton_70b.json")
+    path = data_file("serving", "llmperf", "individual__lepton_70b.json")
     raw = json.loads(path.read_text())
     n = sum(r["error_code"] == 429 for r in raw)
     _, doc = _causes(path, tmp_path / "store")
@@ -69,7 +69,7 @@ def test_lepton_run_says_it_was_rate_limited(tmp_path: Path) -> None:
 def test_aiperf_cancellations_keep_aiperfs_error_details(tmp_path: Path) -> None:
     """AIPerf's ``ErrorDetails`` (code, type, message) of each cancelled record (``RequestCancellationError``,
     code 499) is on its request; the cancellation is the outcome, the code and text its cause."""
-    path = shared_file("serving", "aiperf", "aiperf-2025-10_gpt-oss-20b_c100_cancel10.profile_export.jsonl")
+    path = data_file("serving", "aiperf", "aiperf-2025-10_gpt-oss-20b_c100_cancel10.profile_export.jsonl")
     raw = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     errors = [r["error"] for r in raw if r.get("error")]
     rows, doc = _causes(path, tmp_path / "store")
@@ -86,7 +86,7 @@ def _bench_with_failures(tmp_path: Path) -> tuple[Path, dict[str, Any]]:
     vLLM's client records them (``backend_request_func.py``: ``response.reason`` for a status that is not 200,
     ``traceback.format_exception`` of an exception), the figures the client then writes for them (0 tokens, no
     latency) and the summary's counts."""
-    src = shared_file("vllm_cpu", "A_baseline", "bench", "bench_random_200req_rate4.json")
+    src = data_file("vllm_cpu", "A_baseline", "bench", "bench_random_200req_rate4.json")
     d = json.loads(src.read_text())
     tb = (
         'Traceback (most recent call last):\n  File "backend_request_func.py", line 120, in async_request\n'
@@ -129,7 +129,7 @@ def test_vllm_bench_failures_keep_their_text_through_the_join_with_spans(tmp_pat
     """The same bench file beside run A's engine spans: the failed requests' text survives the join (a refused
     request never reached the engine: no span; its client record is kept, counted as failed, once)."""
     path, raw = _bench_with_failures(tmp_path)
-    otlp = shared_file("vllm_cpu", "A_baseline", "otlp", "traces.otlp.jsonl")
+    otlp = data_file("vllm_cpu", "A_baseline", "otlp", "traces.otlp.jsonl")
     rows, doc = _causes([path, otlp], tmp_path / "store")
     texts = Counter(r["error"] for r in rows if r["status"] == "error")
     assert texts == Counter(error_line(e) for e in raw["errors"] if e)
@@ -237,7 +237,7 @@ def test_report_says_why_requests_were_left_out_as_the_terminal_does(tmp_path: P
 
     from lltrace.cli import app
 
-    path = str(shared_file("serving", "llmperf", "individual__lepton_70b.json"))
+    path = str(data_file("serving", "llmperf", "individual__lepton_70b.json"))
     store, out = tmp_path / "store", tmp_path / "r.html"
     runner = CliRunner()
     r = runner.invoke(app, ["report", "--store", str(store), path, "-o", str(out)])

@@ -2,7 +2,7 @@
 
 Expected values come from the run's result file read with the json module and rounded the way the client prints
 them (``"{:<10.2f}"``, vllm/benchmarks/serve.py ``benchmark``), never from lltrace's reading of that file. Every
-real stdout in ../shared/data and sample_traces is checked against its own result file; the layouts of other
+real stdout in sample_traces/ is checked against its own result file; the layouts of other
 versions are fixtures built from the client's source at that version.
 """
 

@@ -1,6 +1,6 @@
 """SGLang bench_serving results of every schema it has written, read the way bench_serving computes them.
 
-The real files in ``../shared/data/serving/sglang_bench_serving/`` are of the 2024-07 schema; the later ones are
+The real files in ``sample_traces/serving/sglang_bench_serving/`` are of the 2024-07 schema; the later ones are
 fixtures built field by field from the source that wrote them: ``python/sglang/bench_serving.py`` @0033168f
 (2024-09 to 2025: the result dict of ``benchmark()``, ``--output-details`` lists) and
 ``python/sglang/benchmark/metrics.py`` @1291c7fc (2026: ``save_results``, ``args`` + ``duration`` +

@@ -6,14 +6,14 @@ import re
 from datetime import datetime, timezone
 
 import pytest
-from conftest import shared_file
+from conftest import data_file
 
 import lltrace
 from lltrace.parsers._io import COLLECTOR_CLOCK
 
 
 def test_scheduler_log_versions(store):
-    path = shared_file("serving", "log_excerpts", "sglang_scheduler_log_lines.txt")
+    path = data_file("serving", "log_excerpts", "sglang_scheduler_log_lines.txt")
     raw = path.read_text()
     prefill = [int(x) for x in re.findall(r"Prefill batch[.,] #new-seq: \d+, #new-token: (\d+)", raw)]
     decode = re.findall(r"Decode batch[.,] #running-req: \d+", raw)
@@ -39,7 +39,7 @@ def test_scheduler_log_versions(store):
 def test_sglang_prefix_cache_hit_rate_and_an_unknown_running_limit(store):
     """The real excerpt: SGLang's own hit rate from #cached-token over cached + new tokens of its prefill batches;
     no start-up line, so the running limit is unknown and the slot part of queue says so."""
-    path = shared_file("serving", "log_excerpts", "sglang_scheduler_log_lines.txt")
+    path = data_file("serving", "log_excerpts", "sglang_scheduler_log_lines.txt")
     raw = path.read_text()
     batches = re.findall(r"Prefill batch[.,] #new-seq: \d+, #new-token: (\d+), #cached-token: (\d+)", raw)
     new, cached = sum(int(n) for n, _ in batches), sum(int(c) for _, c in batches)
@@ -83,7 +83,7 @@ def test_a_gap_in_the_record_is_not_one_long_state(store):
     from datetime import datetime, timezone
     from statistics import mean
 
-    path = shared_file("serving", "log_excerpts", "sglang_scheduler_log_lines.txt")
+    path = data_file("serving", "log_excerpts", "sglang_scheduler_log_lines.txt")
     line = r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)([^\]]*)\] (?:Prefill|Decode) batch.*#queue-req: (\d+)"
     lines: dict[str, dict[float, list[int]]] = defaultdict(lambda: defaultdict(list))
     for ts, rank, q in re.findall(line, path.read_text(), re.M):
@@ -101,7 +101,7 @@ def test_a_gap_in_the_record_is_not_one_long_state(store):
 def test_a_log_collectors_stamps_give_the_zone_and_the_fraction(tmp_path):
     """The real excerpt kept by ``kubectl logs --timestamps`` in a zone two hours east of UTC: each batch line at
     its collector's stamp (SGLang's own stamp read in that zone, plus the fraction), not at its own read as UTC."""
-    path = shared_file("serving", "log_excerpts", "sglang_scheduler_log_lines.txt")
+    path = data_file("serving", "log_excerpts", "sglang_scheduler_log_lines.txt")
     lines, moments = [], {}
     for line in path.read_text().splitlines():
         m = re.match(r"\[(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)", line)

@@ -15,7 +15,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLES, shared_file
+from conftest import SAMPLES, data_file
 from typer.testing import CliRunner
 
 import lltrace
@@ -28,7 +28,7 @@ SPEC = SAMPLES / "vllm_cpu_limits" / "V_spec_draft"
 OFF = SAMPLES / "vllm_cpu_limits" / "W_spec_off"
 NGRAM = SAMPLES / "vllm_cpu_limits" / "X_spec_ngram"
 BUDGET = SAMPLES / "vllm_cpu_limits" / "Y_spec_budget"
-TRACE = SAMPLES / "vllm_cpu_spec_draft_decode.rank0.pt.trace.json.gz"
+TRACE = SAMPLES / "torch" / "vllm_cpu_spec_draft_decode.rank0.pt.trace.json.gz"
 
 
 def _counter(prom: Path, name: str) -> float:
@@ -201,7 +201,7 @@ def test_ngram_drafts_on_some_steps_only(store: Path) -> None:
 
 def test_sglang_says_its_accept_length(tmp_path: Path) -> None:
     # the shared SGLang excerpt's real decode batch line from a speculative run (sgl-project/sglang#4759)
-    path = shared_file("serving", "log_excerpts", "sglang_scheduler_log_lines.txt")
+    path = data_file("serving", "log_excerpts", "sglang_scheduler_log_lines.txt")
     said = [float(x) for x in re.findall(r"Decode batch\..*?accept len: ([\d.]+)", path.read_text())]
     assert said == [2.54]
     run = lltrace.ingest([path], store=tmp_path / "store")

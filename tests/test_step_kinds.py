@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import DATA, SAMPLES
+from conftest import DATA
 
 import lltrace
 from lltrace.parsers.kineto_steps import kind_rules, step_kind_from_kernels
@@ -18,7 +18,7 @@ from lltrace.parsers.kineto_steps import kind_rules, step_kind_from_kernels
 GPU_INFERENCE = sorted(
     {
         p.name: p
-        for p in [*(DATA / "torch").glob("*.json.gz"), *SAMPLES.glob("*.json.gz")]
+        for p in (DATA / "torch").glob("*.json.gz")
         # (a graph-capture trace runs no step: its kernels are recorded into a graph, test_kineto_real)
         if not p.name.startswith(("hta_", "torch-cpu", "vllm_cpu")) and "graph_capture" not in p.name
     }.values()

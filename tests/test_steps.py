@@ -7,7 +7,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from conftest import DATA, SAMPLES, raw_trace, shared_file
+from conftest import DATA, SAMPLES, data_file, raw_trace
 from rich.console import Console
 
 import lltrace
@@ -22,13 +22,13 @@ def _steps(path, store, **kw):
 
 
 def test_vllm_b200_single_prefill_step_of_888_tokens(store):
-    run, steps = _steps(shared_file("torch", "vllm_b200_tp8_gptoss_mxfp4_prefill_eager.rank0.json.gz"), store)
+    run, steps = _steps(data_file("torch", "vllm_b200_tp8_gptoss_mxfp4_prefill_eager.rank0.json.gz"), store)
     assert len(steps) == 1
     s = steps[0]
     assert (s["kind"], s["prefill_reqs"], s["prefill_tokens"], s["decode_tokens"]) == ("prefill", 1, 888, 0)
     assert s["shape_tokens"] == 888  # vllm::unified_attention_with_output query [888, 8, 64]
     # GPU busy time is the union of the GPU ops launched inside the step (recomputed from raw JSON).
-    ann, ivs = _raw_step_gpu(shared_file("torch", "vllm_b200_tp8_gptoss_mxfp4_prefill_eager.rank0.json.gz"))
+    ann, ivs = _raw_step_gpu(data_file("torch", "vllm_b200_tp8_gptoss_mxfp4_prefill_eager.rank0.json.gz"))
     busy = _union(ivs)
     assert s["gpu_busy_s"] == pytest.approx(float(busy) / 1e6, abs=1e-9)
     assert s["kernels"] == len(ivs)
@@ -85,7 +85,7 @@ def test_a_step_whose_gpu_work_outlasts_its_cpu_span_is_told(name, kind, tmp_pat
     annotation, 10.7 ms of GPU work after it): the table's ms columns are CPU spans, so the steps whose GPU busy
     time exceeds their span are counted and their GPU time shown. The eager B200 step waits for its kernels:
     nothing to tell. Expected values from the raw JSON."""
-    path = shared_file("torch", name)
+    path = data_file("torch", name)
     ann, ivs = _raw_step_gpu(path)
     busy_s = float(_union(ivs)) / 1e6
     longer = busy_s > float(ann["dur"]) / 1e6
@@ -110,7 +110,7 @@ def test_a_step_whose_gpu_work_outlasts_its_cpu_span_is_told(name, kind, tmp_pat
 
 
 def test_sglang_mi300x_decode_step_of_batch_32(store):
-    run, steps = _steps(shared_file("torch", "sglang_mi300x_qwen3-8b_decode_step.AMD.json.gz"), store)
+    run, steps = _steps(data_file("torch", "sglang_mi300x_qwen3-8b_decode_step.AMD.json.gz"), store)
     assert len(steps) == 1
     s = steps[0]
     assert (s["kind"], s["decode_reqs"], s["detection"]) == ("decode", 32, "sglang")
@@ -147,9 +147,7 @@ def test_vllm_cpu_steps_agree_with_annotations_and_input_shapes(run_dir, store):
 
 
 def test_hf_profiler_step_is_a_prefill_read_from_sdpa_shapes(store):
-    run, steps = _steps(
-        shared_file("torch", "hf_transformers_qwen1.5-0.5b_h100_prefill_forward_bs16x559.json.gz"), store
-    )
+    run, steps = _steps(data_file("torch", "hf_transformers_qwen1.5-0.5b_h100_prefill_forward_bs16x559.json.gz"), store)
     assert len(steps) == 1
     s = steps[0]
     assert (s["detection"], s["kind"], s["kind_from"]) == ("profiler_step", "prefill", "shapes")
@@ -157,7 +155,7 @@ def test_hf_profiler_step_is_a_prefill_read_from_sdpa_shapes(store):
 
 
 def test_cpu_tinylm_phase_annotations(store):
-    path = shared_file("torch", "torch-cpu-tinylm-infer-10mb.trace.json.gz")
+    path = data_file("torch", "torch-cpu-tinylm-infer-10mb.trace.json.gz")
     run, steps = _steps(path, store)
     names = [e["name"] for e in raw_trace(str(path))["traceEvents"] if e.get("cat") == "user_annotation"]
     assert len(steps) == names.count("prefill") + names.count("decode_step")
@@ -168,7 +166,7 @@ def test_cpu_tinylm_phase_annotations(store):
 
 
 def test_training_trace_without_markers_has_no_steps(store):
-    run, steps = _steps(shared_file("torch", "hta_a100_alexnet_benchmark_small.json.gz"), store)
+    run, steps = _steps(data_file("torch", "hta_a100_alexnet_benchmark_small.json.gz"), store)
     assert steps == []
 
 
@@ -205,7 +203,7 @@ def _tinylm_steps_match_its_annotations(store, tmp_path, edit, detection: str) -
     import gzip
     import json
 
-    src = shared_file("torch", "torch-cpu-tinylm-infer-10mb.trace.json.gz")
+    src = data_file("torch", "torch-cpu-tinylm-infer-10mb.trace.json.gz")
     doc = json.loads(gzip.decompress(src.read_bytes()))
     names = [e["name"] for e in doc["traceEvents"] if e.get("cat") == "user_annotation"]
     doc["traceEvents"] = edit(doc["traceEvents"])
@@ -219,7 +217,7 @@ def _tinylm_steps_match_its_annotations(store, tmp_path, edit, detection: str) -
 
 def test_trace_without_llm_phases_gets_no_prefill_decode_verdict(tmp_path: Path) -> None:
     """A recsys training trace: its ProfilerStep steps are of unknown kind, so no "balanced" verdict."""
-    path = shared_file("torch", "hta_a100_recsys_8rank_oldformat.rank3.json.gz")
+    path = data_file("torch", "hta_a100_recsys_8rank_oldformat.rank3.json.gz")
     doc = lltrace.analyze([path], store=tmp_path).to_dict()
     share = doc["steps"]["phase_share"]
     assert share["prefill_share"] == share["decode_share"] == share["mixed_share"] == 0
@@ -334,7 +332,7 @@ def test_kernel_classes_summing_past_the_busy_time_are_explained(name, overlap, 
     B200 trace's MoE kernels do) count in full in the kernel-class table but once in the GPU busy time, so the classes
     can sum past it; where the two figures on screen disagree, a line says why. The premise (how much the GPU ops
     overlap) from the raw file."""
-    path = shared_file("torch", name)
+    path = data_file("torch", name)
     ev = raw_trace(str(path))["traceEvents"]
     ivs = sorted(
         (e["ts"], e["ts"] + e["dur"])

@@ -10,8 +10,8 @@ from conftest import SAMPLES
 import lltrace
 from lltrace.errors import StoreError, TraceFormatError
 
-MI300X = SAMPLES / "sglang_mi300x_qwen3-8b_decode_step.AMD.json.gz"
-B200 = SAMPLES / "vllm_b200_tp8_gptoss_mxfp4_prefill_eager.rank0.json.gz"
+MI300X = SAMPLES / "torch" / "sglang_mi300x_qwen3-8b_decode_step.AMD.json.gz"
+B200 = SAMPLES / "torch" / "vllm_b200_tp8_gptoss_mxfp4_prefill_eager.rank0.json.gz"
 
 
 def test_reingest_is_idempotent(store):

@@ -7,7 +7,7 @@ import re
 from datetime import datetime, timezone
 
 import pytest
-from conftest import DATA, SAMPLES, shared_file
+from conftest import DATA, SAMPLES, data_file
 
 import lltrace
 from lltrace.parsers import detect
@@ -42,8 +42,8 @@ def test_v1_iteration_lines_become_log_steps_on_the_run_clock(store):
 
 
 def test_v0_and_v1_excerpts_glued_lines_and_preemption_counter(store):
-    v0 = shared_file("serving", "log_excerpts", "vllm_v0_metrics_log_lines.txt")
-    v1 = shared_file("serving", "log_excerpts", "vllm_v1_loggers_log_lines.txt")
+    v0 = data_file("serving", "log_excerpts", "vllm_v0_metrics_log_lines.txt")
+    v1 = data_file("serving", "log_excerpts", "vllm_v1_loggers_log_lines.txt")
     for path in (v0, v1):
         raw = path.read_text()
         run = lltrace.ingest([path], store=store)

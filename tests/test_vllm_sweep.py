@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import shared_file
+from conftest import data_file
 
 import lltrace
 
-REAL = shared_file("vllm_cpu", "A_baseline", "bench", "bench_random_200req_rate4.json")
+REAL = data_file("vllm_cpu", "A_baseline", "bench", "bench_random_200req_rate4.json")
 
 
 def _sweep(tmp_path: Path) -> tuple[Path, list[dict[str, Any]], dict[str, Any]]:

@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
-from conftest import shared_file
+from conftest import data_file
 
 import lltrace
 from lltrace.errors import TraceFormatError
@@ -39,7 +39,7 @@ def _epoch_ns(text: str) -> int:
     ],
 )
 def test_azure_traces(parts, store):
-    path = shared_file("serving", *parts)
+    path = data_file("serving", *parts)
     rows = list(csv.DictReader(path.open()))
     run = lltrace.ingest([path], store=store)
     got = run.table("requests").sort(["arrival_ns", "input_tokens", "output_tokens"])
@@ -54,7 +54,7 @@ def test_azure_traces(parts, store):
 
 
 def test_mooncake_keeps_prefix_block_ids(store):
-    path = shared_file("serving", "mooncake", "conversation_trace.jsonl")
+    path = data_file("serving", "mooncake", "conversation_trace.jsonl")
     raw = [json.loads(line) for line in path.open()]
     run = lltrace.ingest([path], store=store)
     got = run.table("requests")
@@ -69,7 +69,7 @@ def test_mooncake_keeps_prefix_block_ids(store):
 
 
 def test_burstgpt_both_schemas(store, tmp_path):
-    """No real BurstGPT file is in shared/: fixtures built from the documented columns (HPMLL/BurstGPT README)."""
+    """No real BurstGPT file here: fixtures built from the documented columns (HPMLL/BurstGPT README)."""
     v11 = tmp_path / "burst_v11.csv"
     v11.write_text(
         "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
@@ -141,14 +141,14 @@ def test_azure_bad_timestamp_is_an_error(store, tmp_path):
 
 
 def test_every_serving_sample_is_read(store):
-    """The whole shared/data/serving folder as one ingest: no file left unread, counts from the raw files."""
+    """The whole sample_traces/serving folder as one ingest: no file left unread, counts from the raw files."""
     import json as _json
 
     from conftest import DATA
 
     folder = DATA / "serving"
     run = lltrace.ingest([folder], store=store)
-    # Files added to shared/ for issue 17 that lltrace does not read yet, named so that this fails when one
+    # Files added to serving/ for issue 17 that lltrace does not read yet, named so that this fails when one
     # starts to be read or another file appears unread.
     # the Kubernetes manifests beside inference-perf's reports say how the server ran; lltrace does not read
     # YAML (named so that this fails when another file appears unread)

@@ -1,7 +1,7 @@
 """A real PyTorch profiler trace of HF transformers generate() on CPU, profiled per call (prof.step() after each
 generate, as the profiler's docs show for a loop): each ProfilerStep#N holds one prefill and its decodes.
 
-Model: the tiny randomly initialised Llama of shared/tools/vllm_cpu/make_tiny_model.py (2 layers, SDPA attention).
+Model: the tiny randomly initialised Llama of sample_traces/vllm_cpu/tools/make_tiny_model.py (2 layers, SDPA attention).
 Run: python make_hf_generate_trace.py MODEL_DIR OUT.json  (torch 2.13.0+cpu, transformers 5.19.0)
 """
 import sys

@@ -2,7 +2,7 @@
 generate, as the profiler's docs show for a loop), in four ways: eager or CUDA-graph decoding, each with and without
 record_shapes.
 
-Model: the tiny randomly initialised Llama of shared/tools/vllm_cpu/make_tiny_model.py (same config: 2 layers,
+Model: the tiny randomly initialised Llama of sample_traces/vllm_cpu/tools/make_tiny_model.py (same config: 2 layers,
 hidden 128, 4 heads, 2 KV heads, vocab 4096, bf16, SDPA attention), built here from its config with seed 0; no
 tokenizer is needed since the prompts are token ids.
 

