@@ -165,7 +165,7 @@ def _after_ingest(run: lltrace.Run, store: Path, work: Path) -> None:
     """Every step a user runs on a committed run; any exception but a named error propagates."""
     for step in (
         lambda: lltrace.analyze(run.id, store=store),
-        lambda: lltrace.report(run.id, work / "report.html", store=store),
+        lambda: lltrace.report(lltrace.analyze(run.id, store=store), work / "report.html"),
         lambda: lltrace.replay(run.id, store=store),
         lambda: lltrace.export_perfetto(run.id, work / "trace.json", store=store),
     ):

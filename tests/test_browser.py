@@ -14,6 +14,7 @@ import pytest
 from conftest import DATA, REPO
 
 import lltrace
+from lltrace.analysis.document import analyze
 from lltrace.analysis.report import report
 from lltrace.analysis.weekly import weekly
 from lltrace.replay.document import replay
@@ -78,7 +79,7 @@ def test_run_report_draws_in_chromium(run_dir, tmp_path, chromium):
     page = tmp_path / f"{run_dir}.html"
     if run_dir == "B_kvpressure":  # a replayed run: its report has the replay chart too
         replay(DATA / "vllm_cpu" / run_dir, store=tmp_path / "s", what_ifs={"kv_blocks": 80})
-    _, charts = report([DATA / "vllm_cpu" / run_dir], page, store=tmp_path / "s")
+    charts = report(analyze([DATA / "vllm_cpu" / run_dir], store=tmp_path / "s"), page)
     assert ("replay" in charts) == (run_dir == "B_kvpressure")
     shot = ARTIFACTS / f"report_{run_dir}.png"
     dom, log = _render(chromium, page, tmp_path / "profile", shot)

@@ -451,7 +451,7 @@ def test_the_report_draws_an_inference_perf_sweep(tmp_path: Path) -> None:
     from lltrace.reports.charts import build_charts
 
     folder = DATA / "serving" / "inference_perf" / "kubecon-na-2025_vllm"
-    _, page, tables = report_inputs([str(folder)], store=tmp_path)
+    page, tables = report_inputs(lltrace.analyze([str(folder)], store=tmp_path))
     charts = build_charts(page, tables)
     assert list(charts) == ["sweep"]
     spec = charts["sweep"].to_dict()

@@ -8,6 +8,7 @@ import re
 from conftest import DATA
 from typer.testing import CliRunner
 
+import lltrace
 from lltrace.cli import app
 
 
@@ -45,7 +46,7 @@ def test_gpu_trace_report_has_kernel_class_time_per_step(tmp_path):
 
     path = DATA / "torch" / "hta_a100_ddp_nccl_2rank.rank0.json.gz"
     out = tmp_path / "ddp.html"
-    _, charts = report([path], out, store=tmp_path / "s", png_dir=tmp_path / "png")
+    charts = report(lltrace.analyze([path], store=tmp_path / "s"), out, png_dir=tmp_path / "png")
     assert charts == ["steps"]
     page = out.read_text()
     assert "GPU time per step by kernel class" in page and '"communication"' in page

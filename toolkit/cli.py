@@ -254,7 +254,7 @@ def analyze_cli(
         from lltrace.analysis.report import report
 
         with _errors(quiet):
-            report(result.run, report_file, gpu=gpu, model=model)
+            report(result, report_file)
     if as_json:
         _json(result.to_dict())
     else:
@@ -272,10 +272,11 @@ def report_cli(
     quiet: QuietOpt = False,
 ) -> None:
     """Write the run's report: one offline HTML file (no network needed to open it)."""
+    from lltrace.analysis.document import analyze
     from lltrace.analysis.report import report
 
     with _errors(quiet):
-        _, charts = report(paths, output, store=store, png_dir=png, gpu=gpu, model=model)
+        charts = report(analyze(paths, store=store, gpu=gpu, model=model), output, png_dir=png)
     out.print(f"{output} ({len(charts)} charts: {', '.join(charts)})", markup=False, highlight=False, soft_wrap=True)
 
 
