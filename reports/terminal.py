@@ -10,6 +10,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from lltrace.documents.vocabulary import SUSPECT_SKIPS, SkipReason
 from lltrace.reports.labels import QUEUE_PARTS
 from lltrace.reports.numbers import count_noun, pct, per_s, whole
 from lltrace.reports.numbers import ms as _ms
@@ -44,13 +45,12 @@ def render(doc: dict[str, Any]) -> Group:
             head.append(f"    warning: {w}\n", style="yellow")
     if run.get("skipped"):
         # a file that cannot be read, or that nearly sniffs as a format of the run, may be a damaged part of it
-        suspect = [
-            k
-            for k in run["skipped"]
-            if str(k.get("reason", "")).startswith("cannot read") or "closest" in k["reason"] or "named" in k["reason"]
-        ]
+        kinds = [SkipReason(k.get("kind") or SkipReason.UNKNOWN) for k in run["skipped"]]
+        suspect = [k for k, kind in zip(run["skipped"], kinds, strict=True) if kind in SUSPECT_SKIPS]
         # files a tool writes beside the read ones with nothing more in them (their reason says what they are)
-        known = [k for k in run["skipped"] if k not in suspect and not str(k["reason"]).startswith("no known format")]
+        known = [
+            k for k, kind in zip(run["skipped"], kinds, strict=True) if kind not in (*SUSPECT_SKIPS, SkipReason.UNKNOWN)
+        ]
         other = len(run["skipped"]) - len(suspect) - len(known)
         if other:
             head.append(f"  skipped {other} file(s) of no known format\n", style="yellow")

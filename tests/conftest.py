@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import jsonschema
 import pytest
+from typer.testing import CliRunner
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "sample_traces"
@@ -133,3 +135,60 @@ def _rounded(x: Any) -> Any:
     if isinstance(x, list):
         return [_rounded(v) for v in x]
     return x
+
+
+# -- every --json document a test's command prints is checked against its declared type and its JSON Schema --------
+
+JSON_DOCUMENTS = {"analyze": "analysis", "replay": "replay", "diff": "diff", "estimate": "estimate", "weekly": "weekly"}
+"""The commands whose --json prints a document, and the document's name (lltrace.documents.DOCUMENTS)."""
+
+
+@lru_cache(maxsize=8)
+def schema_validator(kind: str) -> jsonschema.Draft202012Validator:
+    """A validator of the committed JSON Schema of the document ``kind`` (docs/schema/)."""
+    schema = json.loads((REPO / "docs" / "schema" / f"{kind}.schema.json").read_text())
+    return jsonschema.Draft202012Validator(schema)
+
+
+def thinned(value: Any, keep: int = 25) -> Any:
+    """A document with every list cut to its first ``keep`` items: what the JSON Schema validator reads of a large
+    one (the declared types read all of it)."""
+    if isinstance(value, dict):
+        return {k: thinned(v, keep) for k, v in value.items()}
+    if isinstance(value, list):
+        return [thinned(v, keep) for v in value[:keep]]
+    return value
+
+
+def check_document(doc: Any, kind: str) -> None:
+    """``doc`` is a valid ``kind`` document: it converts to its type (every field, all of it) and validates against
+    the committed JSON Schema (lists thinned)."""
+    from lltrace.documents import DocumentError, checked
+
+    try:
+        checked(doc, kind)
+    except DocumentError as exc:
+        pytest.fail(str(exc))
+    errors = sorted(schema_validator(kind).iter_errors(thinned(doc)), key=lambda e: list(e.absolute_path))
+    if errors:
+        where = "/".join(str(p) for p in errors[0].absolute_path)
+        pytest.fail(f"the {kind} document breaks docs/schema/{kind}.schema.json at /{where}: {errors[0].message}")
+
+
+def _command(args: Any) -> tuple[str | None, list[str]]:
+    words = [str(a) for a in args] if isinstance(args, (list, tuple)) else str(args or "").split()
+    return next((w for w in words if not w.startswith("-")), None), words
+
+
+_invoke = CliRunner.invoke
+
+
+def _checked_invoke(self: CliRunner, cli: Any, args: Any = None, *rest: Any, **kw: Any) -> Any:
+    result = _invoke(self, cli, args, *rest, **kw)
+    command, words = _command(args)
+    if result.exit_code == 0 and "--json" in words and command in JSON_DOCUMENTS:
+        check_document(json.loads(result.stdout), JSON_DOCUMENTS[command])
+    return result
+
+
+CliRunner.invoke = _checked_invoke  # every in-process command of every test

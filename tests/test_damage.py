@@ -74,7 +74,9 @@ def test_a_permission_error_while_sniffing_is_a_reason_not_a_traceback(tmp_path,
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         run = lltrace.ingest([folder], store=tmp_path / "s2")
-    assert run.metadata["skipped"] == [{"path": str(locked), "reason": "cannot read (Permission denied)"}]
+    assert run.metadata["skipped"] == [
+        {"path": str(locked), "reason": "cannot read (Permission denied)", "kind": "unreadable"}
+    ]
 
 
 def test_a_log_dated_on_an_impossible_day_inside_a_run_keeps_the_other_lines_on_the_run_clock(tmp_path):
@@ -113,7 +115,7 @@ def test_impossible_values_are_nulled_counted_and_shown_and_strict_rejects_them(
     assert req["ttft_s"][1] is None and req["e2e_s"][1] is None  # which of the two is wrong is unknown
     assert req["e2e_s"].drop_nulls().min() >= 0
     doc = lltrace.analyze(run.id, store=tmp_path / "store").document
-    assert doc["run"]["checks"]["values_nulled"] == 2
+    assert doc.run.checks is not None and doc.run.checks.values_nulled == 2
     r = CliRunner().invoke(app, ["analyze", run.id, "--store", str(tmp_path / "store")])
     assert "physical checks: 2 broken" in r.stdout
     line = _error_line(CliRunner().invoke(app, ["ingest", str(path), "--strict", "--store", str(tmp_path / "s2")]))

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from lltrace.cores import usable_cores
+from lltrace.documents.vocabulary import SkipReason
 from lltrace.errors import StoreError
 from lltrace.tables import TABLES as CANONICAL
 
@@ -534,10 +535,11 @@ class FilesystemStore(Store):
 
 @dataclass
 class Skipped:
-    """A file found in a folder that matches no known format, and why."""
+    """A file found in a folder that was not read, and why: in words, and as a word of the vocabulary."""
 
     path: str
     reason: str
+    kind: str = SkipReason.UNKNOWN.value  # lltrace.documents.vocabulary.SkipReason
 
 
 @dataclass

@@ -9,7 +9,8 @@ module. The ranges and row rules are declared here and enforced at ingest (``llt
 become Arrow tables in ``lltrace.arrow_rows``; what the run metadata records of one source file is
 ``lltrace.source_info``.
 
-A leaf: it imports nothing of lltrace, so a parser can use it without loading the analysis stack.
+A leaf: it imports nothing of lltrace but the documents' vocabulary (another leaf), so a parser can use it without
+loading the analysis stack.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+
+from lltrace.documents.vocabulary import KindFrom, StepKind
 
 ORIGINS = ("source", "derived", "estimated")
 
@@ -127,7 +130,7 @@ def _time(name: str, doc: str, origin: str = "source") -> Column:
 PART = _c("part", I32, None, "which file of the run the row came from (0, 1, ...: the metadata's sources)", lo=0)
 KERNEL_TIME_CLASSES = ("gemm", "attention", "communication", "memory", "elementwise", "other")
 KERNEL_CLASSES = (*KERNEL_TIME_CLASSES[:-1], "sync", "other")
-STEP_KINDS = ("prefill", "decode", "mixed", "idle")
+STEP_KINDS = tuple(k.value for k in StepKind)
 
 REQUESTS = Table(
     "requests",
@@ -245,7 +248,7 @@ ENGINE_STEPS = Table(
             None,
             "the evidence that decided kind",
             "derived",
-            values=("marker", "shapes", "kernels", "log counts", "log line"),
+            values=tuple(k.value for k in KindFrom),
         ),
         _c(
             "kind_why",

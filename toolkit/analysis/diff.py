@@ -17,6 +17,7 @@ from typing import Any
 from lltrace.analysis.engine_windows import engine_windows
 from lltrace.analysis.sql import rows
 from lltrace.analysis.tail import E2E_PARTS
+from lltrace.documents import plain
 from lltrace.errors import LltraceError
 from lltrace.ingest.targets import Target, as_store, open_run
 from lltrace.queries import thresholds
@@ -111,7 +112,7 @@ def diff(
             for c in changed
         )
         doc["verdict"] = doc["verdict"].removesuffix(".") + f". The engines' settings differ: {said}."
-    return doc
+    return plain(doc, "diff")
 
 
 def _failures(con: Any, run_id: str, window: list[float | None] | None) -> dict[str, Any] | None:

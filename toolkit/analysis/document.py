@@ -29,6 +29,8 @@ from lltrace.analysis.engine_windows import engine_windows, timeline_width
 from lltrace.analysis.queue import PARTS, queue_split
 from lltrace.analysis.sql import clean, rows
 from lltrace.analysis.tail import E2E_PARTS, tail_section
+from lltrace.documents import checked
+from lltrace.documents.analysis import AnalysisDocument
 from lltrace.ingest.engine import engine_name
 from lltrace.ingest.pipeline import ProgressFn
 from lltrace.ingest.targets import Target, open_run
@@ -98,14 +100,14 @@ def _gpu_not_in_catalog(meta: dict[str, Any]) -> dict[str, Any] | None:
 
 @dataclass
 class Analysis:
-    """The result of ``analyze``: the run and its analysis document."""
+    """The result of ``analyze``: the run and its analysis document (``lltrace.documents.AnalysisDocument``)."""
 
     run: Run
-    document: dict[str, Any]
+    document: AnalysisDocument
 
     def to_dict(self) -> dict[str, Any]:
-        """The analysis document (plain JSON types)."""
-        return self.document
+        """The analysis document as plain JSON values (what ``lltrace analyze --json`` prints)."""
+        return self.document.to_builtins()
 
 
 def analyze(
@@ -246,7 +248,7 @@ def analyze(
         doc["advice"] += advise_steps(doc["steps"])
     finally:
         con.close()
-    return Analysis(the_run, doc)
+    return Analysis(the_run, checked(doc, "analysis"))
 
 
 def _steps(

@@ -13,8 +13,9 @@ from typing import Any
 import duckdb
 
 from lltrace.analysis.sql import clean, rows
+from lltrace.documents.vocabulary import LIMIT_PARTS
 
-PARTS = ("kv_wait", "slot_wait", "budget_wait")
+PARTS = tuple(p.value for p in LIMIT_PARTS)
 _CAUSE = {"kv_wait": "kv", "slot_wait": "slot", "budget_wait": "budget"}
 _LIMIT = {"slot_wait": "max_num_seqs", "budget_wait": "max_num_batched_tokens"}
 _RULE = {

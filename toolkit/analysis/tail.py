@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-# the additive parts of a request's e2e (DESIGN.md, Attribution), in the order the tables show them
-E2E_PARTS = ("queue", "prefill", "decode", "preempted", "overhead")
+from lltrace.documents.vocabulary import Component
+
+# the additive parts of a request's e2e (docs/latency-model.md), in the order the tables show them
+E2E_PARTS = tuple(c.value for c in Component)
 _CAUSES = (("kv_wait", "KV room"), ("slot_wait", "a sequence slot"), ("budget_wait", "the token budget"))
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from lltrace.analysis.classify import label
 from lltrace.analysis.engine_windows import engine_windows
+from lltrace.documents import plain
 from lltrace.errors import StoreError
 from lltrace.ingest.targets import as_store
 from lltrace.physics.estimate import estimate
@@ -123,7 +124,7 @@ def weekly(
                     "queue split says which)"
                 )
         prev = win
-    return {
+    doc = {
         "window": window,
         "window_s": width,
         "figures": "requests" if by_requests else "engine histograms",
@@ -131,6 +132,7 @@ def weekly(
         "windows": windows,
         "relative_clock": t0 < 1e9,
     }
+    return plain(doc, "weekly")
 
 
 _ENGINE_LOAD = ("peak_kv_usage", "preemptions", "peak_waiting_capacity", "mean_running", "mean_waiting", "queue_share")

@@ -9,6 +9,7 @@ import stat
 from collections.abc import Sequence
 from pathlib import Path
 
+from lltrace.documents.vocabulary import SkipReason
 from lltrace.errors import TraceFormatError, UnknownFormat
 from lltrace.ingest.archives import archive_kind
 from lltrace.parsers import FORMATS, Format, closest_formats, detect, read_head, utf16_format
@@ -25,36 +26,38 @@ def expand_inputs(paths: Sequence[str | os.PathLike[str]]) -> tuple[list[tuple[P
         if p.is_dir():
             for f in sorted(x for x in p.rglob("*") if not x.is_dir()):
                 if why := cannot_read(f):
-                    skipped.append(Skipped(str(f), why))
+                    skipped.append(Skipped(str(f), why, SkipReason.UNREADABLE))
                     continue
                 if f.stat().st_size == 0:
-                    skipped.append(Skipped(str(f), "empty file"))
+                    skipped.append(Skipped(str(f), "empty file", SkipReason.EMPTY))
                     continue
                 try:
                     fmt = detect(f)
                 except OSError as exc:
-                    skipped.append(Skipped(str(f), f"cannot read ({exc.strerror or type(exc).__name__})"))
+                    skipped.append(
+                        Skipped(str(f), f"cannot read ({exc.strerror or type(exc).__name__})", SkipReason.UNREADABLE)
+                    )
                     continue
                 except TraceFormatError as exc:
-                    skipped.append(Skipped(str(f), exc.message))
+                    skipped.append(Skipped(str(f), exc.message, SkipReason.DAMAGED))
                     continue
                 except UnknownFormat as exc:
-                    skipped.append(Skipped(str(f), str(exc).split(": ", 1)[1]))
+                    skipped.append(Skipped(str(f), str(exc).split(": ", 1)[1], SkipReason.AMBIGUOUS))
                     continue
                 if fmt is None and (kind := archive_kind(f)):
                     why = f"an archive ({kind}) inside the folder: give it as a path of its own to read what it holds"
-                    skipped.append(Skipped(str(f), why))
+                    skipped.append(Skipped(str(f), why, SkipReason.ARCHIVE))
                 elif fmt is None and (wide := utf16_format(read_head(f))):
-                    skipped.append(Skipped(str(f), _utf16_why(f, wide.name)))
+                    skipped.append(Skipped(str(f), _utf16_why(f, wide.name), SkipReason.WIDE_TEXT))
                 elif fmt is None and (what := nothing_more(read_head(f))):
-                    skipped.append(Skipped(str(f), what))
+                    skipped.append(Skipped(str(f), what, SkipReason.BESIDE))
                 elif fmt is None:
                     near = closest_formats(read_head(f))
                     named = looks_like(f)
                     why = "no known format" + (f" (closest: {', '.join(near)})" if near else "")
                     if named and not near:
                         why += f" (named like a {named})"
-                    skipped.append(Skipped(str(f), why))
+                    skipped.append(Skipped(str(f), why, SkipReason.NEAR if near or named else SkipReason.UNKNOWN))
                 else:
                     found.append((f, fmt))
         elif p.is_file() or p.is_symlink() or p.exists():

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lltrace.documents.vocabulary import SkipReason
 from lltrace.errors import LltraceError, UnknownFormat
 from lltrace.ingest.pipeline import ingest
 from lltrace.store import Run, Skipped, Store
@@ -72,20 +73,20 @@ def batch_items(paths: Sequence[str | os.PathLike[str]]) -> tuple[list[Path], li
         if not Path(text).exists() and any(c in text for c in "*?["):
             matches = sorted(glob.glob(text, recursive=True))
             if not matches:
-                skipped.append(Skipped(text, "the pattern matches nothing"))
+                skipped.append(Skipped(text, "the pattern matches nothing", SkipReason.NO_MATCH))
             items.extend(Path(m) for m in matches)
             continue
         p = Path(text)
         if p.is_dir():
             for child in sorted(p.iterdir()):
                 if child.name.startswith("."):
-                    skipped.append(Skipped(str(child), "hidden"))
+                    skipped.append(Skipped(str(child), "hidden", SkipReason.HIDDEN))
                 else:
                     items.append(child)
         elif p.exists():
             items.append(p)
         else:
-            skipped.append(Skipped(text, "no such file or folder"))
+            skipped.append(Skipped(text, "no such file or folder", SkipReason.MISSING))
     return items, skipped
 
 

@@ -170,7 +170,7 @@ def _ingest(
     if not force and _may_be_stored(st, run, [f for f, _ in files], folder):
         run_id = identify()
         if st.has_run(run_id) and st.metadata(run_id).get("input_digest") == ident["digest"]:
-            return Run(run_id, st, [Skipped(shown(k.path), shown(k.reason)) for k in skipped], reused=True)
+            return Run(run_id, st, [Skipped(shown(k.path), shown(k.reason), k.kind) for k in skipped], reused=True)
     started = time.time()
     seconds: dict[str, float] = dict.fromkeys(("read", "steps", "assemble", "checks", "hash_wait"), 0.0)
     took: list[dict[str, Any]] = []  # per source: the timings its reader recorded (_SOURCE_TIMINGS), its hash
@@ -288,7 +288,7 @@ def _ingest(
             "input_digest": ident["digest"],
             "options": {"keep_python": keep_python},
             "sources": sources,
-            "skipped": [s.__dict__ for s in skipped],
+            "skipped": [{"path": s.path, "reason": s.reason, "kind": str(s.kind)} for s in skipped],
             "clock": {
                 "run_clock": "epoch nanoseconds (profiler ts + baseTimeNanoseconds where given)",
                 "alignment": alignment,
@@ -317,7 +317,7 @@ def _ingest(
         # strict JSON, readable by any parser: a non-finite number a source wrote is kept as text ("inf")
         meta = shown(meta)  # (an archive's files named as in it)
         (stage / "run.json").write_text(json.dumps(_finite(meta), indent=2, default=str, allow_nan=False))
-    return Run(run_id, st, [Skipped(shown(k.path), shown(k.reason)) for k in skipped])
+    return Run(run_id, st, [Skipped(shown(k.path), shown(k.reason), k.kind) for k in skipped])
 
 
 _UNEXPECTED = (

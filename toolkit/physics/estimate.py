@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from lltrace.documents import plain
 from lltrace.errors import AnalysisError
 from lltrace.physics.catalog import check_precision, gpu_or_error, model_or_error
 from lltrace.physics.roofline import decode_step, describe, prefill_step
@@ -57,7 +58,7 @@ def estimate(
         prefill_s = max(prefill_s, prefill_floor)
     decode_s = output_tokens * spt
     total = prefill_s + decode_s
-    return {
+    doc = {
         "prefill_s": prefill_s,
         "decode_s": decode_s,
         "decode_s_per_token": spt,
@@ -70,3 +71,4 @@ def estimate(
         "inputs": inputs,
         "basis": "estimated",
     }
+    return plain(doc, "estimate")

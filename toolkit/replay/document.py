@@ -17,6 +17,7 @@ import duckdb
 import numpy as np
 import polars as pl
 
+from lltrace.documents import plain
 from lltrace.errors import AnalysisError
 from lltrace.ingest.targets import Target, as_store, open_run
 from lltrace.physics.catalog import gpu_of_run
@@ -45,7 +46,7 @@ from lltrace.replay.cost import (
     speed_change,
 )
 from lltrace.replay.scheduler import OPTIONAL, EngineConfig, ReplayResult, simulate
-from lltrace.replay.whatifs import Baseline, WhatIfCase, apply
+from lltrace.replay.whatifs import Baseline, WhatIfCase, apply, what_if_sweeps
 from lltrace.replay.whatifs import what_ifs as checked_what_ifs
 from lltrace.store import Run, Store
 
@@ -525,7 +526,7 @@ def replay(
         drafting=drafting(run),
     )
     results = [_what_if(w, start, replayer, outside, stalls, baseline) for w in cases]
-    sweeps = _sweeps(cases)
+    sweeps = what_if_sweeps(cases)
     cross = None
     if calibrate_on is not None:
         cross = _cross_validation(run, calibrate_on, measured, replayer, touched, counted_preemptions(run))
@@ -554,6 +555,7 @@ def replay(
         "whatifs": results,
         "sweeps": sweeps,
     }
+    doc = plain(doc, "replay")
     run.store.save_replay(run.id, doc)
     return doc
 
@@ -585,16 +587,3 @@ def _what_if(
         for m in METRICS
     }
     return res
-
-
-def _sweeps(cases: list[WhatIfCase]) -> list[dict[str, Any]]:
-    """Each ``--what-if`` that expanded into several cases: its text, the keys whose value varies, and the
-    indexes of its cases in ``whatifs`` (in the order of its values)."""
-    out: list[dict[str, Any]] = []
-    for asked in dict.fromkeys(c.asked for c in cases):
-        idx = [i for i, c in enumerate(cases) if c.asked == asked]
-        if len(idx) < 2:
-            continue
-        keys = [k for k in cases[idx[0]].settings() if len({str(cases[i].settings()[k]) for i in idx}) > 1]
-        out.append({"what_if": asked, "keys": keys, "cases": idx})
-    return out

@@ -299,3 +299,16 @@ def _hardware(items: list[WhatIf], base: Baseline, case: Case) -> None:
             else None,
         },
     }
+
+
+def what_if_sweeps(cases: list[WhatIfCase]) -> list[dict[str, Any]]:
+    """Each ``--what-if`` that expanded into several cases: its text, the keys whose value varies, and the
+    indexes of its cases in ``whatifs`` (in the order of its values)."""
+    out: list[dict[str, Any]] = []
+    for asked in dict.fromkeys(c.asked for c in cases):
+        idx = [i for i, c in enumerate(cases) if c.asked == asked]
+        if len(idx) < 2:
+            continue
+        keys = [k for k in cases[idx[0]].settings() if len({str(cases[i].settings()[k]) for i in idx}) > 1]
+        out.append({"what_if": asked, "keys": keys, "cases": idx})
+    return out
