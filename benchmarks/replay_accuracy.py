@@ -18,7 +18,7 @@ scored window at the same batch (``validation.speed_change``): the part of the e
 split can know.
 
 Prints Markdown tables (MAPE of the mean, or the absolute error of a figure measured under 1 ms, marked ±):
-the README's replay section is this output. Measured figures come from the runs' own files (client latencies,
+docs/replay.md's accuracy tables are this output. Measured figures come from the runs' own files (client latencies,
 engine spans, the engine's preemption counter), never from the replay.
 
     python benchmarks/replay_accuracy.py

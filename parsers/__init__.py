@@ -265,7 +265,7 @@ FORMATS: tuple[Format, ...] = (
     Format(
         name=workloads.OWN,
         family="lltrace",
-        description="lltrace's request schema (README) as CSV, JSON lines or Parquet",
+        description="lltrace's request schema (docs/formats.md) as CSV, JSON lines or Parquet",
         tables=("requests",),
         attributes="whatever the columns give: arrivals and sizes at least; timestamps, preemptions when present",
         sniff=workloads.sniff_own,

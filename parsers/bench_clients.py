@@ -1,5 +1,5 @@
 """Benchmark clients other than vLLM's, SGLang's and LLMPerf's (``parsers/llmperf.py``): GenAI-Perf / Perf
-Analyzer, AIPerf and guidellm per-request exports and summaries. Field facts: docs/SERVING_FORMATS.md §D.
+Analyzer, AIPerf and guidellm per-request exports and summaries. What each file holds: docs/formats.md.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 (``llmperf.py``, Oct-Dec 2023).
 
 LLMPerf rows carry no ids and no timestamps, only durations in completion order, so they become ``requests``
-rows with ``request_id`` and ``arrival_s`` NULL. Field facts: docs/SERVING_FORMATS.md §D.
+rows with ``request_id`` and ``arrival_s`` NULL. What each file holds: docs/formats.md.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ ExportTraceServiceRequest document, a Jaeger UI export (``data[].spans``, µs ti
 nanosecond strings). Every wrapper is first turned into one span shape (``_span``), then read alike.
 
 Spans are staged (``_spans``) and joined with any bench file of the run into ``requests``
-(``lltrace.ingest.join``). Field facts: docs/SERVING_FORMATS.md §A2, §B2.
+(``lltrace.ingest.join``). What each file holds: docs/formats.md.
 """
 
 from __future__ import annotations
@@ -200,7 +200,7 @@ _SGLANG_STAGES = {"prefill_waiting": "queue_s", "prefill_forward": "prefill_s", 
 def _sglang_requests(part: int, spans: list[dict]) -> list[dict[str, Any]]:
     """SGLang ``Req <rid>`` root spans: the split comes from their stage spans (``prefill_waiting`` = queue,
     ``prefill_forward``, ``decode_forward`` summed), preferred over the root's own gen_ai.latency attributes,
-    which do not add up in real exports (docs/SERVING_FORMATS.md §B2)."""
+    which do not add up in real exports (docs/formats.md)."""
     children: dict[str, list[dict]] = {}
     for sp in spans:
         if sp.get("parentSpanId"):

@@ -1,6 +1,6 @@
 """SGLang: ``sglang.bench_serving`` output and scheduler logs (``Prefill batch`` / ``Decode batch`` lines in
 every version seen, ``Retract requests`` (SGLang's preemption) and ``Req Time Stats`` per-request lines).
-Field facts: docs/SERVING_FORMATS.md §B1, §B3.
+What each file holds: docs/formats.md.
 
 The bench output's per-request lists (``--output-details``) have vLLM's semantics and go through the same
 bench staging (joined later if spans exist).

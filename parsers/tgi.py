@@ -1,5 +1,5 @@
 """Hugging Face TGI: router log lines with per-request timing spans (Rust duration strings), and response
-headers (``x-queue-time``, ``x-total-time``, ...) saved by a client. Field facts: docs/SERVING_FORMATS.md §E.
+headers (``x-queue-time``, ``x-total-time``, ...) saved by a client. What each file holds: docs/formats.md.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """TensorRT-LLM: ``trtllm-bench --request_json`` request records, its ``--report_json`` summary and the
-per-iteration stats (``--iteration_log``, iteration perf stats). Field facts: docs/SERVING_FORMATS.md §C.
+per-iteration stats (``--iteration_log``, iteration perf stats). What each file holds: docs/formats.md.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 The bench file's per-request lists are staged (``_bench``) and joined with the engine's ``llm_request`` spans
 into ``requests`` when the run is assembled (``lltrace.ingest.join``), because a request's client-side and
-server-side records come from different files; the client log gives the join key. Field facts:
-docs/SERVING_FORMATS.md §A.
+server-side records come from different files; the client log gives the join key. What each file holds:
+docs/formats.md.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ engine stats and run configuration that the BurstGPT replay tooling samples besi
 
 Log times are ``MM-DD HH:MM:SS`` with no year or zone: kept as ``log_stamp`` and placed on the run clock
 when the run is assembled (``lltrace.ingest.clocks``); a log whose logging config prints the year (NVIDIA NIM, a
-platform plugin) is placed as read, its zone UTC (assumed). Field facts: docs/SERVING_FORMATS.md §A3.
+platform plugin) is placed as read, its zone UTC (assumed). What each file holds: docs/formats.md.
 """
 
 from __future__ import annotations

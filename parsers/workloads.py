@@ -415,7 +415,7 @@ _OWN_OPTIONAL = (
 
 
 def ingest_own(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
-    """lltrace's request schema (README): request_id, arrival_s or arrival_time (ISO-8601), input_tokens,
+    """lltrace's request schema (docs/formats.md): request_id, arrival_s or arrival_time (ISO-8601), input_tokens,
     output_tokens, and any of the optional columns."""
     info = SourceInfo(path=path, format=OWN)
     with open(path, "rb") as f:

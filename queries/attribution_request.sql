@@ -1,4 +1,4 @@
--- attribution_request: each request's end-to-end latency split into additive parts (DESIGN.md, Attribution).
+-- attribution_request: each request's end-to-end latency split into additive parts (docs/latency-model.md).
 -- requires: requests_latency
 -- e2e is the reference latency of requests_latency (the client's when a client measured it, so network and
 -- client effects land in overhead; else the engine's). queue and prefill are the engine's measurements, else

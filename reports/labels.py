@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-#: The parts of queue (DESIGN.md, Attribution) in the order they are shown, with the words shown for each.
+#: The parts of queue (docs/latency-model.md) in the order they are shown, with the words shown for each.
 QUEUE_PARTS: tuple[tuple[str, str], ...] = (
     ("kv_wait", "waiting for KV room"),
     ("slot_wait", "waiting for a sequence slot"),

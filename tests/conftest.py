@@ -80,8 +80,8 @@ def store(tmp_path: Path) -> Path:
 
 
 def write_journey_span(path: Path) -> None:
-    """One vLLM llm_request span with journey events (builds with request journey tracing; SERVING_FORMATS
-    §A2): queued 0, scheduled 100, first token 300, preempted 500 -> rescheduled 650, finished 900 (ms)."""
+    """One vLLM llm_request span with journey events (builds with request journey tracing; docs/formats.md):
+    queued 0, scheduled 100, first token 300, preempted 500 -> rescheduled 650, finished 900 (ms)."""
     t0, ms = 1_700_000_000_000_000_000, 1_000_000
 
     def ev(name: str, t: int) -> dict:

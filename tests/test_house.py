@@ -1,5 +1,5 @@
-"""The house (STYLE.md): arrows point one way, modules stay small, importing a parser loads no analysis, every
-canonical table is declared once and matches DESIGN.md's table."""
+"""The house (docs/development.md): arrows point one way, modules stay small, importing a parser loads no
+analysis, every canonical table is declared once and the reference pages are written from the declarations."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Formats with no real sample in sample_traces/: fixtures built field by field from the documented schemas
-(docs/SERVING_FORMATS.md §B2, §C1, §C2, §D1, §D3 and the upstream sources it cites)."""
+(docs/formats.md, and the upstream sources each fixture cites)."""
 
 from __future__ import annotations
 
@@ -381,7 +381,7 @@ def test_sglang_prometheus_names(store, tmp_path):
 
 
 def test_vllm_journey_events_give_request_events_and_measured_preemption(store, tmp_path):
-    """A span with journey events (builds with request journey tracing; SERVING_FORMATS.md §A2)."""
+    """A span with journey events (builds with request journey tracing; docs/formats.md)."""
     from conftest import write_journey_span
 
     path = tmp_path / "journey.json"

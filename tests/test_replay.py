@@ -369,7 +369,8 @@ def test_an_engine_that_cannot_keep_up_is_called_overloaded() -> None:
 
 
 def test_design_what_if_keys_on_an_arrival_trace(tmp_path: Path) -> None:
-    """DESIGN.md's keys: tp, gpu, weights, kv_dtype and kv_memory_gb move step cost and KV capacity together."""
+    """The documented what-if keys (docs/replay.md): tp, gpu, weights, kv_dtype and kv_memory_gb move step cost and
+    KV capacity together."""
     from lltrace.physics.catalog import gpu_or_error
 
     trace = data_file("serving", "azure_llm_2023", "AzureLLMInferenceTrace_code.csv")
@@ -455,7 +456,7 @@ def test_replay_takes_a_runs_files_like_its_folder(tmp_path: Path) -> None:
 
 
 def test_what_if_texts_expand_into_combined_cases_and_sweeps() -> None:
-    """DESIGN.md: several keys in one case, comma-separated; a list or a range (powers of two) is a sweep."""
+    """docs/replay.md: several keys in one case, comma-separated; a list or a range (powers of two) is a sweep."""
     from lltrace.replay.whatifs import what_ifs
 
     (both,) = what_ifs(["kv_blocks=60,max_num_seqs=16"])

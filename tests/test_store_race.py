@@ -1,5 +1,5 @@
 """Readers racing a forced re-ingest of the same run, and writers killed mid-commit: a reader sees the old run
-or the new one, whole, every time; the store's own readers and the README's external glob query agree."""
+or the new one, whole, every time; the store's own readers and docs/store.md's external glob query agree."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ print(failed, sorted(counts, key=str))
 
 
 def _external(store: Path) -> int:
-    """The README's query from another engine: the committed runs' rows through the run_id= links."""
+    """docs/store.md's query from another engine: the committed runs' rows through the run_id= links."""
     con = duckdb.connect()
     try:
         query = f"SELECT count(*) FROM read_parquet('{store}/requests/*/*.parquet', hive_partitioning = true)"

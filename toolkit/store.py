@@ -1,6 +1,6 @@
 """The run store: Parquet tables partitioned by table and run, plus one metadata JSON per run.
 
-Layout (DESIGN.md)::
+Layout (docs/store.md)::
 
     <store>/<table>/.runs/run_id=<id>/g=<generation>/part-*.parquet   # a generation of a run's table
     <store>/<table>/run_id=<id> -> .runs/run_id=<id>/g=<committed>    # link for engines that glob

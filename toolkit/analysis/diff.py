@@ -76,8 +76,8 @@ def diff(
     baseline_window: Window | None = None,
     incident_window: Window | None = None,
 ) -> dict[str, Any]:
-    """The diff document of DESIGN.md (``lltrace diff --json``): each run a ``Run``, a stored run's id, or the
-    file or folder of one run; each side optionally narrowed to a window (its requests by arrival, its engine
+    """The diff document (``lltrace.documents.DiffDocument``, ``lltrace diff --json``): each run a ``Run``, a stored
+    run's id, or the file or folder of one run; each side optionally narrowed to a window (its requests by arrival, its engine
     samples by time), so two windows of one run compare too. ``settings_changed`` lists the engine settings the
     two runs' ``engine_config`` give different values (the verdict names them)."""
     st = as_store(store)

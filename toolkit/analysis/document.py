@@ -1,4 +1,5 @@
-"""``analyze``: the analysis document of DESIGN.md from a run's query views.
+"""``analyze``: the analysis document (``lltrace.documents.AnalysisDocument``) from a run's
+query views.
 
 Sections: the run and its sources, request latencies (``requests_summary``), attribution and its parts
 (``attribution_run``, ``attribution_queue_causes``, ``interference_*``), classification and advice (``classify``,

@@ -1,4 +1,4 @@
-"""Why requests waited: the queue split of the analysis document (DESIGN.md, Attribution: the parts of queue),
+"""Why requests waited: the queue split of the analysis document (docs/latency-model.md: the parts of queue),
 from ``attribution_queue_causes`` over ``engine_state``, with the evidence each part rests on.
 
 Each part is the queue time of the attributed requests spent while the engine was out of that resource; a part

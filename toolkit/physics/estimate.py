@@ -1,4 +1,4 @@
-"""``estimate``: the latency model (DESIGN.md) for one request shape.
+"""``estimate``: the latency model (docs/latency-model.md) for one request shape.
 
 From measured rates (``prefill_tps``, ``decode_ms_per_token``), or from a catalog model and GPU through the
 roofline (``lltrace.physics.roofline``): the prompt's prefill step and a decode step at the mean context

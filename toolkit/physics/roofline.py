@@ -2,7 +2,7 @@
 
 Every figure lltrace computes from hardware reads this module: ``estimate`` (one request shape), the per-step
 bound of ``analyze --model --gpu``, the replay's reference step cost and its hardware what-ifs (another GPU,
-precision or tensor-parallel degree), and the FP8 advice. The physics (DESIGN.md):
+precision or tensor-parallel degree), and the FP8 advice. The physics (docs/latency-model.md):
 
 * a step's FLOPs: 2 per active parameter per token (the matmuls) plus attention, 4 x layers x heads x
   head_dim per (query, key) pair, the pairs halved for a causal prefill;

@@ -278,7 +278,7 @@ def _mape_count(pred: float, real: float | None) -> float | None:
 
 def _scores(real_s: dict[str, Any], pred_s: dict[str, Any]) -> dict[str, Any]:
     """Replayed against measured summaries: MAPE (None under the 1 ms floor), absolute errors, how each figure
-    is scored, and DESIGN.md's flat keys (``ttft_mean_mape``, ``queue_median_mape``, ...)."""
+    is scored, and the flat keys of docs/documents.md (``ttft_mean_mape``, ``queue_median_mape``, ...)."""
     floor = thresholds()["mape_floor_s"]
     out: dict[str, Any] = {
         "replayed": pred_s,

@@ -1,4 +1,4 @@
-"""What-ifs: the keys a replay answers (DESIGN.md's, with the spellings lltrace first used as aliases), read
+"""What-ifs: the keys a replay answers (docs/replay.md's, with the spellings lltrace first used as aliases), read
 once into typed settings (``what_ifs``: the CLI and the API alike), and each applied to the replay's
 calibrated baseline (``apply``) as an engine setting, an arrival clock, a cache switch, or a step cost and KV
 capacity moved with the roofline.
@@ -60,7 +60,7 @@ class WhatIf:
 
     key: str
     value: float | str
-    name: str  # the DESIGN.md key (aliases resolved)
+    name: str  # the documented key (docs/replay.md; aliases resolved)
     setting: int | float | bool | str  # typed: an integer, a number, on/off, or a GPU or precision name
 
 
