@@ -2,8 +2,7 @@
 ``flows``, plus ``engine_steps`` (see ``kineto_steps``).
 
 Formats read: every era in docs/formats.md (how a profiler trace is read) — 2021 capitalised categories with string
-tids,
-2022 ``async_cpu_to_gpu`` flows, integer-µs absolute ``ts``, absolute µs with ns decimals, relative ``ts``
+tids, 2022 ``async_cpu_to_gpu`` flows, integer-µs absolute ``ts``, absolute µs with ns decimals, relative ``ts``
 with ``baseTimeNanoseconds``, post-processed traces without ``M`` events, ROCm, and the bare-array Chrome
 trace form. ``.json`` or gzip, any size, no Python object per event. A whole document's event array is
 read by the compiled reader (``kineto_fast``, C, on both cores) where it is built and the input is its

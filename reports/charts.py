@@ -7,6 +7,9 @@ from typing import Any
 
 import altair as alt
 
+from lltrace.documents.analysis import AnalysisDocument
+from lltrace.documents.clients import ClientSummary
+from lltrace.documents.steps import StepsSection
 from lltrace.reports.page import WIDTH, Rows, data, melt, thin
 from lltrace.reports.replay_rows import replay_cases, sweep_rows
 
@@ -120,26 +123,26 @@ def timeline_chart(timeline: Rows) -> alt.VConcatChart | None:
     return alt.vconcat(top, bottom)
 
 
-def steps_chart(steps: dict[str, Any] | None) -> alt.Chart | alt.VConcatChart | None:
+def steps_chart(steps: StepsSection | None) -> alt.Chart | alt.VConcatChart | None:
     """Engine steps over time by kind, and GPU time per kernel class per step where a profiler gave it."""
-    if not steps or not steps.get("items"):
+    if steps is None or not steps.items:
         return None
-    items = thin([it for it in steps["items"] if it.get("start_s") is not None])
+    items = thin([it for it in steps.items if it.start_s is not None])
     if not items:
         return None
-    t0 = min(it["start_s"] for it in items)
+    t0 = min(it.start_s for it in items)
     rows = [
         {
-            "kind": it["kind"] or "unknown",
-            "prefill_tokens": it.get("prefill_tokens"),
-            "decode_tokens": it.get("decode_tokens"),
-            "t_s": it["start_s"] - t0,
-            "ms": (it["dur_s"] or 0.0) * 1e3,
+            "kind": str(it.kind or "unknown"),
+            "prefill_tokens": it.prefill_tokens,
+            "decode_tokens": it.decode_tokens,
+            "t_s": it.start_s - t0,
+            "ms": (it.dur_s or 0.0) * 1e3,
         }
         for it in items
     ]
     timeline = (
-        alt.Chart(data(rows), title=f"Engine steps ({steps.get('source')}): duration by kind")
+        alt.Chart(data(rows), title=f"Engine steps ({steps.source}): duration by kind")
         .mark_circle(size=18)
         .encode(
             x=alt.X("t_s:Q", title="seconds since the first step"),
@@ -149,12 +152,18 @@ def steps_chart(steps: dict[str, Any] | None) -> alt.Chart | alt.VConcatChart | 
         )
         .properties(width=WIDTH, height=200)
     )
-    classes = ("gemm", "attention", "communication", "memory", "elementwise", "other")
     gpu = [
-        {"step": f"{i:04d} {it['kind'] or 'unknown'}", "class": c, "ms": it[f"t_{c}_s"] * 1e3}
+        {"step": f"{i:04d} {it.kind or 'unknown'}", "class": c, "ms": t * 1e3}
         for i, it in enumerate(items)
-        for c in classes
-        if it.get(f"t_{c}_s") is not None
+        for c, t in (
+            ("gemm", it.t_gemm_s),
+            ("attention", it.t_attention_s),
+            ("communication", it.t_communication_s),
+            ("memory", it.t_memory_s),
+            ("elementwise", it.t_elementwise_s),
+            ("other", it.t_other_s),
+        )
+        if t is not None
     ]
     if not gpu:
         return timeline
@@ -253,27 +262,24 @@ def replay_sweep_chart(rep: dict[str, Any] | None) -> alt.VConcatChart | None:
     return alt.vconcat(*panels)
 
 
-def sweep_chart(summaries: list[dict[str, Any]]) -> alt.HConcatChart | None:
+def sweep_chart(summaries: list[ClientSummary]) -> alt.HConcatChart | None:
     """A rate sweep as the client summarised it (``client_summary`` entries with a numeric requested rate, at
     least two): median and p99 TTFT and e2e, and the achieved rate, against the requested rate."""
     pts = [
-        c
-        for c in summaries
-        if isinstance(c.get("requested_rate_per_s"), (int, float)) and c.get("stage") not in (None, "summary")
+        c for c in summaries if isinstance(c.requested_rate_per_s, (int, float)) and c.stage not in (None, "summary")
     ]
     if len(pts) < 2:
         return None
     lat = []
     for c in pts:
-        for key, label in (("ttft_s", "TTFT"), ("e2e_s", "e2e")):
-            for stat in ("median", "p99"):
-                v = (c.get(key) or {}).get(stat)
+        for d, label in ((c.ttft_s, "TTFT"), (c.e2e_s, "e2e")):
+            for stat, v in (("median", d.median if d else None), ("p99", d.p99 if d else None)):
                 if v is not None:
-                    lat.append({"rate": c["requested_rate_per_s"], "latency": f"{label} {stat}", "seconds": v})
+                    lat.append({"rate": c.requested_rate_per_s, "latency": f"{label} {stat}", "seconds": v})
     rates = [
-        {"rate": c["requested_rate_per_s"], "achieved": c["achieved_rate_per_s"]}
+        {"rate": c.requested_rate_per_s, "achieved": c.achieved_rate_per_s}
         for c in pts
-        if c.get("achieved_rate_per_s") is not None
+        if c.achieved_rate_per_s is not None
     ]
     left = (
         alt.Chart(data(lat), title="Latency against the requested rate (the client's own figures)")
@@ -299,18 +305,21 @@ def sweep_chart(summaries: list[dict[str, Any]]) -> alt.HConcatChart | None:
     return alt.hconcat(left, right)
 
 
-def build_charts(doc: dict[str, Any], tables: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
-    """The report's charts by name (None where the run has no data for one)."""
-    crossover = (doc.get("classification") or {}).get("crossover_input_tokens")
+def build_charts(
+    doc: AnalysisDocument, replay: dict[str, Any] | None, tables: dict[str, list[dict[str, Any]]]
+) -> dict[str, Any]:
+    """The report's charts by name (None where the run has no data for one): from the analysis document, the run's
+    latest replay document and the report views' rows."""
+    crossover = doc.classification.crossover_input_tokens if doc.classification is not None else None
     charts = {
         "requests": request_chart(tables.get("report_request_bins")),
         "latency": latency_chart(tables.get("report_latency_hist")),
         "sizes": size_chart(tables.get("report_size_mix"), crossover),
         "timeline": timeline_chart(tables.get("report_timeline")),
-        "steps": steps_chart(doc.get("steps")),
+        "steps": steps_chart(doc.steps),
         "interference": interference_chart(tables.get("interference_steps")),
-        "replay": replay_chart(doc.get("replay")),
-        "replay_sweep": replay_sweep_chart(doc.get("replay")),
-        "sweep": sweep_chart(doc.get("client_summary") or []),
+        "replay": replay_chart(replay),
+        "replay_sweep": replay_sweep_chart(replay),
+        "sweep": sweep_chart(doc.client_summary),
     }
     return {k: v for k, v in charts.items() if v is not None}

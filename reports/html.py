@@ -12,6 +12,13 @@ import re
 from pathlib import Path
 from typing import Any
 
+from lltrace.documents.analysis import Advice, AnalysisDocument, Classification, KvSection
+from lltrace.documents.attribution import Attribution, RequestsSection
+from lltrace.documents.base import given
+from lltrace.documents.clients import ClientSummary
+from lltrace.documents.rows import AttributionClientRow
+from lltrace.documents.vocabulary import Component
+from lltrace.reports.analysis_lines import cause_lines, engine_queue_note, speculative_line
 from lltrace.reports.charts import build_charts
 from lltrace.reports.labels import QUEUE_PARTS
 from lltrace.reports.page import offline_page
@@ -25,7 +32,6 @@ from lltrace.reports.replay_rows import (
     validation_rows,
 )
 from lltrace.reports.terminal_clients import behind_note
-from lltrace.reports.terminal_tables import cause_lines, engine_queue_note, speculative_line
 
 
 def _replay_html(rep: dict[str, Any] | None) -> str:
@@ -101,17 +107,16 @@ def _replay_html(rep: dict[str, Any] | None) -> str:
     return "\n".join(parts)
 
 
-def _by_client(rows: list[dict[str, Any]]) -> str:
+def _by_client(rows: list[AttributionClientRow]) -> str:
     """The attribution per client (load levels, clients run at once): means per request, ms."""
 
     def ms(v: float | None) -> str:
         return "-" if v is None else f"{v * 1e3:,.1f}"
 
-    keys = ("e2e_s", "e2e_p90_s", "queue_s", "prefill_s", "decode_s", "overhead_s")
     body = "".join(
-        f"<tr><td>{html.escape(str(r['client_id']))}</td><td>{r['requests']:,}</td>"
-        f"<td>{'-' if r['arrival_rate_per_s'] is None else format(r['arrival_rate_per_s'], '.3g')}</td>"
-        + "".join(f"<td>{ms(r[k])}</td>" for k in keys)
+        f"<tr><td>{html.escape(str(r.client_id))}</td><td>{r.requests:,}</td>"
+        f"<td>{'-' if r.arrival_rate_per_s is None else format(r.arrival_rate_per_s, '.3g')}</td>"
+        + "".join(f"<td>{ms(v)}</td>" for v in (r.e2e_s, r.e2e_p90_s, r.queue_s, r.prefill_s, r.decode_s, r.overhead_s))
         + "</tr>"
         for r in rows
     )
@@ -122,104 +127,142 @@ def _by_client(rows: list[dict[str, Any]]) -> str:
     return f"<h3>By client (mean per request, ms)</h3><table><tr>{head}</tr>{body}</table>"
 
 
-def _headline(doc: dict[str, Any]) -> str:
-    cls = doc.get("classification") or {}
-    parts = [f"<h1>lltrace report: {html.escape(doc['run']['id'])}</h1>"]
-    if cls:
-        parts.append(f"<p class='verdict'><b>{html.escape(cls['label'])}</b>: {html.escape(cls['why'])}</p>")
-        if cls.get("crossover_input_tokens"):
-            parts.append(
-                f"<p>Crossover input length L* = <span data-key='crossover_input_tokens'>"
-                f"{cls['crossover_input_tokens']:,.0f}</span> tokens.</p>"
-            )
-    att = doc.get("attribution")
-    if att:
-        rows = "".join(
-            f"<tr><td>{c}</td><td data-key='attribution.{c}.total_s'>{att[c]['total_s']:,.3f}</td>"
-            f"<td data-key='attribution.{c}.share'>{att[c]['share']:.1%}</td><td>{att[c]['basis']}</td></tr>"
-            for c in ("queue", "prefill", "decode", "preempted", "overhead")
+def _verdict(cls: Classification | None) -> list[str]:
+    if cls is None:
+        return []
+    parts = [f"<p class='verdict'><b>{html.escape(cls.label)}</b>: {html.escape(cls.why)}</p>"]
+    if cls.crossover_input_tokens:
+        parts.append(
+            f"<p>Crossover input length L* = <span data-key='crossover_input_tokens'>"
+            f"{cls.crossover_input_tokens:,.0f}</span> tokens.</p>"
         )
-        rows += "".join(
-            f"<tr><td>&nbsp;&nbsp;of queue: {label}</td>"
-            f"<td data-key='attribution.{key}.total_s'>{att[key]['total_s']:,.3f}</td>"
-            f"<td data-key='attribution.{key}.share_of_parent'>{att[key]['share_of_parent'] or 0:.1%}</td>"
-            f"<td>{att[key]['basis']}</td></tr>"
-            for key, label in QUEUE_PARTS
-            if att.get(key) and att[key]["total_s"] is not None
-        )
-        parts.append(f"<table><tr><th>component</th><th>total s</th><th>share</th><th>basis</th></tr>{rows}</table>")
-        unknown = [
-            f"{label}: {att[key].get('note') or 'unknown'}"
-            for key, label in QUEUE_PARTS
-            if att.get(key) and att[key]["total_s"] is None
-        ]
-        if unknown and att["queue"]["total_s"]:
-            parts.append(f"<p>Queue split, not known: {html.escape('; '.join(unknown))}.</p>")
-        if att.get("by_client"):
-            parts.append(_by_client(att["by_client"]))
-        if att.get("tail"):
-            parts.append(f"<p data-key='attribution.tail.verdict'>{html.escape(att['tail']['verdict'])}</p>")
-        preemptions = (doc.get("kv") or {}).get("preemptions")
-        if preemptions and not att["preempted"]["total_s"] and att["preempted"].get("note"):
-            parts.append(f"<p>Preempted: {preemptions:,.0f} preemptions, {html.escape(att['preempted']['note'])}.</p>")
-    for e in (doc.get("requests") or {}).get("excluded") or []:  # the terminal's lines, word for word
+    return parts
+
+
+def _attribution(att: Attribution | None, kv: KvSection | None) -> list[str]:
+    if att is None:
+        return []
+    rows = "".join(
+        f"<tr><td>{c}</td><td data-key='attribution.{c}.total_s'>{att.component(c).total_s:,.3f}</td>"
+        f"<td data-key='attribution.{c}.share'>{att.component(c).share:.1%}</td><td>{att.component(c).basis}</td></tr>"
+        for c in Component
+    )
+    rows += "".join(
+        f"<tr><td>&nbsp;&nbsp;of queue: {label}</td>"
+        f"<td data-key='attribution.{key}.total_s'>{att.part(key).total_s:,.3f}</td>"
+        f"<td data-key='attribution.{key}.share_of_parent'>{att.part(key).share_of_parent or 0:.1%}</td>"
+        f"<td>{att.part(key).basis}</td></tr>"
+        for key, label in QUEUE_PARTS
+        if att.part(key).total_s is not None
+    )
+    parts = [f"<table><tr><th>component</th><th>total s</th><th>share</th><th>basis</th></tr>{rows}</table>"]
+    unknown = [
+        f"{label}: {given(att.part(key).note) or 'unknown'}"
+        for key, label in QUEUE_PARTS
+        if att.part(key).total_s is None
+    ]
+    if unknown and att.queue.total_s:
+        parts.append(f"<p>Queue split, not known: {html.escape('; '.join(unknown))}.</p>")
+    if att.by_client:
+        parts.append(_by_client(att.by_client))
+    if att.tail is not None:
+        parts.append(f"<p data-key='attribution.tail.verdict'>{html.escape(att.tail.verdict)}</p>")
+    preemptions = kv.preemptions if kv is not None else None
+    if preemptions and not att.preempted.total_s and given(att.preempted.note):
+        parts.append(f"<p>Preempted: {preemptions:,.0f} preemptions, {html.escape(att.preempted.note)}.</p>")
+    return parts
+
+
+def _excluded(req: RequestsSection | None) -> list[str]:
+    parts = []
+    for e in req.excluded if req is not None else []:  # the terminal's lines, word for word
         causes = "; ".join(cause_lines(e))
         said = f" ({html.escape(causes)})" if causes else ""
         parts.append(
-            f"<p data-key='requests.excluded.{html.escape(e['outcome'])}'>Left out of the figures: {e['requests']:,} "
-            f"{html.escape(e['outcome'])}: {html.escape(e['why'])}{said}.</p>"
+            f"<p data-key='requests.excluded.{html.escape(e.outcome)}'>Left out of the figures: {e.requests:,} "
+            f"{html.escape(e.outcome)}: {html.escape(e.why)}{said}.</p>"
         )
-    kv = doc.get("kv")
-    if kv and kv.get("preemptions") is not None:
+    return parts
+
+
+def _kv(kv: KvSection | None) -> list[str]:
+    if kv is None:
+        return []
+    parts = []
+    if kv.preemptions is not None:
         parts.append(
-            f"<p>KV cache: peak usage <span data-key='kv.peak_usage'>{kv['peak_usage']:.1%}</span>, "
-            f"<span data-key='kv.preemptions'>{kv['preemptions']:,.0f}</span> preemptions.</p>"
+            f"<p>KV cache: peak usage <span data-key='kv.peak_usage'>{kv.peak_usage:.1%}</span>, "
+            f"<span data-key='kv.preemptions'>{kv.preemptions:,.0f}</span> preemptions.</p>"
         )
-    if kv and kv.get("prefix_cache_hit_rate") is not None:
+    if kv.prefix_cache_hit_rate is not None:
         parts.append(
             f"<p>Prefix cache: hit rate <span data-key='kv.prefix_cache_hit_rate'>"
-            f"{kv['prefix_cache_hit_rate']:.1%}</span> ({kv['prefix_cache_hit_tokens']:,.0f} of "
-            f"{kv['prefix_cache_queried_tokens']:,.0f} queried tokens, "
-            f"{html.escape(kv['prefix_cache_hit_basis'])}).</p>"
+            f"{kv.prefix_cache_hit_rate:.1%}</span> ({kv.prefix_cache_hit_tokens:,.0f} of "
+            f"{kv.prefix_cache_queried_tokens:,.0f} queried tokens, "
+            f"{html.escape(str(kv.prefix_cache_hit_basis))}).</p>"
         )
-    if kv and kv.get("prefix_cached_share") is not None:
+    if kv.prefix_cached_share is not None:
         parts.append(
             f"<p>Prompt tokens served from the prefix cache: <span data-key='kv.prefix_cached_share'>"
-            f"{kv['prefix_cached_share']:.1%}</span> ({html.escape(kv['prefix_cached_basis'])}).</p>"
+            f"{kv.prefix_cached_share:.1%}</span> ({html.escape(str(kv.prefix_cached_basis))}).</p>"
         )
-    if doc.get("speculative"):  # the terminal's line, word for word
-        parts.append(f"<p data-key='speculative'>{html.escape(speculative_line(doc['speculative']))}.</p>")
-    queue_note = engine_queue_note(doc)
-    if queue_note:
+    return parts
+
+
+def _engine_notes(doc: AnalysisDocument) -> list[str]:
+    parts = []
+    if doc.speculative is not None:  # the terminal's line, word for word
+        parts.append(f"<p data-key='speculative'>{html.escape(speculative_line(doc.speculative))}.</p>")
+    if queue_note := engine_queue_note(doc):
         parts.append(f"<p data-key='engine_queue_causes'>{html.escape(queue_note)}.</p>")
-    behind: dict[str, list[dict[str, Any]]] = {}
-    for c in doc.get("client_summary") or []:
-        if c.get("sent_behind"):
-            behind.setdefault(str(Path(c["source"]).parent), []).append(c)
+    behind: dict[str, list[ClientSummary]] = {}
+    for c in doc.client_summary:
+        if c.sent_behind:
+            behind.setdefault(str(Path(c.source).parent), []).append(c)
     parts += [f"<p>{html.escape(Path(k).name)}: {html.escape(behind_note(v))}.</p>" for k, v in behind.items()]
-    advice = doc.get("advice") or []
-    if advice:
-        items = "".join(
-            f"<li><b>{html.escape(a['bottleneck'])}</b>"
-            f"{' (' + html.escape(a.get('engine_setting') or a['setting']) + ')' if a.get('setting') else ''}: "
-            f"{html.escape(a['action'])} — "
-            f"{html.escape(a['expected_gain']['metric'])} {a['expected_gain']['from']:,.3f} → "
-            f"{a['expected_gain']['to']:,.3f} {a['expected_gain']['unit']} <i>({html.escape(a['formula'])})</i></li>"
-            for a in advice
-        )
-        parts.append(f"<h2>Advice</h2><ol>{items}</ol>")
+    return parts
+
+
+def _advice(advice: list[Advice]) -> list[str]:
+    if not advice:
+        return []
+    items = "".join(
+        f"<li><b>{html.escape(a.bottleneck)}</b>"
+        f"{' (' + html.escape(given(a.engine_setting) or a.setting) + ')' if a.setting else ''}: "
+        f"{html.escape(a.action)} — "
+        f"{html.escape(a.expected_gain.metric)} {a.expected_gain.from_:,.3f} → "
+        f"{a.expected_gain.to:,.3f} {a.expected_gain.unit} <i>({html.escape(a.formula)})</i></li>"
+        for a in advice
+    )
+    return [f"<h2>Advice</h2><ol>{items}</ol>"]
+
+
+def _headline(doc: AnalysisDocument) -> str:
+    """The report's text: the verdict, where the time went, what was left out, the caches, and the advice."""
+    parts = [f"<h1>lltrace report: {html.escape(doc.run.id)}</h1>"]
+    parts += _verdict(doc.classification)
+    parts += _attribution(doc.attribution, doc.kv)
+    parts += _excluded(doc.requests)
+    parts += _kv(doc.kv)
+    parts += _engine_notes(doc)
+    parts += _advice(doc.advice)
     return "\n".join(parts)
 
 
 def write_report(
-    doc: dict[str, Any], tables: dict[str, list[dict[str, Any]]], output: Path, png_dir: Path | None = None
+    doc: AnalysisDocument,
+    replay: dict[str, Any] | None,
+    tables: dict[str, list[dict[str, Any]]],
+    output: Path,
+    png_dir: Path | None = None,
 ) -> list[str]:
-    """Write the offline HTML report (and one PNG per chart into ``png_dir``); returns the chart names."""
-    charts = build_charts(doc, tables)
+    """Write the offline HTML report of an analysis document, with the run's latest replay document where it was
+    replayed (and one PNG per chart into ``png_dir``); returns the chart names."""
+    charts = build_charts(doc, replay, tables)
     header = f"<div id='lltrace-summary'>{_headline(doc)}</div>"
-    if doc.get("replay"):
-        header += f"\n<div id='lltrace-replay'>{_replay_html(doc['replay'])}</div>"
-    body = offline_page(charts, header, f"lltrace {doc['run']['id']}")
+    if replay:
+        header += f"\n<div id='lltrace-replay'>{_replay_html(replay)}</div>"
+    body = offline_page(charts, header, f"lltrace {doc.run.id}")
     output.write_text(body, encoding="utf-8")
     if png_dir is not None:
         import vl_convert as vlc

@@ -9,32 +9,34 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
+from lltrace.documents.base import given
+from lltrace.documents.clients import ClientSummary, Stats
 from lltrace.parsers.inference_perf import SERVER
 from lltrace.reports.numbers import ms, pct, per_s, whole
 
 
-def client_tables(summaries: list[dict[str, Any]], per_request: bool) -> list[Any]:
+def client_tables(summaries: list[ClientSummary], per_request: bool) -> list[Any]:
     """The clients' own summaries (the document's ``client_summary``), one table per source: one line per
     result the client wrote (e.g. each rate of a sweep), the figures as the tool computed them."""
     out: list[Any] = []
-    by_source: dict[str, list[dict[str, Any]]] = {}
+    by_source: dict[str, list[ClientSummary]] = {}
     for c in summaries:
         # a sweep written as one report per stage (inference-perf) is one table: the folder's
-        key = str(Path(c["source"]).parent) + "/" if c["tool"].startswith("inference-perf") else c["source"]
+        key = str(Path(c.source).parent) + "/" if c.tool.startswith("inference-perf") else c.source
         by_source.setdefault(key, []).append(c)
     for source, items in by_source.items():
-        if any(c.get("server") for c in items):
+        if any(given(c.server) for c in items):
             server = [_server_table(Path(source).name, items), *_server_notes(items)]
         else:
             server = []
-        items = [c for c in items if c["tool"] != SERVER]  # a server report given without its client's
+        items = [c for c in items if c.tool != SERVER]  # a server report given without its client's
         if not items:
             out += server
             continue
-        tool = items[0]["tool"]
+        tool = items[0].tool
         t = Table(title=f"{Path(source).name}: the benchmark client's own summary ({tool}, as reported; ms)")
-        staged = any(c["stage"] is not None for c in items)
-        goodput = any(c.get("goodput_per_s") is not None for c in items)  # only where the client had SLOs
+        staged = any(c.stage is not None for c in items)
+        goodput = any(c.goodput_per_s is not None for c in items)  # only where the client had SLOs
         cols = (
             "req/s",
             "got/s",
@@ -50,50 +52,46 @@ def client_tables(summaries: list[dict[str, Any]], per_request: bool) -> list[An
             "out tok/s",
         )
 
-        def med(c: dict[str, Any], lat: str, stat: str = "median") -> str:
-            d = c.get(f"{lat}_s")
-            return ms(d.get(stat)) if d else "-"
-
         rows = []
         for c in items:
-            rate = c["requested_rate_per_s"]
+            rate = c.requested_rate_per_s
             rows.append(
                 (
                     "-" if rate is None else str(rate) if isinstance(rate, str) else f"{rate:g}",  # "inf": all at once
-                    "-" if c["achieved_rate_per_s"] is None else per_s(c["achieved_rate_per_s"]),
-                    *(("-" if c.get("goodput_per_s") is None else per_s(c["goodput_per_s"]),) if goodput else ()),
+                    "-" if c.achieved_rate_per_s is None else per_s(c.achieved_rate_per_s),
+                    *(("-" if c.goodput_per_s is None else per_s(c.goodput_per_s),) if goodput else ()),
                     "-"
-                    if c["mean_input_tokens"] is None or c["mean_output_tokens"] is None
-                    else f"{c['mean_input_tokens']:,.0f} / {c['mean_output_tokens']:,.0f}",
-                    whole(c["completed"]),
-                    whole(c["failed"]),
-                    med(c, "ttft"),
-                    med(c, "ttft", "p99"),
-                    med(c, "tpot"),
-                    med(c, "itl"),
-                    med(c, "e2e"),
-                    whole(c["output_tokens_per_s"]),
+                    if c.mean_input_tokens is None or c.mean_output_tokens is None
+                    else f"{c.mean_input_tokens:,.0f} / {c.mean_output_tokens:,.0f}",
+                    whole(c.completed),
+                    whole(c.failed),
+                    _median(c.ttft_s),
+                    ms(c.ttft_s.p99) if c.ttft_s else "-",
+                    _median(c.tpot_s),
+                    _median(c.itl_s),
+                    _median(c.e2e_s),
+                    whole(c.output_tokens_per_s),
                 )
             )
         # a figure no line of this client has is left out, so that the others fit the terminal
         shown = [i for i in range(len(cols)) if any(r[i] != "-" for r in rows)]
         if staged:  # as wide as its longest label ("concurrent@16"), never cut
-            t.add_column("stage", justify="right", no_wrap=True, min_width=max(len(str(c["stage"])) for c in items))
+            t.add_column("stage", justify="right", no_wrap=True, min_width=max(len(str(c.stage)) for c in items))
         for i in shown:  # a header on two lines, a figure on one: cut only where the terminal is too narrow
             t.add_column(cols[i].replace(" ", "\n", 1), justify="right", no_wrap=True)
         for c, r in zip(items, rows, strict=True):
-            t.add_row(*([str(c["stage"])] if staged else []), *(r[i] for i in shown))
+            t.add_row(*([str(c.stage)] if staged else []), *(r[i] for i in shown))
         out.append(t)
-        behind = [c for c in items if c.get("sent_behind")]
+        behind = [c for c in items if c.sent_behind]
         if behind:
             out.append(Text(behind_note(behind)))
         for c in items:
-            if c.get("goodput_slos"):
-                slos = ", ".join(f"{k} <= {v:g}" for k, v in c["goodput_slos"].items())
+            if c.goodput_slos:
+                slos = ", ".join(f"{k} <= {v:g}" for k, v in c.goodput_slos.items())
                 out.append(Text(f"goodput: the requests that met {slos} (the client's SLOs, in its display units)"))
         out += server
     if summaries and not per_request:
-        named = list(dict.fromkeys(PER_REQUEST_OUTPUT[c["tool"]] for c in summaries if c["tool"] in PER_REQUEST_OUTPUT))
+        named = list(dict.fromkeys(PER_REQUEST_OUTPUT[c.tool] for c in summaries if c.tool in PER_REQUEST_OUTPUT))
         out.append(
             Text(
                 "Summary only: no per-request rows, so no attribution. Re-run the client with per-request output "
@@ -121,26 +119,26 @@ PER_REQUEST_OUTPUT = {
 }
 
 
-def behind_note(items: list[dict[str, Any]]) -> str:
+def behind_note(items: list[ClientSummary]) -> str:
     """The stages of one client that sent slower than asked (``sent_behind``): how much, and how late its requests
     left (the terminal and the report say it alike)."""
 
     def span(vals: list[str]) -> str:
         return vals[0] if vals[0] == vals[-1] else f"{vals[0]}-{vals[-1]}"
 
-    sent = span(sorted((per_s(c["achieved_rate_per_s"]) for c in items), key=lambda v: float(v.replace(",", ""))))
-    asked = span([f"{r:g}" for r in sorted(c["requested_rate_per_s"] for c in items)])
-    delays = sorted(c["send_delay_s"]["median"] for c in items if c.get("send_delay_s") and c["send_delay_s"]["median"])
+    sent = span(sorted((per_s(c.achieved_rate_per_s) for c in items), key=lambda v: float(v.replace(",", ""))))
+    asked = span([f"{r:g}" for r in sorted(c.requested_rate_per_s for c in items)])
+    delays = sorted(c.send_delay_s.median for c in items if c.send_delay_s and c.send_delay_s.median)
     late = span([ms(d) for d in delays])
     waited = f"; its requests left a median {late} ms after their scheduled time (its schedule_delay)" if delays else ""
-    stages = ", ".join(str(c["stage"]) for c in items)
+    stages = ", ".join(str(c.stage) for c in items)
     return (
         f"stage {stages}: the client sent {sent} req/s of the {asked} asked{waited}: time spent in the client, "
         "which the client's latencies leave out"
     )
 
 
-def _server_table(name: str, items: list[dict[str, Any]]) -> Table:
+def _server_table(name: str, items: list[ClientSummary]) -> Table:
     """The model server's side of each stage, as the client summarised the server's Prometheus metrics over it
     (inference-perf's ``stage_N_prometheus_metrics.json``): the queue and load behind the client's latencies."""
     t = Table(
@@ -150,34 +148,38 @@ def _server_table(name: str, items: list[dict[str, Any]]) -> Table:
     for col in cols:
         t.add_column(col, justify="right")
 
-    def med(srv: dict[str, Any], lat: str) -> str:
-        d = srv.get(f"{lat}_s")
-        return ms(d.get("median")) if d else "-"
-
     def mean(v: float | None) -> str:
         return "-" if v is None else f"{v:,.1f}"
 
     for c in items:
-        srv = c.get("server") or {}
+        srv = given(c.server)
+        if srv is None:  # a stage with no server report: its row says so
+            t.add_row(str(c.stage), *("-" for _ in cols[1:]))
+            continue
         t.add_row(
-            str(c["stage"]),
-            whole(srv.get("requests")),
-            "-" if srv.get("rate_per_s") is None else per_s(srv["rate_per_s"]),
-            mean(srv.get("queue_len_mean")),
-            mean(srv.get("running_mean")),
-            pct(srv.get("kv_usage_mean")),
-            whole(srv.get("preemptions")),
-            med(srv, "ttft"),
-            med(srv, "tpot"),
-            med(srv, "e2e"),
+            str(c.stage),
+            whole(srv.requests),
+            "-" if srv.rate_per_s is None else per_s(srv.rate_per_s),
+            mean(srv.queue_len_mean),
+            mean(srv.running_mean),
+            pct(srv.kv_usage_mean),
+            whole(srv.preemptions),
+            _median(srv.ttft_s),
+            _median(srv.tpot_s),
+            _median(srv.e2e_s),
         )
     return t
 
 
-def _server_notes(items: list[dict[str, Any]]) -> list[Text]:
+def _server_notes(items: list[ClientSummary]) -> list[Text]:
     """The analysis' notes on the server's figures, one line each with the stages it holds for."""
     stages: dict[str, list[str]] = {}
     for c in items:
-        for note in (c.get("server") or {}).get("notes") or []:
-            stages.setdefault(note, []).append(str(c["stage"]))
+        for note in given(c.server).notes if given(c.server) else []:
+            stages.setdefault(note, []).append(str(c.stage))
     return [Text(f"server, stage {', '.join(st)}: {note}", style="yellow") for note, st in stages.items()]
+
+
+def _median(d: Stats | None) -> str:
+    """A latency's median in ms, as the client wrote it ("-" where it wrote none)."""
+    return ms(d.median) if d else "-"

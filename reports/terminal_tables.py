@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from lltrace.reports.labels import QUEUE_PARTS
-from lltrace.reports.numbers import count_noun, pct, whole, window_label
+from lltrace.reports.numbers import pct, whole, window_label
 
 _PART_LABEL = dict(QUEUE_PARTS)
 
@@ -90,53 +90,6 @@ def _profiler_diff_table(doc: dict[str, Any]) -> Group:
         parts.append(g)
     parts.append(Text(doc["verdict"]))
     return Group(*parts)
-
-
-def client_attribution_table(rows: list[dict[str, Any]]) -> Table:
-    """The run's attribution per client (``attribution.by_client``: a sweep's load levels, clients run at once), as
-    means per request in ms, in the order the clients began."""
-    t = Table(title="By client (mean per request, ms)")
-    cols = ("client", "requests", "arrivals/s", "in/out tok", "e2e", "e2e p90", "queue", "prefill", "decode")
-    for col in (*cols, "overhead"):
-        t.add_column(col, justify="left" if col == "client" else "right", no_wrap=col in ("client", "in/out tok"))
-
-    def ms(v: float | None) -> str:
-        return "-" if v is None else f"{v * 1e3:,.1f}"
-
-    for r in rows:
-        rate = r["arrival_rate_per_s"]
-        t.add_row(
-            str(r["client_id"]),
-            whole(r["requests"]),
-            "-" if rate is None else f"{rate:.3g}",
-            f"{r['mean_input_tokens']:,.0f} / {r['mean_output_tokens']:,.0f}",
-            *(ms(r[k]) for k in ("e2e_s", "e2e_p90_s", "queue_s", "prefill_s", "decode_s", "overhead_s")),
-        )
-    return t
-
-
-def tail_table(tail: dict[str, Any]) -> Group:
-    """The slowest tenth of the requests against the rest (``attribution.tail``): means per request in ms, their
-    sizes, and the sentence on what makes the gap."""
-    t = Table(title="The slowest 10% against the rest (mean per request, ms)")
-    cols = ("requests", "e2e", "queue", "prefill", "decode", "preempted", "overhead", "in/out tok", "ms/token")
-    for col in ("", *cols):
-        t.add_column(col, justify="left" if not col else "right", no_wrap=col in ("", "in/out tok"))
-
-    def ms(v: float | None, f: str = ",.1f") -> str:
-        return "-" if v is None else f"{v * 1e3:{f}}"
-
-    for label, r in (("slowest 10%", tail["slowest"]), ("rest", tail["rest"])):
-        known = r["mean_input_tokens"] is not None and r["mean_output_tokens"] is not None
-        sizes = f"{r['mean_input_tokens']:,.0f} / {r['mean_output_tokens']:,.0f}" if known else "-"
-        t.add_row(
-            label,
-            whole(r["requests"]),
-            *(ms(r[f"{p}_s"]) for p in ("e2e", "queue", "prefill", "decode", "preempted", "overhead")),
-            sizes,
-            ms(r["decode_s_per_token"], ",.2f"),
-        )
-    return Group(t, Text(tail["verdict"]))
 
 
 def _side(side: dict[str, Any]) -> str:
@@ -232,117 +185,3 @@ def weekly_table(doc: dict[str, Any]) -> Group:
     lines = [Text("What changed: " + ("" if changes else "nothing beyond the thresholds"))]
     lines += [Text(f"  {when}: {what}") for when, what in changes]
     return Group(t, *lines)
-
-
-def engine_queue_note(doc: dict[str, Any]) -> str | None:
-    """What the queue waited for by the engine's own record (``engine_queue_causes``), where no request's queue
-    was placed on it (the requests' own split says it where it can): the terminal and the report say it alike."""
-    causes = doc.get("engine_queue_causes")
-    att = doc.get("attribution") or {}
-    if not causes or not causes.get("waiting_request_s"):
-        return None
-    if any((att.get(key) or {}).get("total_s") is not None for key, _ in QUEUE_PARTS):
-        return None
-    known = {
-        "KV room": causes["kv_share"],
-        "a sequence slot": causes["slot_share"],
-        "the token budget": causes.get("budget_share"),
-    }
-    said = [f"{name} {pct(v)}" for name, v in known.items() if v is not None]
-    unknown = [name for name, v in known.items() if v is None]
-    steps = causes.get("basis") == "steps"
-    return (
-        f"What the queue waited for, from the engine's {'step log' if steps else 'gauges'} "
-        f"({whole(causes['samples'])} {'steps' if steps else 'sample intervals'}, "
-        f"{causes['waiting_request_s']:,.1f} request-seconds waiting; estimates): "
-        + (" · ".join(said) if said else "nothing they can tell")
-        + (f" · not knowable from them: {', '.join(unknown)}" if unknown else "")
-    )
-
-
-def kv_lines(kv: dict[str, Any] | None, spec: dict[str, Any] | None) -> str | None:
-    """The KV cache's line (peak usage, preemptions, waiting), the prefix cache's and speculative decoding's, where
-    the run has them."""
-    lines = []
-    if kv and any(v is not None for v in kv.values()):
-        wait = f"{kv['kv_wait_s']:,.2f} s" if kv["kv_wait_s"] is not None else ""
-        line = (
-            f"KV cache: peak usage {pct(kv['peak_usage'])} · preemptions {whole(kv['preemptions'])} · "
-            f"peak requests waiting {whole(kv.get('peak_waiting'))}"
-            + (
-                f" ({whole(kv['peak_waiting_capacity'])} for scheduling capacity)"
-                if kv.get("peak_waiting_capacity") is not None
-                else ""
-            )
-            + (f" · queue time waiting for KV room {wait}" if kv["kv_wait_s"] is not None else "")
-        )
-        prefix = []
-        if kv.get("prefix_cache_hit_rate") is not None:
-            prefix.append(
-                f"hit rate {pct(kv['prefix_cache_hit_rate'])} ({whole(kv['prefix_cache_hit_tokens'])} of "
-                f"{whole(kv['prefix_cache_queried_tokens'])} queried tokens, {kv['prefix_cache_hit_basis']})"
-            )
-        if kv.get("prefix_cached_share") is not None:
-            prefix.append(f"prompt tokens cached {pct(kv['prefix_cached_share'])} ({kv['prefix_cached_basis']})")
-        if kv.get("prefix_cached_requests"):
-            prefix.append(
-                f"cached tokens per request for {count_noun(kv['prefix_cached_requests'], 'request')} "
-                f"({kv['prefix_cached_requests_basis']})"
-            )
-        if prefix:
-            line += "\nprefix cache: " + " · ".join(prefix)
-        lines.append(line)
-    if spec:
-        lines.append(speculative_line(spec))
-    return "\n".join(lines) or None
-
-
-def speculative_line(spec: dict[str, Any]) -> str:
-    """What speculative decoding gained: the share of draft tokens kept and the tokens a decoding request took a
-    step, with where the counts come from."""
-    k = spec.get("speculative_tokens")
-    head = "speculative decoding" + (f" (up to {whole(k)} draft tokens a step)" if k else "")
-    if spec.get("draft_tokens") is None:
-        if spec.get("acceptance_length"):  # SGLang counts no drafts: its accept length per interval
-            return f"{head}: {spec['acceptance_length']:.2f} tokens a request gained per verify step ({spec['basis']})"
-        return f"{head}: on, its drafts not counted (no spec-decode counters or SpecDecoding log lines in the run)"
-    if not spec["draft_tokens"]:
-        return f"{head}: on, no draft proposed ({spec['basis']})"
-    said = [f"{pct(spec['acceptance_rate'])} of {whole(spec['draft_tokens'])} draft tokens accepted"]
-    basis = spec["basis"]
-    if spec.get("tokens_per_decode_step"):
-        said.append(f"{spec['tokens_per_decode_step']:.2f} tokens a step per decoding request")
-        basis += "; the steps from the iteration log"
-    elif spec.get("acceptance_length"):
-        said.append(f"{spec['acceptance_length']:.2f} tokens per drafting step (vLLM's mean acceptance length)")
-    return f"{head}: " + " · ".join(said) + f" ({basis})"
-
-
-def cause_lines(excluded: dict[str, Any]) -> list[str]:
-    """An outcome's causes as its sources state them, a line each (``requests.excluded[].causes``): the count, the
-    cause, the error text where it says more than the cause (not a status's own reason phrase), and when the
-    requests arrived, where the sources place them."""
-    out = []
-    for c in excluded.get("causes") or []:
-        text = c.get("error")
-        more = f", and {c['texts'] - 1:,} other texts" if (c.get("texts") or 0) > 1 else ""
-        said = f' ("{text}"{more})' if text and text not in c["cause"] else ""
-        first, last = c.get("first_arrival_s"), c.get("last_arrival_s")
-        when = ""
-        if first is not None and last is not None:
-            when = f", arrived {first:,.1f} s" if c["requests"] == 1 else f", arrived {first:,.1f} to {last:,.1f} s"
-            when += " into the run"
-        out.append(f"{c['requests']:,} {c['cause']}{said}{when}")
-    if excluded.get("other_causes"):
-        out.append(f"{excluded['other_causes']:,} of other causes")
-    if excluded.get("causes") and excluded.get("no_cause_given"):
-        out.append(f"{excluded['no_cause_given']:,} with no cause given")
-    return out
-
-
-def api_responses_line(hist: dict[str, Any]) -> str:
-    """What the API server answered over the scrapes' span, by status class (``engine_latency``'s ``http_*``: vLLM's
-    ``http_requests_total``), with the share of the answers that were refusals (4xx) and failures (5xx)."""
-    said = " · ".join(f"{whole(hist.get(f'http_{k}') or 0)} {k}" for k in ("2xx", "4xx", "5xx"))
-    share = f": {pct(hist['http_failed_share'])} refused or failed" if hist.get("http_failed_share") else ""
-    return f"API server's responses ({hist['basis']}, its http_requests_total): {said}{share}"

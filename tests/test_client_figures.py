@@ -451,8 +451,9 @@ def test_the_report_draws_an_inference_perf_sweep(tmp_path: Path) -> None:
     from lltrace.reports.charts import build_charts
 
     folder = DATA / "serving" / "inference_perf" / "kubecon-na-2025_vllm"
-    page, tables = report_inputs(lltrace.analyze([str(folder)], store=tmp_path))
-    charts = build_charts(page, tables)
+    analysis = lltrace.analyze([str(folder)], store=tmp_path)
+    replayed, tables = report_inputs(analysis)
+    charts = build_charts(analysis.document, replayed, tables)
     assert list(charts) == ["sweep"]
     spec = charts["sweep"].to_dict()
     latency, achieved = (c["data"]["values"] for c in spec["hconcat"])

@@ -14,13 +14,15 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from conftest import SAMPLES, data_file
 
 import lltrace
 from lltrace.analysis.document import cause_label
+from lltrace.documents.attribution import Excluded
 from lltrace.parsers._io import ERROR_TEXT_LIMIT, error_line
-from lltrace.reports.terminal_tables import cause_lines
+from lltrace.reports.analysis_lines import cause_lines
 
 
 def _causes(path_or_paths: Any, store: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -63,7 +65,7 @@ def test_lepton_run_says_it_was_rate_limited(tmp_path: Path) -> None:
     _, doc = _causes(path, tmp_path / "store")
     (excluded,) = doc["requests"]["excluded"]
     assert excluded["causes"][0]["cause"] == "HTTP 429 Too Many Requests"
-    assert cause_lines(excluded) == [f"{n} HTTP 429 Too Many Requests"]
+    assert cause_lines(msgspec.convert(excluded, Excluded)) == [f"{n} HTTP 429 Too Many Requests"]
 
 
 def test_aiperf_cancellations_keep_aiperfs_error_details(tmp_path: Path) -> None:
@@ -273,7 +275,7 @@ def test_a_real_vllm_run_that_refused_requests(tmp_path: Path) -> None:
     (cause,) = excluded["causes"]
     assert cause["first_arrival_s"] == pytest.approx(min(sent), abs=0.005)
     assert cause["last_arrival_s"] == pytest.approx(max(sent), abs=0.005)
-    (line,) = cause_lines(excluded)
+    (line,) = cause_lines(msgspec.convert(excluded, Excluded))
     assert line.startswith(f"{len(refused)} HTTP 400 Bad Request, arrived ") and line.endswith(" s into the run")
 
 
@@ -309,9 +311,12 @@ def test_the_api_servers_responses_from_its_scrapes(tmp_path: Path) -> None:
     hist = doc["engine_latency"]
     assert (hist["http_2xx"], hist["http_4xx"], hist["http_5xx"]) == (final["2xx"], final["4xx"], 0)
     assert hist["http_4xx"] == raw["failed"]
-    from lltrace.reports.terminal_tables import api_responses_line
+    from lltrace.documents.rows import EngineLatencyHistogramsRow
+    from lltrace.reports.analysis_lines import api_responses_line
 
-    assert api_responses_line(hist).endswith(f"{final['4xx'] / sum(final.values()):.1%} refused or failed")
+    assert api_responses_line(msgspec.convert(hist, EngineLatencyHistogramsRow)).endswith(
+        f"{final['4xx'] / sum(final.values()):.1%} refused or failed"
+    )
     week = lltrace.weekly(store=tmp_path / "store", window="hour")
     assert week["figures"] == "engine histograms" and sum(w["failed"] for w in week["windows"]) == raw["failed"]
 

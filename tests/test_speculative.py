@@ -13,6 +13,7 @@ import json
 import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import SAMPLES, data_file
@@ -20,9 +21,10 @@ from typer.testing import CliRunner
 
 import lltrace
 from lltrace.cli import app
+from lltrace.documents.rows import EngineSpeculativeRow
 from lltrace.replay.cost import StepCost
 from lltrace.replay.scheduler import EngineConfig, simulate
-from lltrace.reports.terminal_tables import speculative_line
+from lltrace.reports.analysis_lines import speculative_line
 
 SPEC = SAMPLES / "vllm_cpu_limits" / "V_spec_draft"
 OFF = SAMPLES / "vllm_cpu_limits" / "W_spec_off"
@@ -165,12 +167,17 @@ def test_the_diff_names_the_settings_that_changed(spec_run: lltrace.Run, store: 
     assert "speculative_tokens 0 -> 3" in doc["verdict"]
 
 
+def _spec(**given: Any) -> EngineSpeculativeRow:
+    """An engine_speculative row with the figures given, the rest null."""
+    return EngineSpeculativeRow(**({f: None for f in EngineSpeculativeRow.__struct_fields__} | given))
+
+
 def test_a_run_that_drafted_nothing_or_counted_nothing_says_which() -> None:
     on = {"speculative_tokens": 3.0, "basis": None}
-    assert speculative_line(on | {"draft_tokens": None}).endswith(
+    assert speculative_line(_spec(**on, draft_tokens=None)).endswith(
         "on, its drafts not counted (no spec-decode counters or SpecDecoding log lines in the run)"
     )
-    assert speculative_line(on | {"draft_tokens": 0.0, "basis": "engine counters"}).endswith(
+    assert speculative_line(_spec(**on | {"draft_tokens": 0.0, "basis": "engine counters"})).endswith(
         "on, no draft proposed (engine counters)"
     )
 
@@ -208,7 +215,7 @@ def test_sglang_says_its_accept_length(tmp_path: Path) -> None:
     got = run.sql("SELECT * FROM engine_speculative").row(0, named=True)
     assert got["acceptance_length"] == 2.54 and got["draft_tokens"] is None
     assert got["basis"] == "the mean of SGLang's 1 accept-length readings (decode batch lines)"
-    assert speculative_line(got) == (
+    assert speculative_line(_spec(**{k: v for k, v in got.items() if k != "run_id"})) == (
         "speculative decoding: 2.54 tokens a request gained per verify step (the mean of SGLang's 1 accept-length "
         "readings (decode batch lines))"
     )

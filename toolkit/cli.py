@@ -258,7 +258,7 @@ def analyze_cli(
     if as_json:
         _json(result.to_dict())
     else:
-        print_summary(result.to_dict(), out)
+        print_summary(result.document, out)
 
 
 @app.command("report")

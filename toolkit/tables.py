@@ -1,5 +1,4 @@
-"""Every canonical table of the run store, declared once, as data (docs/tables.md is written
-from it).
+"""Every canonical table of the run store, declared once, as data (docs/tables.md is written from it).
 
 Each column has its Arrow type, unit, physical range (``lo``/``hi``, inclusive; ``integer`` for whole
 numbers; ``values`` for a closed set of words), a one-line meaning, and its ``origin``: ``source`` (read from

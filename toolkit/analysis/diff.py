@@ -77,9 +77,9 @@ def diff(
     incident_window: Window | None = None,
 ) -> dict[str, Any]:
     """The diff document (``lltrace.documents.DiffDocument``, ``lltrace diff --json``): each run a ``Run``, a stored
-    run's id, or the file or folder of one run; each side optionally narrowed to a window (its requests by arrival, its engine
-    samples by time), so two windows of one run compare too. ``settings_changed`` lists the engine settings the
-    two runs' ``engine_config`` give different values (the verdict names them)."""
+    run's id, or the file or folder of one run; each side optionally narrowed to a window (its requests by arrival,
+    its engine samples by time), so two windows of one run compare too. ``settings_changed`` lists the engine
+    settings the two runs' ``engine_config`` give different values (the verdict names them)."""
     st = as_store(store)
     doc = _diff(st, baseline, incident, baseline_window, incident_window)
     ids = (doc["baseline"]["run"], doc["incident"]["run"])

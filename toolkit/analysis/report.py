@@ -4,11 +4,14 @@ replay, handed to ``lltrace.reports.html`` to draw."""
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
 from lltrace.analysis.document import Analysis
 from lltrace.analysis.sql import rows
+from lltrace.documents import DocumentError, checked
+from lltrace.errors import InputWarning
 
 REPORT_VIEWS = (
     "report_request_bins",
@@ -19,16 +22,29 @@ REPORT_VIEWS = (
 )
 
 
-def report_inputs(analysis: Analysis) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:
-    """What a run's report shows, for an analysis already made: the page's document (the analysis document with
-    the run's latest ``lltrace replay`` under ``replay``, or None) and the report views' rows (aggregated in SQL)."""
+def report_inputs(analysis: Analysis) -> tuple[dict[str, Any] | None, dict[str, list[dict[str, Any]]]]:
+    """What a run's report shows beside its analysis: the run's latest ``lltrace replay`` document (None where it
+    was never replayed, or was replayed by an lltrace whose replay document differs: replay it again) and the
+    report views' rows (aggregated in SQL)."""
     st = analysis.run.store
     con = st.connect([analysis.run.id])
     try:
         tables = {v: rows(con, f"SELECT * EXCLUDE (run_id) FROM {v} ORDER BY ALL") for v in REPORT_VIEWS}
     finally:
         con.close()
-    return analysis.to_dict() | {"replay": st.replay(analysis.run.id)}, tables
+    replayed = st.replay(analysis.run.id)
+    if replayed is not None:
+        try:
+            checked(replayed, "replay")
+        except DocumentError:
+            warnings.warn(
+                f"run {analysis.run.id}: its stored replay was made by another lltrace version; the report leaves it "
+                "out (replay the run again to show it)",
+                InputWarning,
+                stacklevel=2,
+            )
+            replayed = None
+    return replayed, tables
 
 
 def report(
@@ -45,5 +61,5 @@ def report(
     """
     from lltrace.reports.html import write_report
 
-    page, tables = report_inputs(analysis)
-    return write_report(page, tables, Path(output), Path(png_dir) if png_dir else None)
+    replayed, tables = report_inputs(analysis)
+    return write_report(analysis.document, replayed, tables, Path(output), Path(png_dir) if png_dir else None)

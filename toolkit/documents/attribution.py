@@ -7,7 +7,7 @@ from typing import Annotated
 
 from lltrace.documents.base import UNSET, Doc, Row, UnsetType, field_doc
 from lltrace.documents.rows import AttributionClientRow, AttributionTailRow
-from lltrace.documents.vocabulary import Basis, Component, Outcome
+from lltrace.documents.vocabulary import Basis, Component, Outcome, QueuePart
 
 
 class Distribution(Doc, kw_only=True):
@@ -115,7 +115,9 @@ class Interference(Doc, kw_only=True):
     total_s: Annotated[float | None, field_doc("suffered, summed over the requests", "s")]
     share_of_parent: Annotated[float | None, field_doc("of the decode time", "fraction")]
     basis: Annotated[Basis | None, field_doc("how it was obtained (estimated)")]
-    caused_total_s: Annotated[float | UnsetType, field_doc("caused, summed over the prefilling requests", "s")] = UNSET
+    caused_total_s: Annotated[
+        float | None | UnsetType, field_doc("caused, summed over the prefilling requests", "s")
+    ] = UNSET
     mixed_steps: Annotated[int | UnsetType, field_doc("steps that carried prefill and decode work", "steps")] = UNSET
     method: Annotated[str | UnsetType, field_doc("how it is measured, in words")] = UNSET
 
@@ -156,3 +158,11 @@ class Attribution(Doc, kw_only=True):
         list[AttributionClientRow] | None, field_doc("per client, means per request (null: one client)")
     ]
     tail: Annotated[Tail | None, field_doc("the slowest tenth against the rest (null: too few requests)")]
+
+    def component(self, c: Component) -> ComponentTotal:
+        """One additive component, by its word."""
+        return getattr(self, c.value)
+
+    def part(self, p: QueuePart) -> QueueShare:
+        """One part of queueing, by its word."""
+        return getattr(self, p.value)

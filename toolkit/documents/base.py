@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 from msgspec import UNSET, UnsetType
 
-__all__ = ["UNSET", "Doc", "Row", "UnsetType", "field_doc"]
+__all__ = ["UNSET", "Doc", "Row", "UnsetType", "field_doc", "given"]
 
 UNITS = ("s", "ms", "ns", "tokens", "requests", "steps", "count", "fraction", "bytes", "tokens/s", "requests/s", "GB")
 """The units a field may declare (``field_doc``'s ``unit``)."""
@@ -28,6 +28,11 @@ def field_doc(meaning: str, unit: str | None = None, **schema: Any) -> msgspec.M
         raise ValueError(f"unit {unit!r} is not one of {UNITS}")
     extra = ({"x-unit": unit} if unit else {}) | schema
     return msgspec.Meta(description=meaning, extra_json_schema=extra or None)
+
+
+def given(value: Any) -> Any:
+    """A field's value, None where the document leaves the key out (``UNSET``)."""
+    return None if value is UNSET else value
 
 
 class Doc(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, omit_defaults=False):

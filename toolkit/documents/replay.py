@@ -60,10 +60,12 @@ class Named(Doc, kw_only=True):
 class OutsideEngine(Doc, kw_only=True):
     """The time a request spends outside the engine, as the replay adds it."""
 
-    frontend: Annotated[float, field_doc("arrival to engine queue, idle engine", "s")]
-    client_first_token: Annotated[float, field_doc("the client's share of TTFT", "s")]
-    client_last_token: Annotated[float, field_doc("the client's share of e2e after the last token", "s")]
-    frontend_per_request_in_engine: Annotated[float, field_doc("frontend time per request the engine holds", "s")]
+    frontend: Annotated[float | None, field_doc("arrival to engine queue, idle engine", "s")]
+    client_first_token: Annotated[float | None, field_doc("the client's share of TTFT", "s")]
+    client_last_token: Annotated[float | None, field_doc("the client's share of e2e after the last token", "s")]
+    frontend_per_request_in_engine: Annotated[
+        float | None, field_doc("frontend time per request the engine holds", "s")
+    ]
     basis: Annotated[str, field_doc("what these were measured from")]
     load_basis: Annotated[str | None, field_doc("what the load term was measured from")]
 
@@ -95,7 +97,7 @@ class DecodeMatch(Doc, kw_only=True):
     """The step cost's level, set where the replay meets its calibration requests' decode time."""
 
     scale: Annotated[float, field_doc("the factor applied to the decode terms")]
-    replayed_over_measured: Annotated[float, field_doc("replayed over measured decode time before it")]
+    replayed_over_measured: Annotated[float | None, field_doc("replayed over measured decode time before it")]
     requests: Annotated[int, field_doc("requests it was matched on", "requests")]
     basis: Annotated[str, field_doc("how, in words")]
 

@@ -55,9 +55,11 @@ class ClockAlignment(Doc, kw_only=True):
 
     source: Annotated[str, field_doc("the source (file and clock) aligned")]
     method: Annotated[str, field_doc("how, in words")]
-    offset_s: Annotated[float | UnsetType, field_doc("the offset added to its times", "s")] = UNSET
-    residual_median_s: Annotated[float | UnsetType, field_doc("median residual of the matched events", "s")] = UNSET
-    residual_p90_s: Annotated[float | UnsetType, field_doc("90th percentile residual", "s")] = UNSET
+    offset_s: Annotated[float | None | UnsetType, field_doc("the offset added to its times", "s")] = UNSET
+    residual_median_s: Annotated[float | None | UnsetType, field_doc("median residual of the matched events", "s")] = (
+        UNSET
+    )
+    residual_p90_s: Annotated[float | None | UnsetType, field_doc("90th percentile residual", "s")] = UNSET
     matched_events: Annotated[int | UnsetType, field_doc("events seen by both clocks", "count")] = UNSET
     zone: Annotated[str | UnsetType, field_doc("the time zone a log's stamps were read in, and how it was checked")] = (
         UNSET
@@ -102,15 +104,25 @@ class JoinedClient(Doc, kw_only=True):
 class Residual(Doc, kw_only=True):
     """A feature's residuals over the joined pairs."""
 
-    median: Annotated[float, field_doc("median residual, in the feature's unit")]
-    p90: Annotated[float, field_doc("90th percentile residual")]
+    median: Annotated[float | None, field_doc("median residual, in the feature's unit")]
+    p90: Annotated[float | None, field_doc("90th percentile residual")]
+
+
+class Residuals(Doc, kw_only=True):
+    """The residuals of each feature the join compared (seconds for times, tokens for counts)."""
+
+    arrival: Annotated[Residual | UnsetType, field_doc("send time against arrival (s)")] = UNSET
+    first_token: Annotated[Residual | UnsetType, field_doc("first token (s)")] = UNSET
+    last_token: Annotated[Residual | UnsetType, field_doc("last token (s)")] = UNSET
+    input_tokens: Annotated[Residual | UnsetType, field_doc("prompt tokens")] = UNSET
+    output_tokens: Annotated[Residual | UnsetType, field_doc("output tokens")] = UNSET
 
 
 class FeatureJoin(Doc, kw_only=True):
     """The join on what both sides saw (no ids in common)."""
 
     method: Annotated[str, field_doc("the method, in words")]
-    residuals: Annotated[dict[str, Residual], field_doc("per feature (arrival, first_token, ...): its residuals")]
+    residuals: Annotated[Residuals, field_doc("per feature: its residuals")]
     ties: Annotated[int, field_doc("pairs the features cannot tell apart", "count")]
     exact_token_counts: Annotated[list[str], field_doc("the token counts that matched exactly")]
 

@@ -108,7 +108,7 @@ class StepsSection(Doc, kw_only=True):
 
     count: Annotated[int, field_doc("steps described (of the source below)", "steps")]
     count_by_kind: Annotated[dict[str, int], field_doc("steps per kind (prefill, decode, mixed, idle; unknown)")]
-    count_by_kind_from: Annotated[dict[str, int], field_doc("steps per evidence that decided their kind")]
+    count_by_kind_from: Annotated[dict[KindFrom, int], field_doc("steps per evidence that decided their kind")]
     undecided: Annotated[list[Undecided], field_doc("steps of no kind, by why")]
     ranks: Annotated[Ranks | None, field_doc("whether the ranks' steps line up (null: one rank, or log steps)")]
     source: Annotated[str | None, field_doc("profiler or log: the source described (the profiler's where both)")]
