@@ -89,8 +89,8 @@ def test_the_view_rows_are_what_their_views_declare() -> None:
 
 def test_the_shared_words_are_defined_once() -> None:
     """The analysis code reads the vocabulary; nothing spells the lists again."""
-    from lltrace.analysis.document import EXCLUDED_WHY
     from lltrace.analysis.queue import PARTS
+    from lltrace.analysis.requests_section import EXCLUDED_WHY
     from lltrace.analysis.tail import E2E_PARTS
     from lltrace.tables import STEP_KINDS
 

@@ -19,7 +19,7 @@ import pytest
 from conftest import SAMPLES, data_file
 
 import lltrace
-from lltrace.analysis.document import cause_label
+from lltrace.analysis.requests_section import cause_label
 from lltrace.documents.attribution import Excluded
 from lltrace.parsers._io import ERROR_TEXT_LIMIT, error_line
 from lltrace.reports.analysis_lines import cause_lines

@@ -94,7 +94,7 @@ def test_a_step_whose_gpu_work_outlasts_its_cpu_span_is_told(name, kind, tmp_pat
     (row,) = [r for r in result.to_dict()["steps"]["by_kind"] if r["kind"] == kind]
     assert row["wall_s_mean"] == pytest.approx(float(ann["dur"]) / 1e6, abs=1e-9)
     console = Console(width=300, record=True)
-    print_summary(result.to_dict(), console)
+    print_summary(result.document, console)
     text = console.export_text()
     if not longer:
         assert row["gpu_longer_steps"] == 0 and row["gpu_longer_busy_s_mean"] is None
@@ -340,9 +340,10 @@ def test_kernel_classes_summing_past_the_busy_time_are_explained(name, overlap, 
         if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") and e["dur"] > 0
     )
     assert (sum(b - a for a, b in ivs) - _union(ivs) >= 10) == overlap  # 10 us: the display's 0.01 ms
-    doc = lltrace.analyze([path], store=tmp_path / "s").to_dict()
+    result = lltrace.analyze([path], store=tmp_path / "s")
+    doc = result.to_dict()
     console = Console(width=300, record=True)
-    print_summary(doc, console)
+    print_summary(result.document, console)
     text = console.export_text()
     summed = sum(r["total_s"] for r in doc["profile"]["kernel_time"])
     union = sum(b["busy_s"] for b in doc["profile"]["gpu_busy"])

@@ -52,36 +52,18 @@ def _limits(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, Any]]:
 
 
 def queue_split(con: duckdb.DuckDBPyConnection, queue_total_s: float | None) -> dict[str, dict[str, Any]]:
-    """The parts of queue (kv_wait, slot_wait, budget_wait, load_wait) over the attributed requests, each with
-    ``total_s``, ``share_of_parent`` (of the queue time), ``basis`` and ``evidence`` (or a ``note``)."""
-    # each attributed request with its own split; an id the run holds twice is joined to neither (its queue is
-    # left to load, never counted twice)
-    (kv, slot, budget, timed, unplaced, mixed) = con.execute(
-        """
-        WITH a AS (
-            SELECT run_id, request_id, sum(queue_s) AS queue_s, count(*) AS n FROM attribution_request
-            WHERE e2e_s IS NOT NULL AND queue_s IS NOT NULL AND prefill_s IS NOT NULL AND decode_s IS NOT NULL
-            GROUP BY run_id, request_id
-        ), c AS (
-            SELECT run_id, request_id, sum(kv_wait_s) AS kv, sum(slot_wait_s) AS slot, sum(budget_wait_s) AS budget,
-                   sum(mixed_wait_s) AS mixed
-            FROM attribution_queue_causes WHERE request_id IS NOT NULL
-            GROUP BY run_id, request_id HAVING count(*) = 1
-        )
-        SELECT sum(c.kv), sum(c.slot), sum(c.budget), count(c.request_id),
-               sum(a.queue_s) FILTER (WHERE c.request_id IS NULL), sum(c.mixed)
-        FROM a LEFT JOIN c
-            ON a.run_id = c.run_id AND a.request_id = c.request_id AND a.n = 1 AND a.request_id IS NOT NULL
-        """
-    ).fetchone()
-    by_cause = con.execute("SELECT cause, count(*), any_value(basis) FROM engine_state GROUP BY cause").fetchall()
+    """The parts of queue (kv_wait, slot_wait, budget_wait, load_wait) over the attributed requests
+    (``attribution_queue_split``), each with ``total_s``, ``share_of_parent`` (of the queue time), ``basis`` and
+    ``evidence`` (or a ``note``)."""
+    split = (rows(con, "SELECT * EXCLUDE (run_id) FROM attribution_queue_split") or [{}])[0]
+    timed = split.get("requests_split") or 0
+    by_cause = con.execute("SELECT cause, segments, basis FROM engine_state_causes").fetchall()
     counts = {cause: n for cause, n, _ in by_cause if cause is not None}
     basis = (next((b for _, _, b in by_cause if b), None), sum(n for _, n, _ in by_cause))
     limits = _limits(con)
-    totals = {"kv_wait": kv, "slot_wait": slot, "budget_wait": budget}
     out: dict[str, dict[str, Any]] = {}
     for part in PARTS:
-        total = clean(totals[part])
+        total = clean(split.get(f"{part}_s"))
         if total is None or not timed:
             out[part] = {
                 "total_s": None,
@@ -92,33 +74,46 @@ def queue_split(con: duckdb.DuckDBPyConnection, queue_total_s: float | None) -> 
                 else "no request with engine queue times",
             }
             continue
-        evidence: dict[str, Any] = {
-            "rule": _RULE[part],
-            "timeline": "the engine's iteration log" if basis[0] == "steps" else "the engine's metrics samples",
-            "segments": counts.get(_CAUSE[part], 0),
-            "of_segments": basis[1],
-        }
-        if part in _LIMIT and _LIMIT[part] in limits:
-            evidence[_LIMIT[part]] = limits[_LIMIT[part]]
-        if part == "budget_wait" and (limits.get("speculative_tokens") or {}).get("value"):
-            # a drafting engine's steps count each decode's draft tokens, and (vLLM 0.32) its drafter's input slots
-            evidence["rule"] += _DRAFTING_BUDGET
-            evidence |= {k: limits[k] for k in ("speculative_tokens", "draft_slots") if k in limits}
-        if part == "kv_wait" and "kv_cache_tokens" in limits:
-            evidence["kv_cache_tokens"] = limits["kv_cache_tokens"]
         out[part] = {
             "total_s": total,
             "share_of_parent": total / queue_total_s if queue_total_s else None,
             "basis": "derived",
-            "evidence": evidence,
+            "evidence": _evidence(part, basis, counts.get(_CAUSE[part], 0), limits),
         }
-    # load is the rest of the queue: the split requests' time with no limit binding, plus the queue time of
-    # requests the engine's state cannot place (no measured queue interval: an estimated queue, no engine span)
+    out["load_wait"] = _load(
+        out, queue_total_s, timed, clean(split.get("unplaced_s")), clean(split.get("mixed_wait_s"))
+    )
+    return out
+
+
+def _evidence(part: str, basis: tuple[str | None, int], segments: int, limits: dict[str, Any]) -> dict[str, Any]:
+    """What a part rests on: its rule, the timeline it was read from, the segments it held, the limit's setting."""
+    evidence: dict[str, Any] = {
+        "rule": _RULE[part],
+        "timeline": "the engine's iteration log" if basis[0] == "steps" else "the engine's metrics samples",
+        "segments": segments,
+        "of_segments": basis[1],
+    }
+    if part in _LIMIT and _LIMIT[part] in limits:
+        evidence[_LIMIT[part]] = limits[_LIMIT[part]]
+    if part == "budget_wait" and (limits.get("speculative_tokens") or {}).get("value"):
+        # a drafting engine's steps count each decode's draft tokens, and (vLLM 0.32) its drafter's input slots
+        evidence["rule"] += _DRAFTING_BUDGET
+        evidence |= {k: limits[k] for k in ("speculative_tokens", "draft_slots") if k in limits}
+    if part == "kv_wait" and "kv_cache_tokens" in limits:
+        evidence["kv_cache_tokens"] = limits["kv_cache_tokens"]
+    return evidence
+
+
+def _load(
+    out: dict[str, dict[str, Any]], queue_total_s: float | None, timed: int, unsplit: float | None, mixed: float | None
+) -> dict[str, Any]:
+    """Load, the rest of the queue: the split requests' time with no limit binding, plus the queue time of requests
+    the engine's state cannot place (no measured queue interval: an estimated queue, no engine span)."""
     if queue_total_s is None or not timed:  # no request's queue placed on the engine's state: nothing to tell
         total = None
     else:
         total = max(0.0, queue_total_s - sum(out[p]["total_s"] or 0.0 for p in PARTS))
-    unsplit = clean(unplaced)
     note = "queue time with none of the limits binding: waiting behind other work"
     if not timed:
         note = "no request with engine queue times: the queue is not split (the engine's own record of its waiting "
@@ -127,9 +122,9 @@ def queue_split(con: duckdb.DuckDBPyConnection, queue_total_s: float | None) -> 
         note += ", and the parts no source can tell"
     if unsplit:
         note += f"; {unsplit:,.3f} s of it is the queue of requests with no engine queue interval to place"
-    if mixed := clean(mixed):  # several engines' timelines (data parallel, replicas) that differed
+    if mixed:  # several engines' timelines (data parallel, replicas) that differed
         note += f"; {mixed:,.3f} s of it while the engines' states differed (no source says which held the request)"
-    out["load_wait"] = {
+    return {
         "total_s": total,
         "share_of_parent": total / queue_total_s if total is not None and queue_total_s else None,
         "basis": "derived" if total is not None else None,
@@ -137,4 +132,3 @@ def queue_split(con: duckdb.DuckDBPyConnection, queue_total_s: float | None) -> 
         "evidence": {"requests_split": timed, "unplaced_s": unsplit}
         | ({} if mixed is None else {"engines_differed_s": mixed}),
     }
-    return out
