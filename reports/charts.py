@@ -9,9 +9,10 @@ import altair as alt
 
 from lltrace.documents.analysis import AnalysisDocument
 from lltrace.documents.clients import ClientSummary
+from lltrace.documents.replay import ReplayDocument
 from lltrace.documents.steps import StepsSection
 from lltrace.reports.page import WIDTH, Rows, data, melt, thin
-from lltrace.reports.replay_rows import replay_cases, sweep_rows
+from lltrace.reports.replay_rows import Case, replay_cases, sweep_rows
 
 COMPONENT_COLORS = {
     "queue": "#d62728",
@@ -199,24 +200,36 @@ def interference_chart(rows: Rows) -> alt.Chart | None:
     )
 
 
-def replay_chart(rep: dict[str, Any] | None) -> alt.Chart | None:
+def _case_figures(c: Case) -> tuple[tuple[str, float | None], ...]:
+    """A case's four charted figures with their labels."""
+    return (
+        ("queue p50", c.queue_p50_s),
+        ("TTFT mean", c.ttft_mean_s),
+        ("e2e mean", c.e2e_mean_s),
+        ("e2e p90", c.e2e_p90_s),
+    )
+
+
+_CASE_LABELS = ["queue p50", "TTFT mean", "e2e mean", "e2e p90"]
+
+
+def replay_chart(rep: ReplayDocument | None) -> alt.Chart | None:
     """Measured, replayed and each what-if side by side: queue p50, TTFT mean, e2e mean and p90."""
-    if not rep:
+    if rep is None:
         return None
     cases = replay_cases(rep)
-    metrics = {"queue_p50_s": "queue p50", "ttft_mean_s": "TTFT mean", "e2e_mean_s": "e2e mean", "e2e_p90_s": "e2e p90"}
     rows = [
-        {"case": c["case"], "basis": c["basis"], "metric": label, "seconds": c[key]}
+        {"case": c.case, "basis": c.basis, "metric": label, "seconds": v}
         for c in cases
-        for key, label in metrics.items()
-        if c[key] is not None
+        for label, v in _case_figures(c)
+        if v is not None
     ]
-    order = [c["case"] for c in cases]
+    order = [c.case for c in cases]
     return (
         alt.Chart(data(rows), title="Replay: measured, replayed and what-ifs (what-ifs are estimates)")
         .mark_bar()
         .encode(
-            x=alt.X("metric:N", title=None, sort=list(metrics.values())),
+            x=alt.X("metric:N", title=None, sort=_CASE_LABELS),
             xOffset=alt.XOffset("case:N", sort=order),
             y=alt.Y("seconds:Q", title="seconds"),
             color=alt.Color("case:N", sort=order, title="case"),
@@ -226,27 +239,26 @@ def replay_chart(rep: dict[str, Any] | None) -> alt.Chart | None:
     )
 
 
-def replay_sweep_chart(rep: dict[str, Any] | None) -> alt.VConcatChart | None:
+def replay_sweep_chart(rep: ReplayDocument | None) -> alt.VConcatChart | None:
     """Each what-if sweep of the replay (``--what-if max_num_seqs=4..32``): queue p50, TTFT mean and e2e mean
     and p90 against the swept value (estimates), one panel per sweep."""
-    rows = sweep_rows(rep) if rep else []
+    rows = sweep_rows(rep) if rep is not None else []
     if not rows:
         return None
-    metrics = {"queue_p50_s": "queue p50", "ttft_mean_s": "TTFT mean", "e2e_mean_s": "e2e mean", "e2e_p90_s": "e2e p90"}
     panels = []
-    for sweep in dict.fromkeys(r["sweep"] for r in rows):
-        mine = [r for r in rows if r["sweep"] == sweep]
-        numeric = all(isinstance(r["value"], (int, float)) for r in mine)
+    for sweep in dict.fromkeys(r.sweep for r in rows):
+        mine = [r for r in rows if r.sweep == sweep]
+        numeric = all(isinstance(r.value, (int, float)) for r in mine)
         points = [
-            {"value": r["value"], "metric": label, "seconds": r[key]}
+            {"value": r.value, "metric": label, "seconds": v}
             for r in mine
-            for key, label in metrics.items()
-            if r[key] is not None
+            for label, v in _case_figures(r.case)
+            if v is not None
         ]
         x = (
             alt.X("value:Q", title=sweep.partition("=")[0], scale=alt.Scale(type="log", base=2))
-            if numeric and all(r["value"] > 0 for r in mine)
-            else alt.X("value:N", title=sweep, sort=[r["value"] for r in mine])
+            if numeric and all(r.value > 0 for r in mine)
+            else alt.X("value:N", title=sweep, sort=[r.value for r in mine])
         )
         panels.append(
             alt.Chart(data(points), title=f"Replay sweep {sweep} (estimates)")
@@ -254,7 +266,7 @@ def replay_sweep_chart(rep: dict[str, Any] | None) -> alt.VConcatChart | None:
             .encode(
                 x=x,
                 y=alt.Y("seconds:Q", title="seconds"),
-                color=alt.Color("metric:N", sort=list(metrics.values())),
+                color=alt.Color("metric:N", sort=_CASE_LABELS),
                 tooltip=["value:Q" if numeric else "value:N", "metric:N", alt.Tooltip("seconds:Q", format=".3f")],
             )
             .properties(width=WIDTH, height=220)
@@ -306,7 +318,7 @@ def sweep_chart(summaries: list[ClientSummary]) -> alt.HConcatChart | None:
 
 
 def build_charts(
-    doc: AnalysisDocument, replay: dict[str, Any] | None, tables: dict[str, list[dict[str, Any]]]
+    doc: AnalysisDocument, replay: ReplayDocument | None, tables: dict[str, list[dict[str, Any]]]
 ) -> dict[str, Any]:
     """The report's charts by name (None where the run has no data for one): from the analysis document, the run's
     latest replay document and the report views' rows."""

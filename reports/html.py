@@ -16,6 +16,7 @@ from lltrace.documents.analysis import Advice, AnalysisDocument, Classification,
 from lltrace.documents.attribution import Attribution, RequestsSection
 from lltrace.documents.base import given
 from lltrace.documents.clients import ClientSummary
+from lltrace.documents.replay import ReplayDocument
 from lltrace.documents.rows import AttributionClientRow
 from lltrace.documents.vocabulary import Component
 from lltrace.reports.analysis_lines import cause_lines, engine_queue_note, speculative_line
@@ -23,79 +24,33 @@ from lltrace.reports.charts import build_charts
 from lltrace.reports.labels import QUEUE_PARTS
 from lltrace.reports.page import offline_page
 from lltrace.reports.replay_rows import (
+    Case,
     hit_term,
     match_note,
     outside_change_note,
     replay_cases,
     replay_notes,
+    scores,
     speed_change_note,
-    validation_rows,
 )
 from lltrace.reports.terminal_clients import behind_note
 
 
-def _replay_html(rep: dict[str, Any] | None) -> str:
+def _replay_html(rep: ReplayDocument) -> str:
     """The replay section: calibration, validation (its own error first), then measured / replayed / what-ifs."""
-    if not rep:
-        return ""
-    c = rep["calibration"]
-    fit = "" if c["step_mape"] is None else f", fit MAPE {c['step_mape']:.0%}"
+    c = rep.calibration
+    fit = "" if c.step_mape is None else f", fit MAPE {c.step_mape:.0%}"
     parts = [
         "<h2>Replay</h2>",
-        f"<p>Scheduler model calibrated from {html.escape(c['source'])}: step = {c['c0_s'] * 1e3:.2f} ms + "
-        f"{c['overhead_s'] * 1e3:.2f} ms overhead + {c['c_prefill_s_per_token'] * 1e6:.1f} µs per prefill token + "
-        f"{c['c_decode_s_per_token'] * 1e6:.1f} µs per decode token{html.escape(hit_term(c))}{fit}.</p>",
+        f"<p>Scheduler model calibrated from {html.escape(c.source)}: step = {c.c0_s * 1e3:.2f} ms + "
+        f"{c.overhead_s * 1e3:.2f} ms overhead + {c.c_prefill_s_per_token * 1e6:.1f} µs per prefill token + "
+        f"{c.c_decode_s_per_token * 1e6:.1f} µs per decode token{html.escape(hit_term(c))}{fit}.</p>",
     ]
-    matched = match_note(c.get("decode_match"), "The step cost (the terms above)")
+    matched = match_note(c.decode_match, "The step cost (the terms above)")
     if matched:
         parts.append(f"<p>{html.escape(matched)}.</p>")
-    val = validation_rows(rep)
-    if val:
-
-        def cell(v: float | None, metric: str, key: str = "") -> str:
-            text = "-" if v is None else (f"{v * 1e3:.2f} ms" if metric == "tpot_s" else f"{v:.3f} s")
-            return f"<td data-key='{key}'>{text}</td>" if key else f"<td>{text}</td>"
-
-        def pct(v: float | None, key: str) -> str:
-            return f"<td data-key='{key}'>{'-' if v is None else f'{v:.1%}'}</td>"
-
-        body = "".join(
-            f"<tr><td>{r['metric']}</td>{cell(r['replayed_mean'], r['metric'])}{cell(r['measured_mean'], r['metric'])}"
-            f"{pct(r['mape_mean'], 'replay.validation.' + r['metric'].removesuffix('_s') + '_mean_mape')}"
-            f"{cell(r['replayed_p90'], r['metric'])}{cell(r['measured_p90'], r['metric'])}"
-            f"{pct(r['mape_p90'], 'replay.validation.' + r['metric'].removesuffix('_s') + '_p90_mape')}</tr>"
-            for r in val
-        )
-        parts.append(
-            f"<p>Validation, before any what-if: {html.escape(rep['validation']['method'])}.</p>"
-            "<table><tr><th>metric</th><th>replayed mean</th><th>measured mean</th><th>MAPE mean</th>"
-            f"<th>replayed p90</th><th>measured p90</th><th>MAPE p90</th></tr>{body}</table>"
-        )
-        note = speed_change_note(rep)
-        if note:
-            parts.append(f"<p data-key='replay.validation.speed_change'>{html.escape(note)}.</p>")
-        note = outside_change_note(rep)
-        if note:
-            parts.append(f"<p data-key='replay.validation.outside_change'>{html.escape(note)}.</p>")
-        matched = match_note(
-            rep["validation"].get("decode_match"), "The validation's step cost, fitted before the split,"
-        )
-        if matched:
-            parts.append(f"<p>{html.escape(matched)}.</p>")
-    else:
-        parts.append("<p>Validation: none — the run has no measured latencies to score against.</p>")
-
-    def case_row(r: dict[str, Any]) -> str:
-        name = html.escape(r["case"])
-        key = re.sub(r"\W", "_", r["case"])
-        cells = [f"<td>{name}</td><td>{r['basis']}</td>"]
-        for k in ("queue_p50_s", "ttft_mean_s", "e2e_mean_s", "e2e_p90_s", "preemptions"):
-            v = r[k]
-            text = "-" if v is None else (f"{v:,.0f}" if k == "preemptions" else f"{v:.3f}")
-            cells.append(f"<td data-key='replay.{key}.{k}'>{text}</td>")
-        return f"<tr>{''.join(cells)}</tr>"
-
-    rows = "".join(case_row(r) for r in replay_cases(rep))
+    parts += _validation_html(rep)
+    rows = "".join(_case_row(r) for r in replay_cases(rep))
     notes = "".join(f"<li>{html.escape(case)}: {html.escape(note)}</li>" for case, note in replay_notes(rep))
     parts.append(
         "<p>Measured, replayed with the run's own settings, and each what-if (estimates):</p>"
@@ -105,6 +60,57 @@ def _replay_html(rep: dict[str, Any] | None) -> str:
     if notes:
         parts.append(f"<ul class='notes'>{notes}</ul>")
     return "\n".join(parts)
+
+
+def _validation_html(rep: ReplayDocument) -> list[str]:
+    """The validation table (replayed against measured mean and p90, each MAPE) and its notes."""
+    v = rep.validation
+    if v is None:
+        return ["<p>Validation: none — the run has no measured latencies to score against.</p>"]
+
+    def cell(x: float | None, metric: str) -> str:
+        text = "-" if x is None else (f"{x * 1e3:.2f} ms" if metric == "tpot_s" else f"{x:.3f} s")
+        return f"<td>{text}</td>"
+
+    def pct(x: Any, key: str) -> str:
+        x = given(x)
+        return f"<td data-key='{key}'>{'-' if x is None else f'{x:.1%}'}</td>"
+
+    body = "".join(
+        f"<tr><td>{s.metric}</td>{cell(s.replayed.mean, s.metric)}{cell(s.measured.mean, s.metric)}"
+        f"{pct(s.mape.mean, 'replay.validation.' + s.metric.removesuffix('_s') + '_mean_mape')}"
+        f"{cell(s.replayed.p90, s.metric)}{cell(s.measured.p90, s.metric)}"
+        f"{pct(s.mape.p90, 'replay.validation.' + s.metric.removesuffix('_s') + '_p90_mape')}</tr>"
+        for s in scores(v)
+    )
+    parts = [
+        f"<p>Validation, before any what-if: {html.escape(v.method)}.</p>"
+        "<table><tr><th>metric</th><th>replayed mean</th><th>measured mean</th><th>MAPE mean</th>"
+        f"<th>replayed p90</th><th>measured p90</th><th>MAPE p90</th></tr>{body}</table>"
+    ]
+    if note := speed_change_note(rep):
+        parts.append(f"<p data-key='replay.validation.speed_change'>{html.escape(note)}.</p>")
+    if note := outside_change_note(rep):
+        parts.append(f"<p data-key='replay.validation.outside_change'>{html.escape(note)}.</p>")
+    if matched := match_note(given(v.decode_match), "The validation's step cost, fitted before the split,"):
+        parts.append(f"<p>{html.escape(matched)}.</p>")
+    return parts
+
+
+def _case_row(r: Case) -> str:
+    name = html.escape(r.case)
+    key = re.sub(r"\W", "_", r.case)
+    cells = [f"<td>{name}</td><td>{r.basis}</td>"]
+    for k, v in (
+        ("queue_p50_s", r.queue_p50_s),
+        ("ttft_mean_s", r.ttft_mean_s),
+        ("e2e_mean_s", r.e2e_mean_s),
+        ("e2e_p90_s", r.e2e_p90_s),
+        ("preemptions", r.preemptions),
+    ):
+        text = "-" if v is None else (f"{v:,.0f}" if k == "preemptions" else f"{v:.3f}")
+        cells.append(f"<td data-key='replay.{key}.{k}'>{text}</td>")
+    return f"<tr>{''.join(cells)}</tr>"
 
 
 def _by_client(rows: list[AttributionClientRow]) -> str:
@@ -251,7 +257,7 @@ def _headline(doc: AnalysisDocument) -> str:
 
 def write_report(
     doc: AnalysisDocument,
-    replay: dict[str, Any] | None,
+    replay: ReplayDocument | None,
     tables: dict[str, list[dict[str, Any]]],
     output: Path,
     png_dir: Path | None = None,
@@ -260,7 +266,7 @@ def write_report(
     replayed (and one PNG per chart into ``png_dir``); returns the chart names."""
     charts = build_charts(doc, replay, tables)
     header = f"<div id='lltrace-summary'>{_headline(doc)}</div>"
-    if replay:
+    if replay is not None:
         header += f"\n<div id='lltrace-replay'>{_replay_html(replay)}</div>"
     body = offline_page(charts, header, f"lltrace {doc.run.id}")
     output.write_text(body, encoding="utf-8")

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 import lltrace
 from lltrace.cli import app
+from lltrace.documents import checked
 from lltrace.errors import AnalysisError
 from lltrace.replay.cost import StepCost, fit_step_cost, fit_step_cost_without_stalls, speed_change
 from lltrace.replay.document import replay
@@ -509,10 +510,10 @@ def test_a_sweep_is_one_case_per_value_and_is_drawn(kv_runs: dict[str, lltrace.R
     from lltrace.reports.terminal_replay import render_replay
 
     console = Console(width=160, record=True)
-    console.print(render_replay(doc))
+    console.print(render_replay(checked(doc, "replay")))
     text = console.export_text()
     assert "sweep max_num_seqs=1..8" in text and "█" in text
-    chart = replay_sweep_chart(doc).to_dict()
+    chart = replay_sweep_chart(checked(doc, "replay")).to_dict()
     (panel,) = chart["vconcat"]
     assert panel["encoding"]["x"]["field"] == "value" and panel["encoding"]["x"]["scale"]["type"] == "log"
 
@@ -539,7 +540,7 @@ def test_calibrated_on_b_the_replay_of_b2_holds_its_queue_and_preemptions(kv_run
     from lltrace.reports.terminal_replay import render_replay
 
     console = Console(width=160, record=True)
-    console.print(render_replay(doc))
+    console.print(render_replay(checked(doc, "replay")))
     text = console.export_text()
     assert "cross-run validation" in text
     assert f"preemptions: replayed {x['preemptions']['replayed']}, measured 37" in text

@@ -454,9 +454,10 @@ def replay_cli(
     if as_json:
         _json(doc)
         return
+    from lltrace.documents import checked
     from lltrace.reports.terminal_replay import render_replay
 
-    out.print(render_replay(doc), highlight=False)
+    out.print(render_replay(checked(doc, "replay")), highlight=False)
 
 
 @app.command("formats")

@@ -11,6 +11,7 @@ from typing import Any
 from lltrace.analysis.document import Analysis
 from lltrace.analysis.sql import rows
 from lltrace.documents import DocumentError, checked
+from lltrace.documents.replay import ReplayDocument
 from lltrace.errors import InputWarning
 
 REPORT_VIEWS = (
@@ -22,7 +23,7 @@ REPORT_VIEWS = (
 )
 
 
-def report_inputs(analysis: Analysis) -> tuple[dict[str, Any] | None, dict[str, list[dict[str, Any]]]]:
+def report_inputs(analysis: Analysis) -> tuple[ReplayDocument | None, dict[str, list[dict[str, Any]]]]:
     """What a run's report shows beside its analysis: the run's latest ``lltrace replay`` document (None where it
     was never replayed, or was replayed by an lltrace whose replay document differs: replay it again) and the
     report views' rows (aggregated in SQL)."""
@@ -35,7 +36,7 @@ def report_inputs(analysis: Analysis) -> tuple[dict[str, Any] | None, dict[str, 
     replayed = st.replay(analysis.run.id)
     if replayed is not None:
         try:
-            checked(replayed, "replay")
+            replayed = checked(replayed, "replay")
         except DocumentError:
             warnings.warn(
                 f"run {analysis.run.id}: its stored replay was made by another lltrace version; the report leaves it "

@@ -26,13 +26,25 @@ class Metrics(Doc, kw_only=True):
     e2e_s: Annotated[Quantities, field_doc("end-to-end latency")]
 
 
+_Figure = float | str | bool | None | UnsetType
+
+
+class Figures(Doc, kw_only=True):
+    """One figure per quantity of a latency: an error, how it is scored, or whether it is within the floor (a
+    quantity left out where the figure does not apply to it)."""
+
+    mean: Annotated[_Figure, field_doc("of the mean")] = UNSET
+    p50: Annotated[_Figure, field_doc("of the median")] = UNSET
+    p90: Annotated[_Figure, field_doc("of the 90th percentile")] = UNSET
+
+
 class Ratios(Doc, kw_only=True):
     """One figure per quantity (mean, p50, p90) of each latency: an error, a word, a flag."""
 
-    queue_s: Annotated[dict[str, float | str | bool | None], field_doc("engine queue time")]
-    ttft_s: Annotated[dict[str, float | str | bool | None], field_doc("time to first token")]
-    tpot_s: Annotated[dict[str, float | str | bool | None], field_doc("time per output token")]
-    e2e_s: Annotated[dict[str, float | str | bool | None], field_doc("end-to-end latency")]
+    queue_s: Annotated[Figures, field_doc("engine queue time")]
+    ttft_s: Annotated[Figures, field_doc("time to first token")]
+    tpot_s: Annotated[Figures, field_doc("time per output token")]
+    e2e_s: Annotated[Figures, field_doc("end-to-end latency")]
 
 
 class EngineSetting(Doc, kw_only=True):
