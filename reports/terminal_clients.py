@@ -33,55 +33,7 @@ def client_tables(summaries: list[ClientSummary], per_request: bool) -> list[Any
         if not items:
             out += server
             continue
-        tool = items[0].tool
-        t = Table(title=f"{Path(source).name}: the benchmark client's own summary ({tool}, as reported; ms)")
-        staged = any(c.stage is not None for c in items)
-        goodput = any(c.goodput_per_s is not None for c in items)  # only where the client had SLOs
-        cols = (
-            "req/s",
-            "got/s",
-            *(("goodput/s",) if goodput else ()),
-            "in/out tok",
-            "done",
-            "failed",
-            "TTFT p50",
-            "TTFT p99",
-            "TPOT p50",
-            "ITL p50",
-            "e2e p50",
-            "out tok/s",
-        )
-
-        rows = []
-        for c in items:
-            rate = c.requested_rate_per_s
-            rows.append(
-                (
-                    "-" if rate is None else str(rate) if isinstance(rate, str) else f"{rate:g}",  # "inf": all at once
-                    "-" if c.achieved_rate_per_s is None else per_s(c.achieved_rate_per_s),
-                    *(("-" if c.goodput_per_s is None else per_s(c.goodput_per_s),) if goodput else ()),
-                    "-"
-                    if c.mean_input_tokens is None or c.mean_output_tokens is None
-                    else f"{c.mean_input_tokens:,.0f} / {c.mean_output_tokens:,.0f}",
-                    whole(c.completed),
-                    whole(c.failed),
-                    _median(c.ttft_s),
-                    ms(c.ttft_s.p99) if c.ttft_s else "-",
-                    _median(c.tpot_s),
-                    _median(c.itl_s),
-                    _median(c.e2e_s),
-                    whole(c.output_tokens_per_s),
-                )
-            )
-        # a figure no line of this client has is left out, so that the others fit the terminal
-        shown = [i for i in range(len(cols)) if any(r[i] != "-" for r in rows)]
-        if staged:  # as wide as its longest label ("concurrent@16"), never cut
-            t.add_column("stage", justify="right", no_wrap=True, min_width=max(len(str(c.stage)) for c in items))
-        for i in shown:  # a header on two lines, a figure on one: cut only where the terminal is too narrow
-            t.add_column(cols[i].replace(" ", "\n", 1), justify="right", no_wrap=True)
-        for c, r in zip(items, rows, strict=True):
-            t.add_row(*([str(c.stage)] if staged else []), *(r[i] for i in shown))
-        out.append(t)
+        out.append(_client_table(source, items))
         behind = [c for c in items if c.sent_behind]
         if behind:
             out.append(Text(behind_note(behind)))
@@ -101,6 +53,58 @@ def client_tables(summaries: list[ClientSummary], per_request: bool) -> list[Any
             )
         )
     return out
+
+
+def _client_row(c: ClientSummary, goodput: bool) -> tuple[str, ...]:
+    """One result a client wrote, as its table's cells (its own figures, ms)."""
+    rate = c.requested_rate_per_s
+    return (
+        "-" if rate is None else str(rate) if isinstance(rate, str) else f"{rate:g}",  # "inf": all at once
+        "-" if c.achieved_rate_per_s is None else per_s(c.achieved_rate_per_s),
+        *(("-" if c.goodput_per_s is None else per_s(c.goodput_per_s),) if goodput else ()),
+        "-"
+        if c.mean_input_tokens is None or c.mean_output_tokens is None
+        else f"{c.mean_input_tokens:,.0f} / {c.mean_output_tokens:,.0f}",
+        whole(c.completed),
+        whole(c.failed),
+        _median(c.ttft_s),
+        ms(c.ttft_s.p99) if c.ttft_s else "-",
+        _median(c.tpot_s),
+        _median(c.itl_s),
+        _median(c.e2e_s),
+        whole(c.output_tokens_per_s),
+    )
+
+
+def _client_table(source: str, items: list[ClientSummary]) -> Table:
+    """One client's summaries as a table, a line per result (a stage of a sweep); a figure no line has is left out,
+    so that the others fit the terminal."""
+    t = Table(title=f"{Path(source).name}: the benchmark client's own summary ({items[0].tool}, as reported; ms)")
+    staged = any(c.stage is not None for c in items)
+    goodput = any(c.goodput_per_s is not None for c in items)  # only where the client had SLOs
+    cols = (
+        "req/s",
+        "got/s",
+        *(("goodput/s",) if goodput else ()),
+        "in/out tok",
+        "done",
+        "failed",
+        "TTFT p50",
+        "TTFT p99",
+        "TPOT p50",
+        "ITL p50",
+        "e2e p50",
+        "out tok/s",
+    )
+    rows = [_client_row(c, goodput) for c in items]
+    shown = [i for i in range(len(cols)) if any(r[i] != "-" for r in rows)]
+    if staged:  # as wide as its longest label ("concurrent@16"), never cut
+        t.add_column("stage", justify="right", no_wrap=True, min_width=max(len(str(c.stage)) for c in items))
+    for i in shown:  # a header on two lines, a figure on one: cut only where the terminal is too narrow
+        t.add_column(cols[i].replace(" ", "\n", 1), justify="right", no_wrap=True)
+    for c, r in zip(items, rows, strict=True):
+        t.add_row(*([str(c.stage)] if staged else []), *(r[i] for i in shown))
+    return t
 
 
 # where each client that writes a summary keeps its per-request records (its own option or file), by format

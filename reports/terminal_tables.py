@@ -11,51 +11,57 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from lltrace.documents.base import given
+from lltrace.documents.diff import DiffDocument, Side
+from lltrace.documents.estimate import EstimateDocument
+from lltrace.documents.vocabulary import Component
+from lltrace.documents.weekly import WeeklyDocument
 from lltrace.reports.labels import QUEUE_PARTS
 from lltrace.reports.numbers import pct, whole, window_label
 
 _PART_LABEL = dict(QUEUE_PARTS)
 
 
-def diff_table(doc: dict[str, Any]) -> Group:
+def diff_table(doc: DiffDocument) -> Group:
     """The diff document: each component's mean per request in both runs, the change, and the verdict."""
-    if doc.get("basis") in ("profiler steps", "engine log steps"):
+    if doc.basis in ("profiler steps", "engine log steps"):
         return _profiler_diff_table(doc)
     t = Table(
-        title=f"{_side(doc['baseline'])} → {_side(doc['incident'])} (mean per request"
-        f"{', on the baseline mix' if doc['mix']['normalised'] else ''}"
-        f"{', from the engine histograms' if doc.get('basis') == 'engine histograms' else ''})"
+        title=f"{_side(doc.baseline)} → {_side(doc.incident)} (mean per request"
+        f"{', on the baseline mix' if doc.mix.normalised else ''}"
+        f"{', from the engine histograms' if doc.basis == 'engine histograms' else ''})"
     )
     for col in ("component", "baseline s", "incident s", "delta s", "share of change"):
         t.add_column(col, justify="left" if col == "component" else "right")
-    for c, v in doc["components"].items():
-        share = "-" if v["share_of_change"] is None else f"{v['share_of_change']:.0%}"
+    for c, v in doc.components.items():
+        share = "-" if v.share_of_change is None else f"{v.share_of_change:.0%}"
         t.add_row(
             f"  of queue: {_PART_LABEL[c]}" if c in _PART_LABEL else c,
-            *("-" if v[k] is None else f"{v[k]:{f}}" for k, f in (("baseline_s", ".3f"), ("incident_s", ".3f"))),
-            "-" if v["delta_s"] is None else f"{v['delta_s']:+.3f}",
+            *("-" if x is None else f"{x:.3f}" for x in (v.baseline_s, v.incident_s)),
+            "-" if v.delta_s is None else f"{v.delta_s:+.3f}",
             share,
         )
-    lines = [Text(doc["verdict"])]
-    note = (doc["components"].get("preempted") or {}).get("note")
-    if note:
-        counts = " → ".join(whole(doc[side].get("preemptions")) for side in ("baseline", "incident"))
-        lines.append(Text(f"preempted: {counts} preemptions, {note}"))
+    lines = [Text(doc.verdict)]
+    preempted = doc.components.get(Component.PREEMPTED)
+    if preempted is not None and given(preempted.note):
+        counts = " → ".join(whole(side.preemptions) for side in (doc.baseline, doc.incident))
+        lines.append(Text(f"preempted: {counts} preemptions, {preempted.note}"))
     return Group(t, *lines)
 
 
-def _profiler_diff_table(doc: dict[str, Any]) -> Group:
+def _ms(v: float | None, f: str = ",.2f") -> str:
+    return "-" if v is None else f"{v * 1e3:{f}}"
+
+
+def _pair(before: Any, after: Any, fmt: Any) -> str:
+    return f"{fmt(given(before))} → {fmt(given(after))}"
+
+
+def _profiler_diff_table(doc: DiffDocument) -> Group:
     """The diff of two runs known from their steps alone (profiler traces, or server logs with every step): their
     steps kind by kind, and GPU time per step by kernel class."""
-
-    def ms(v: float | None, f: str = ",.2f") -> str:
-        return "-" if v is None else f"{v * 1e3:{f}}"
-
-    def pair(v: dict[str, Any], key: str, fmt) -> str:
-        return f"{fmt(v['baseline_' + key])} → {fmt(v['incident_' + key])}"
-
-    whose = "the engine logs'" if doc["basis"] == "engine log steps" else "the profiler's"
-    t = Table(title=f"{_side(doc['baseline'])} → {_side(doc['incident'])} ({whose} steps, kind by kind)")
+    whose = "the engine logs'" if doc.basis == "engine log steps" else "the profiler's"
+    t = Table(title=f"{_side(doc.baseline)} → {_side(doc.incident)} ({whose} steps, kind by kind)")
     for col in (
         "kind",
         "steps",
@@ -67,52 +73,52 @@ def _profiler_diff_table(doc: dict[str, Any]) -> Group:
         "GPU busy ms",
     ):
         t.add_column(col, justify="left" if col == "kind" else "right")
-    for kind, v in doc["components"].items():
+    for kind, v in doc.components.items():
         t.add_row(
             kind,
-            pair(v, "steps", whole),
-            ms(v["baseline_s"]),
-            ms(v["incident_s"]),
-            "-" if v["delta_s"] is None else f"{v['delta_s'] * 1e3:+,.2f}",
-            pair(v, "tokens_per_step", lambda x: "-" if x is None else f"{x:,.1f}"),
-            pair(v, "s_per_token", lambda x: ms(x, ",.3f")),
-            pair(v, "gpu_busy_s", ms),
+            _pair(v.baseline_steps, v.incident_steps, whole),
+            _ms(v.baseline_s),
+            _ms(v.incident_s),
+            "-" if v.delta_s is None else f"{v.delta_s * 1e3:+,.2f}",
+            _pair(v.baseline_tokens_per_step, v.incident_tokens_per_step, lambda x: "-" if x is None else f"{x:,.1f}"),
+            _pair(v.baseline_s_per_token, v.incident_s_per_token, lambda x: _ms(x, ",.3f")),
+            _pair(v.baseline_gpu_busy_s, v.incident_gpu_busy_s, _ms),
         )
     parts: list[Table | Text] = [t]
-    if doc.get("kernel_classes"):
+    classes = given(doc.kernel_classes)
+    if classes:
         g = Table(title="GPU time per traced step, by kernel class")
         for col in ("kernel class", "baseline ms", "incident ms", "delta ms"):
             g.add_column(col, justify="left" if col == "kernel class" else "right")
-        for c, v in doc["kernel_classes"].items():
+        for c, v in classes.items():
             g.add_row(
-                c, ms(v["baseline_s_per_step"], ",.3f"), ms(v["incident_s_per_step"], ",.3f"), ms(v["delta_s"], "+,.3f")
+                c, _ms(v.baseline_s_per_step, ",.3f"), _ms(v.incident_s_per_step, ",.3f"), _ms(v.delta_s, "+,.3f")
             )
         parts.append(g)
-    parts.append(Text(doc["verdict"]))
+    parts.append(Text(doc.verdict))
     return Group(*parts)
 
 
-def _side(side: dict[str, Any]) -> str:
+def _side(side: Side) -> str:
     """A diff side: its run, and its window where it has one (UTC)."""
-    window = side.get("window")
-    if not window:
-        return side["run"]
+    if not side.window:
+        return side.run
 
     def at(t: float | None) -> str:
         if t is None:
             return ""
         return datetime.fromtimestamp(t, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S") if t > 1e9 else f"{t:g} s"
 
-    return f"{side['run']} [{at(window[0])} – {at(window[1])})"
+    return f"{side.run} [{at(side.window[0])} – {at(side.window[1])})"
 
 
-def estimate_line(doc: dict[str, Any]) -> Text:
+def estimate_line(doc: EstimateDocument) -> Text:
     """The estimate document in one line."""
     return Text(
-        f"prefill {doc['prefill_s'] * 1e3:,.1f} ms ({doc['prefill_share']:.0%}) at "
-        f"{doc['prefill_tokens_per_s']:,.0f} tok/s · decode {doc['decode_s'] * 1e3:,.1f} ms "
-        f"({doc['decode_share']:.0%}) at {doc['decode_s_per_token'] * 1e3:,.2f} ms/token · crossover "
-        f"input length {doc['crossover_input_tokens']:,.0f} tokens (estimates)"
+        f"prefill {doc.prefill_s * 1e3:,.1f} ms ({doc.prefill_share:.0%}) at "
+        f"{doc.prefill_tokens_per_s:,.0f} tok/s · decode {doc.decode_s * 1e3:,.1f} ms "
+        f"({doc.decode_share:.0%}) at {doc.decode_s_per_token * 1e3:,.2f} ms/token · crossover "
+        f"input length {doc.crossover_input_tokens:,.0f} tokens (estimates)"
     )
 
 
@@ -143,20 +149,20 @@ def formats_text(formats: Sequence[Any]) -> Group:
     return Group(*parts)
 
 
-def weekly_table(doc: dict[str, Any]) -> Group:
+def weekly_table(doc: WeeklyDocument) -> Group:
     """The weekly document on the terminal, one row per window: its traffic (the verdict, request count and median
     lengths), tail latency and KV pressure, then what changed between windows. The HTML report draws these and the
     rest (prefill share, p50s) as charts."""
-    by_requests = doc.get("figures", "requests") == "requests"
+    by_requests = doc.figures == "requests"
     t = Table(
-        title=f"{len(doc['windows'])} windows of one {doc['window']} (UTC; latencies in s; traffic classified by "
-        f"{doc['classification_basis']}{'' if by_requests else '; engine histograms: estimates within a bucket'})"
+        title=f"{len(doc.windows)} windows of one {doc.window} (UTC; latencies in s; traffic classified by "
+        f"{doc.classification_basis}{'' if by_requests else '; engine histograms: estimates within a bucket'})"
     )
     heads = ["window", "requests", "traffic", "in/out p50", "TTFT p90", "e2e p90", "queue", "KV peak", "preempted"]
-    failures = any(w.get("failed") for w in doc["windows"])
+    failures = any(given(w.failed) for w in doc.windows)
     if failures:  # a column only where some window had failures
         heads.insert(2, "failed")
-    labels = max((len(w.get("label") or "-") for w in doc["windows"]), default=7)
+    labels = max((len(w.label or "-") for w in doc.windows), default=7)
     for col in heads:
         t.add_column(
             col,
@@ -165,23 +171,24 @@ def weekly_table(doc: dict[str, Any]) -> Group:
             min_width=labels if col == "traffic" else None,
         )
 
-    def num(v: float | None, fmt: str) -> str:
+    def num(v: Any, fmt: str) -> str:
+        v = given(v)
         return "-" if v is None else f"{v:{fmt}}"
 
-    for w in doc["windows"]:
+    for w in doc.windows:
         t.add_row(
-            window_label(w["window_start_s"]),
-            whole(w.get("requests")),
-            *([whole(w.get("failed"))] if failures else []),
-            w.get("label") or "-",
-            f"{num(w.get('input_p50'), ',.0f')}/{num(w.get('output_p50'), ',.0f')}",
-            num(w.get("ttft_p90"), ",.3f"),
-            num(w.get("e2e_p90"), ",.3f"),
-            pct(w.get("queue_share")),
-            pct(w.get("peak_kv_usage")),
-            whole(w.get("preemptions")),
+            window_label(w.window_start_s),
+            whole(w.requests),
+            *([whole(given(w.failed))] if failures else []),
+            w.label or "-",
+            f"{num(w.input_p50, ',.0f')}/{num(w.output_p50, ',.0f')}",
+            num(w.ttft_p90, ",.3f"),
+            num(w.e2e_p90, ",.3f"),
+            pct(given(w.queue_share)),
+            pct(given(w.peak_kv_usage)),
+            whole(given(w.preemptions)),
         )
-    changes = [(window_label(w["window_start_s"]), "; ".join(w["changes"])) for w in doc["windows"] if w["changes"]]
+    changes = [(window_label(w.window_start_s), "; ".join(w.changes)) for w in doc.windows if w.changes]
     lines = [Text("What changed: " + ("" if changes else "nothing beyond the thresholds"))]
     lines += [Text(f"  {when}: {what}") for when, what in changes]
     return Group(t, *lines)

@@ -4,20 +4,21 @@ from __future__ import annotations
 
 import html
 from pathlib import Path
-from typing import Any
 
 import altair as alt
 
+from lltrace.documents.base import given
+from lltrace.documents.weekly import WeeklyDocument, WeeklyWindow
 from lltrace.reports.numbers import window_label
 from lltrace.reports.page import data, melt, offline_page
 
 
-def write_weekly_html(doc: dict[str, Any], output: Path) -> None:
-    """Write the HTML (offline: Vega inlined)."""
-    rows = [{**w, "window": window_label(w["window_start_s"])} for w in doc["windows"]]
-    order = [r["window"] for r in rows]
-    x = alt.X("window:N", sort=order, title=f"window ({doc['window']})")
-    by_requests = doc.get("figures", "requests") == "requests"
+def write_weekly_html(doc: WeeklyDocument, output: Path) -> None:
+    """Write the HTML (offline: Vega inlined): each window's figures as chart data, what changed as a list."""
+    labels = [window_label(w.window_start_s) for w in doc.windows]
+    rows = [{**w.to_builtins(), "window": label} for w, label in zip(doc.windows, labels, strict=True)]
+    x = alt.X("window:N", sort=labels, title=f"window ({doc.window})")
+    by_requests = doc.figures == "requests"
     share = "prefill_dominant_share" if by_requests else "prefill_time_share"
     share_title = "Share of prefill-dominant requests" if by_requests else "Prefill's share of prefill + decode time"
     estimated = "" if by_requests else " (engine histograms: estimates within a bucket)"
@@ -33,12 +34,12 @@ def write_weekly_html(doc: dict[str, Any], output: Path) -> None:
                 .encode(x=x, y="failed:Q")
                 .properties(width=640, height=100)
             ]
-            if any(r.get("failed") for r in rows)
+            if any(given(w.failed) for w in doc.windows)
             else []
         ),
         alt.Chart(
-            data([r for r in rows if r.get(share) is not None]),
-            title=f"{share_title} ({doc['classification_basis']})",
+            data([r for w, r in zip(doc.windows, rows, strict=True) if _share(w, by_requests) is not None]),
+            title=f"{share_title} ({doc.classification_basis})",
         )
         .mark_line(point=True)
         .encode(x=x, y=alt.Y(f"{share}:Q", scale=alt.Scale(domain=[0, 1]), title="share"))
@@ -59,7 +60,7 @@ def write_weekly_html(doc: dict[str, Any], output: Path) -> None:
             .encode(x=x, y="seconds:Q", color="series:N")
             .properties(width=640, height=160)
         )
-    kv = [r for r in rows if r.get("peak_kv_usage") is not None]
+    kv = [r for w, r in zip(doc.windows, rows, strict=True) if given(w.peak_kv_usage) is not None]
     if kv:
         charts.append(
             alt.Chart(data(kv), title="KV pressure: peak usage per window")
@@ -68,15 +69,20 @@ def write_weekly_html(doc: dict[str, Any], output: Path) -> None:
             .properties(width=640, height=120)
         )
     changes = "".join(
-        f"<li><b>{html.escape(r['window'])}</b>: {html.escape('; '.join(r['changes']))}</li>"
-        for r in rows
-        if r["changes"]
+        f"<li><b>{html.escape(label)}</b>: {html.escape('; '.join(w.changes))}</li>"
+        for w, label in zip(doc.windows, labels, strict=True)
+        if w.changes
     )
     head = (
-        f"<h1>lltrace weekly: {len(rows)} windows of one {doc['window']}</h1>"
+        f"<h1>lltrace weekly: {len(rows)} windows of one {doc.window}</h1>"
         f"<h2>What changed</h2><ul>{changes or '<li>nothing beyond the thresholds</li>'}</ul>"
     )
     page = offline_page(
         {str(i): c for i, c in enumerate(charts)}, f"<div id='lltrace-weekly'>{head}</div>", "lltrace weekly"
     )
     output.write_text(page, encoding="utf-8")
+
+
+def _share(w: WeeklyWindow, by_requests: bool) -> float | None:
+    """A window's prefill share: of its requests on the prefill side, else of the engine's time in prefill."""
+    return w.prefill_dominant_share if by_requests else given(w.prefill_time_share)

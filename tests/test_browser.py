@@ -17,6 +17,7 @@ import lltrace
 from lltrace.analysis.document import analyze
 from lltrace.analysis.report import report
 from lltrace.analysis.weekly import weekly
+from lltrace.documents import checked
 from lltrace.replay.document import replay
 from lltrace.reports.weekly_html import write_weekly_html as write_weekly
 
@@ -110,7 +111,7 @@ def test_weekly_report_draws_in_chromium(tmp_path, chromium):
     ):
         lltrace.ingest([p], store=store)
     page = tmp_path / "weekly.html"
-    write_weekly(weekly(store=store, window="hour", model="llama-2-70b", gpu="H100-SXM"), page)
+    write_weekly(checked(weekly(store=store, window="hour", model="llama-2-70b", gpu="H100-SXM"), "weekly"), page)
     dom, log = _render(chromium, page, tmp_path / "profile", ARTIFACTS / "weekly.png")
     assert 'class="marks"' in dom and "Requests per window" in dom and "Prompt and output lengths" in dom
     assert not [ln for ln in log.splitlines() if "CONSOLE" in ln and "ERROR" in ln]

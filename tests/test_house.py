@@ -98,6 +98,20 @@ def test_no_module_over_600_lines():
     assert long == {}
 
 
+def test_no_function_over_80_lines_where_documents_are_built_and_drawn():
+    """The analysis and the reports are built and drawn by section: a long function there is a section waiting to
+    be named."""
+    long = {}
+    for folder in (REPO / "reports", REPO / "toolkit" / "analysis"):
+        for path in sorted(folder.glob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    lines = node.end_lineno - node.lineno + 1
+                    if lines > 80:
+                        long[f"{path.relative_to(REPO)}:{node.name}"] = lines
+    assert long == {}
+
+
 def test_arrows_point_one_way():
     for name, path in MODULES.items():
         deps = _imports(path)

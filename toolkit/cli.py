@@ -22,6 +22,7 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 
+from lltrace.documents import checked
 from lltrace.errors import InputWarning, LltraceError
 from lltrace.version import __version__
 
@@ -306,7 +307,7 @@ def diff_cli(
     if as_json:
         _json(doc)
     else:
-        out.print(diff_table(doc), soft_wrap=True)
+        out.print(diff_table(checked(doc, "diff")), soft_wrap=True)
 
 
 @app.command("weekly")
@@ -328,13 +329,13 @@ def weekly_cli(
         if window not in ("auto", "hour", "day", "week"):
             raise LltraceError(f"--window must be hour, day, week or auto, not {window!r}")
         doc = weekly(store=store, since=since, until=until, window=window, model=model, gpu=gpu)
-        write_weekly_html(doc, output)
+        write_weekly_html(checked(doc, "weekly"), output)
     if as_json:
         _json(doc)
     else:
         from lltrace.reports.terminal_tables import weekly_table
 
-        out.print(weekly_table(doc))
+        out.print(weekly_table(checked(doc, "weekly")))
         out.print(f"{output}: {len(doc['windows'])} windows of one {doc['window']}", markup=False, highlight=False)
 
 
@@ -395,7 +396,7 @@ def estimate_cli(
     if as_json:
         _json(doc)
     else:
-        out.print(estimate_line(doc))
+        out.print(estimate_line(checked(doc, "estimate")))
 
 
 @app.command("replay")
@@ -454,7 +455,6 @@ def replay_cli(
     if as_json:
         _json(doc)
         return
-    from lltrace.documents import checked
     from lltrace.reports.terminal_replay import render_replay
 
     out.print(render_replay(checked(doc, "replay")), highlight=False)

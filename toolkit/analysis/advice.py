@@ -151,6 +151,9 @@ def _queue_items(
     return items
 
 
+_Item = tuple[float, dict[str, Any]]
+
+
 def advise(
     att: dict[str, Any],
     label: str,
@@ -174,128 +177,147 @@ def advise(
     engine) names each setting as that engine does, in the action and in ``engine_setting``. ``speculative`` (the
     document's section) says the engine already decodes speculatively: the pipe item then offers the weights alone.
     """
-    t = thresholds()
     n = att["requests"]
     mean = {k: att[f"{k}_s"] / n for k in ("e2e", "queue", "prefill", "decode", "overhead")}
-    items: list[tuple[float, dict[str, Any]]] = _queue_items(att, label, queue_parts or {}, n, kv, engine)
-    spt = att.get("decode_s_per_token")
-    if spt and att["decode_share"] >= t["pipe_share_for_advice"]:
-        if fp8_decode_ratio:
-            ratio = fp8_decode_ratio["ratio"]
-            formula = (
-                f"decode_mean x (1 - {ratio:.2f}): the roofline's FP8/BF16 decode time per token for "
-                f"{fp8_decode_ratio['model']} on {fp8_decode_ratio['gpu']} at this run's mean context "
-                "(weights and KV read per token; estimate)"
-            )
-        else:
-            ratio = 0.5
-            formula = (
-                "decode_mean x (1 - 1/2): halving bytes per token (16 -> 8-bit weights) halves a "
-                "bandwidth-bound step (upper bound; give --model and --gpu for the roofline's figure)"
-            )
-        saved = mean["decode"] * (1 - ratio)
-        items.append(
-            (
-                saved,
-                {
-                    "bottleneck": "pipe",
-                    "setting": "quantization",
-                    "action": "Cut the bytes read per decode step: FP8/INT8 weights or speculative decoding "
-                    "(more tokens per weight read)"
-                    if not speculative
-                    else "Cut the bytes read per decode step: FP8/INT8 weights (speculative decoding is on"
-                    + (
-                        f": {speculative['acceptance_rate']:.0%} of its draft tokens accepted)"
-                        if speculative.get("acceptance_rate") is not None
-                        else ")"
-                    ),
-                    "expected_gain": _gain("mean decode time per request", mean["decode"], mean["decode"] - saved),
-                    "formula": formula,
-                    "evidence": {
-                        "decode_share": att["decode_share"],
-                        "decode_s_per_token": spt,
-                        "mean_output_tokens": att.get("mean_output_tokens"),
-                    },
-                },
-            )
+    items: list[_Item] = _queue_items(att, label, queue_parts or {}, n, kv, engine)
+    items += [
+        item
+        for item in (
+            _pipe_item(att, mean, fp8_decode_ratio, speculative),
+            _engine_item(att, mean),
+            _interference_item(interference, mean, n),
+            _prefix_item(att, mean, workload, kv, prefix_caching),
+            _overhead_item(att, mean),
         )
-    tps = att.get("prefill_tokens_per_s")
-    if tps and att["prefill_share"] >= t["engine_share_for_advice"]:
-        saved = mean["prefill"] / 2
-        items.append(
-            (
-                saved,
-                {
-                    "bottleneck": "engine",
-                    "setting": "quantization",
-                    "action": "Speed up prefill: prefix caching where prompts share prefixes, FP8 compute, or a larger "
-                    "chunked-prefill token budget",
-                    "expected_gain": _gain("mean prefill time per request", mean["prefill"], mean["prefill"] - saved),
-                    "formula": "prefill_mean x (1 - 1/2): FP8 doubles dense FLOP/s on a compute-bound prefill (upper "
-                    "bound; estimate)",
-                    "evidence": {"prefill_share": att["prefill_share"], "prefill_tokens_per_s": tps},
-                },
-            )
-        )
-    if interference and (interference.get("share_of_parent") or 0) >= t["interference_share_for_advice"]:
-        lost = interference["total_s"] / n
-        items.append(
-            (
-                lost,
-                {
-                    "bottleneck": "interference",
-                    "setting": "max_num_batched_tokens",
-                    "action": "Keep prefills from stalling decodes: a smaller chunked-prefill token budget, or "
-                    "prefill-decode disaggregation",
-                    "expected_gain": _gain("mean decode time per request", mean["decode"], mean["decode"] - lost),
-                    "formula": "decode_mean - interference_mean (the decode time lost to mixed steps removed at best)",
-                    "evidence": {
-                        "interference_share_of_decode": interference["share_of_parent"],
-                        "mixed_steps": interference.get("mixed_steps"),
-                    },
-                },
-            )
-        )
-    reuse = (workload or {}).get("prefix_reuse")
-    # the workload's prompts repeat earlier prefixes and the engine is not known to cache them: a cache that is
-    # on shows its own reuse in kv.prefix_cache_hit_rate, and turning it on again gains nothing
-    caching = prefix_caching or bool((kv or {}).get("prefix_cache_hit_rate"))
-    if reuse and reuse >= t["prefix_reuse_for_advice"] and att.get("prefill_s") and not caching:
-        saved = mean["prefill"] * reuse
-        items.append(
-            (
-                saved,
-                {
-                    "bottleneck": "prefix",
-                    "setting": "enable_prefix_caching",
-                    "action": "Turn on prefix caching: a measured share of prompt blocks repeats an earlier "
-                    "request's prefix",
-                    "expected_gain": _gain("mean prefill time per request", mean["prefill"], mean["prefill"] - saved),
-                    "formula": "prefill_mean x (1 - prefix_reuse): reused blocks need no recompute (upper bound: cache "
-                    "capacity and eviction not modelled)",
-                    "evidence": {
-                        "prefix_reuse": reuse,
-                        "prefix_blocks": (workload or {}).get("prefix_blocks"),
-                        "prefix_caching": prefix_caching,
-                    },
-                },
-            )
-        )
-    if att["overhead_share"] >= t["overhead_share_for_advice"]:
-        items.append(
-            (
-                mean["overhead"],
-                {
-                    "bottleneck": "overhead",
-                    "setting": None,
-                    "action": "Look outside the engine: tokenization, detokenization, the API server, network "
-                    "and client",
-                    "expected_gain": _gain("mean overhead per request", mean["overhead"], 0.0),
-                    "formula": "e2e - (queue + prefill + decode), removed at best",
-                    "evidence": {"overhead_share": att["overhead_share"]},
-                },
-            )
-        )
+        if item is not None
+    ]
     for _, item in items:
         item["engine_setting"] = engine_setting(item["setting"], engine)
     return [item for _, item in sorted(items, key=lambda t: -t[0])]
+
+
+def _pipe_item(
+    att: dict[str, Any],
+    mean: dict[str, float],
+    fp8_decode_ratio: dict[str, Any] | None,
+    speculative: dict[str, Any] | None,
+) -> _Item | None:
+    """Decode dominates: fewer bytes read per decode step (FP8/INT8 weights, speculative decoding)."""
+    spt = att.get("decode_s_per_token")
+    if not spt or att["decode_share"] < thresholds()["pipe_share_for_advice"]:
+        return None
+    if fp8_decode_ratio:
+        ratio = fp8_decode_ratio["ratio"]
+        formula = (
+            f"decode_mean x (1 - {ratio:.2f}): the roofline's FP8/BF16 decode time per token for "
+            f"{fp8_decode_ratio['model']} on {fp8_decode_ratio['gpu']} at this run's mean context "
+            "(weights and KV read per token; estimate)"
+        )
+    else:
+        ratio = 0.5
+        formula = (
+            "decode_mean x (1 - 1/2): halving bytes per token (16 -> 8-bit weights) halves a "
+            "bandwidth-bound step (upper bound; give --model and --gpu for the roofline's figure)"
+        )
+    saved = mean["decode"] * (1 - ratio)
+    action = (
+        "Cut the bytes read per decode step: FP8/INT8 weights or speculative decoding (more tokens per weight read)"
+    )
+    if speculative:
+        action = "Cut the bytes read per decode step: FP8/INT8 weights (speculative decoding is on" + (
+            f": {speculative['acceptance_rate']:.0%} of its draft tokens accepted)"
+            if speculative.get("acceptance_rate") is not None
+            else ")"
+        )
+    return saved, {
+        "bottleneck": "pipe",
+        "setting": "quantization",
+        "action": action,
+        "expected_gain": _gain("mean decode time per request", mean["decode"], mean["decode"] - saved),
+        "formula": formula,
+        "evidence": {
+            "decode_share": att["decode_share"],
+            "decode_s_per_token": spt,
+            "mean_output_tokens": att.get("mean_output_tokens"),
+        },
+    }
+
+
+def _engine_item(att: dict[str, Any], mean: dict[str, float]) -> _Item | None:
+    """Prefill dominates: a faster prefill (prefix caching, FP8 compute, a larger chunked-prefill budget)."""
+    tps = att.get("prefill_tokens_per_s")
+    if not tps or att["prefill_share"] < thresholds()["engine_share_for_advice"]:
+        return None
+    saved = mean["prefill"] / 2
+    return saved, {
+        "bottleneck": "engine",
+        "setting": "quantization",
+        "action": "Speed up prefill: prefix caching where prompts share prefixes, FP8 compute, or a larger "
+        "chunked-prefill token budget",
+        "expected_gain": _gain("mean prefill time per request", mean["prefill"], mean["prefill"] - saved),
+        "formula": "prefill_mean x (1 - 1/2): FP8 doubles dense FLOP/s on a compute-bound prefill (upper "
+        "bound; estimate)",
+        "evidence": {"prefill_share": att["prefill_share"], "prefill_tokens_per_s": tps},
+    }
+
+
+def _interference_item(interference: dict[str, Any] | None, mean: dict[str, float], n: int) -> _Item | None:
+    """Prefills stall the decodes they share steps with: a smaller token budget, or disaggregation."""
+    if not interference or (interference.get("share_of_parent") or 0) < thresholds()["interference_share_for_advice"]:
+        return None
+    lost = interference["total_s"] / n
+    return lost, {
+        "bottleneck": "interference",
+        "setting": "max_num_batched_tokens",
+        "action": "Keep prefills from stalling decodes: a smaller chunked-prefill token budget, or "
+        "prefill-decode disaggregation",
+        "expected_gain": _gain("mean decode time per request", mean["decode"], mean["decode"] - lost),
+        "formula": "decode_mean - interference_mean (the decode time lost to mixed steps removed at best)",
+        "evidence": {
+            "interference_share_of_decode": interference["share_of_parent"],
+            "mixed_steps": interference.get("mixed_steps"),
+        },
+    }
+
+
+def _prefix_item(
+    att: dict[str, Any],
+    mean: dict[str, float],
+    workload: dict[str, Any] | None,
+    kv: dict[str, Any] | None,
+    prefix_caching: bool | None,
+) -> _Item | None:
+    """The workload's prompts repeat earlier prefixes and the engine is not known to cache them: a cache that is on
+    shows its own reuse in kv.prefix_cache_hit_rate, and turning it on again gains nothing."""
+    reuse = (workload or {}).get("prefix_reuse")
+    caching = prefix_caching or bool((kv or {}).get("prefix_cache_hit_rate"))
+    if not reuse or reuse < thresholds()["prefix_reuse_for_advice"] or not att.get("prefill_s") or caching:
+        return None
+    saved = mean["prefill"] * reuse
+    return saved, {
+        "bottleneck": "prefix",
+        "setting": "enable_prefix_caching",
+        "action": "Turn on prefix caching: a measured share of prompt blocks repeats an earlier request's prefix",
+        "expected_gain": _gain("mean prefill time per request", mean["prefill"], mean["prefill"] - saved),
+        "formula": "prefill_mean x (1 - prefix_reuse): reused blocks need no recompute (upper bound: cache "
+        "capacity and eviction not modelled)",
+        "evidence": {
+            "prefix_reuse": reuse,
+            "prefix_blocks": (workload or {}).get("prefix_blocks"),
+            "prefix_caching": prefix_caching,
+        },
+    }
+
+
+def _overhead_item(att: dict[str, Any], mean: dict[str, float]) -> _Item | None:
+    """Much of e2e lies outside the engine: look at the frontend, the network and the client."""
+    if att["overhead_share"] < thresholds()["overhead_share_for_advice"]:
+        return None
+    return mean["overhead"], {
+        "bottleneck": "overhead",
+        "setting": None,
+        "action": "Look outside the engine: tokenization, detokenization, the API server, network and client",
+        "expected_gain": _gain("mean overhead per request", mean["overhead"], 0.0),
+        "formula": "e2e - (queue + prefill + decode), removed at best",
+        "evidence": {"overhead_share": att["overhead_share"]},
+    }

@@ -146,21 +146,8 @@ def _diff(
     incident_window: Window | None,
 ) -> dict[str, Any]:
     base, inc = open_run(baseline, st), open_run(incident, st)
-    min_overlap = thresholds()["diff_min_overlap"]
     sides = {"baseline": (base.id, baseline_window), "incident": (inc.id, incident_window)}
-    con = st.connect(sorted({base.id, inc.id}))
-    try:
-        preempt = dict(con.execute("SELECT run_id, preemptions FROM engine_preemptions").fetchall())
-        buckets, engine, preemptions = {}, {}, {}
-        for side, (run_id, window) in sides.items():
-            lo, hi = window or (None, None)
-            cur = con.execute(_BUCKETS, {"run": run_id, "lo": lo, "hi": hi})
-            cols = [d[0] for d in cur.description]
-            buckets[side] = {(r[0], r[1]): dict(zip(cols, r, strict=True)) for r in cur.fetchall()}
-            engine[side] = next(iter(engine_windows(con, None, lo, hi, run_id).values()), {})
-            preemptions[side] = engine[side].get("preemptions") if window else preempt.get(run_id)
-    finally:
-        con.close()
+    buckets, engine, preemptions = _gather(st, sides)
     ids = {
         side: {"run": run_id, "window": list(window) if window else None} for side, (run_id, window) in sides.items()
     }
@@ -184,6 +171,39 @@ def _diff(
             + (" in the window asked for" if sides[empty][1] else "")
             + ": nothing to compare"
         )
+    return _request_diff(ids, b, i, preemptions)
+
+
+def _gather(
+    st: Store, sides: dict[str, tuple[str, Window | None]]
+) -> tuple[dict[str, dict[Any, dict[str, Any]]], dict[str, dict[str, Any]], dict[str, Any]]:
+    """Each side's requests by size bucket (``_BUCKETS``), its engine's figures over its window, its preemptions."""
+    con = st.connect(sorted({run_id for run_id, _ in sides.values()}))
+    try:
+        preempt = dict(con.execute("SELECT run_id, preemptions FROM engine_preemptions").fetchall())
+        buckets, engine, preemptions = {}, {}, {}
+        for side, (run_id, window) in sides.items():
+            lo, hi = window or (None, None)
+            cur = con.execute(_BUCKETS, {"run": run_id, "lo": lo, "hi": hi})
+            cols = [d[0] for d in cur.description]
+            buckets[side] = {(r[0], r[1]): dict(zip(cols, r, strict=True)) for r in cur.fetchall()}
+            engine[side] = next(iter(engine_windows(con, None, lo, hi, run_id).values()), {})
+            preemptions[side] = engine[side].get("preemptions") if window else preempt.get(run_id)
+    finally:
+        con.close()
+    return buckets, engine, preemptions
+
+
+def _request_diff(
+    ids: dict[str, dict[str, Any]],
+    b: dict[Any, dict[str, Any]],
+    i: dict[Any, dict[str, Any]],
+    preemptions: dict[str, Any],
+) -> dict[str, Any]:
+    """The diff of two sides' requests: each component's mean per request, on the baseline's mix where the two mixes
+    overlap enough (re-weighted by size bucket), else on each side's own."""
+    min_overlap = thresholds()["diff_min_overlap"]
+    nb, ni = sum(r["n"] for r in b.values()), sum(r["n"] for r in i.values())
     shared = set(b) & set(i)
     overlap = (sum(b[k]["n"] for k in shared) + sum(i[k]["n"] for k in shared)) / (nb + ni) if nb + ni else 0.0
     normalised = bool(shared) and overlap >= min_overlap
@@ -204,6 +224,24 @@ def _diff(
     total = sum(comps[c]["delta_s"] for c in ADDITIVE)
     for c in COMPONENTS:
         comps[c]["share_of_change"] = comps[c]["delta_s"] / total if total else None
+    return {
+        "baseline": ids["baseline"] | {"requests": nb, "preemptions": preemptions["baseline"]},
+        "incident": ids["incident"] | {"requests": ni, "preemptions": preemptions["incident"]},
+        "mix": {
+            "overlap": overlap,
+            "normalised": normalised,
+            "buckets_shared": len(shared),
+            "bucketing": "log2 of prompt and output tokens",
+            "min_overlap": min_overlap,
+        },
+        "components": comps,
+        "verdict": _request_verdict(comps, total, normalised, overlap),
+    }
+
+
+def _request_verdict(comps: dict[str, dict[str, Any]], total: float, normalised: bool, overlap: float) -> str:
+    """What changed, in one sentence: the change in mean e2e, its largest component (and, for the queue, what the
+    engine was out of), and whether the mixes were normalised."""
     lead = max(ADDITIVE, key=lambda c: abs(comps[c]["delta_s"]))
     direction = "faster" if total < 0 else "slower"
     verdict = (
@@ -218,20 +256,7 @@ def _diff(
         verdict += f", of which {part:.0%} is waiting for {waits[main]}"
     if not normalised:
         verdict += f". The two runs' mixes overlap only {overlap:.0%}, so they were not normalised"
-    verdict += "."
-    return {
-        "baseline": ids["baseline"] | {"requests": nb, "preemptions": preemptions["baseline"]},
-        "incident": ids["incident"] | {"requests": ni, "preemptions": preemptions["incident"]},
-        "mix": {
-            "overlap": overlap,
-            "normalised": normalised,
-            "buckets_shared": len(shared),
-            "bucketing": "log2 of prompt and output tokens",
-            "min_overlap": min_overlap,
-        },
-        "components": comps,
-        "verdict": verdict,
-    }
+    return verdict + "."
 
 
 # the engine's histograms: component <- (sum, count) of engine_windows' figures
@@ -323,6 +348,64 @@ def _profiler_diff(st: Store, ids: dict[str, dict[str, Any]]) -> dict[str, Any] 
     (``engine_queue_causes``: the waiting requests' time and what it waited for). Steps of different sizes are
     shown with their sizes, not normalised. None when a side has no step."""
     runs = {side: v["run"] for side, v in ids.items()}
+    have, kinds, queue, classes = _gather_steps(st, runs)
+    if not (kinds["baseline"] and kinds["incident"]):
+        return None
+    steps = {side: sum(k["steps"] for k in kinds[side].values()) for side in runs}
+    comps: dict[str, dict[str, Any]] = {}
+    for kind in sorted(set(kinds["baseline"]) & set(kinds["incident"])):
+        b, i = kinds["baseline"][kind], kinds["incident"][kind]
+        row: dict[str, Any] = {
+            "baseline_s": b["wall_s_mean"],
+            "incident_s": i["wall_s_mean"],
+            "delta_s": i["wall_s_mean"] - b["wall_s_mean"],
+            "share_of_change": None,
+        }
+        for side, k in (("baseline", b), ("incident", i)):
+            row[f"{side}_steps"] = k["steps"]
+            # tokens per step over the steps that give them (a kind read from kernels gives none); time per token only
+            # where every step does: the steps that give them need not be typical (a graph's re-recording decode)
+            every = k["tokens"] and k["token_steps"] == k["steps"]
+            row[f"{side}_tokens_per_step"] = k["tokens"] / k["token_steps"] if k["tokens"] else None
+            row[f"{side}_s_per_token"] = k["wall_s_total"] / k["tokens"] if every else None
+            row[f"{side}_token_steps"] = k["token_steps"]
+            row[f"{side}_gpu_busy_s"] = k["gpu_busy_s"] / k["steps"] if k["gpu_busy_s"] is not None else None
+        comps[kind] = row
+    if not comps:
+        return None
+    gpu = {
+        c: {
+            "baseline_s_per_step": classes["baseline"].get(c, 0.0) / steps["baseline"],
+            "incident_s_per_step": classes["incident"].get(c, 0.0) / steps["incident"],
+        }
+        for c in sorted(set(classes["baseline"]) | set(classes["incident"]))
+        if classes["baseline"] and classes["incident"]
+    }
+    for v in gpu.values():
+        v["delta_s"] = v["incident_s_per_step"] - v["baseline_s_per_step"]
+    logged = {have.get(r) for r in runs.values()} == {"log"}
+    verdict = _steps_verdict(comps, gpu, kinds, queue, logged)
+    return {
+        "basis": "engine log steps" if logged else "profiler steps",
+        "queue": {"baseline": queue["baseline"], "incident": queue["incident"]},
+        "baseline": ids["baseline"] | {"requests": None, "preemptions": None, "steps": steps["baseline"]},
+        "incident": ids["incident"] | {"requests": None, "preemptions": None, "steps": steps["incident"]},
+        "mix": {
+            "normalised": False,
+            "overlap": None,
+            "note": "steps compared kind by kind, with their tokens per step (not normalised by size)",
+        },
+        "components": comps,
+        "kernel_classes": gpu,
+        "verdict": verdict,
+    }
+
+
+def _gather_steps(
+    st: Store, runs: dict[str, str]
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """Each side's step source (its profiler's where it has both), its steps by kind, its engine's queue record
+    and its GPU time by kernel class."""
     con = st.connect(sorted(set(runs.values())))
     try:
         have: dict[str, str | None] = {}  # each side's step source: its profiler's where it has both
@@ -368,40 +451,17 @@ def _profiler_diff(st: Store, ids: dict[str, dict[str, Any]]) -> dict[str, Any] 
         }
     finally:
         con.close()
-    if not (kinds["baseline"] and kinds["incident"]):
-        return None
-    steps = {side: sum(k["steps"] for k in kinds[side].values()) for side in runs}
-    comps: dict[str, dict[str, Any]] = {}
-    for kind in sorted(set(kinds["baseline"]) & set(kinds["incident"])):
-        b, i = kinds["baseline"][kind], kinds["incident"][kind]
-        row: dict[str, Any] = {
-            "baseline_s": b["wall_s_mean"],
-            "incident_s": i["wall_s_mean"],
-            "delta_s": i["wall_s_mean"] - b["wall_s_mean"],
-            "share_of_change": None,
-        }
-        for side, k in (("baseline", b), ("incident", i)):
-            row[f"{side}_steps"] = k["steps"]
-            # tokens per step over the steps that give them (a kind read from kernels gives none); time per token only
-            # where every step does: the steps that give them need not be typical (a graph's re-recording decode)
-            every = k["tokens"] and k["token_steps"] == k["steps"]
-            row[f"{side}_tokens_per_step"] = k["tokens"] / k["token_steps"] if k["tokens"] else None
-            row[f"{side}_s_per_token"] = k["wall_s_total"] / k["tokens"] if every else None
-            row[f"{side}_token_steps"] = k["token_steps"]
-            row[f"{side}_gpu_busy_s"] = k["gpu_busy_s"] / k["steps"] if k["gpu_busy_s"] is not None else None
-        comps[kind] = row
-    if not comps:
-        return None
-    gpu = {
-        c: {
-            "baseline_s_per_step": classes["baseline"].get(c, 0.0) / steps["baseline"],
-            "incident_s_per_step": classes["incident"].get(c, 0.0) / steps["incident"],
-        }
-        for c in sorted(set(classes["baseline"]) | set(classes["incident"]))
-        if classes["baseline"] and classes["incident"]
-    }
-    for v in gpu.values():
-        v["delta_s"] = v["incident_s_per_step"] - v["baseline_s_per_step"]
+    return have, kinds, queue, classes
+
+
+def _steps_verdict(
+    comps: dict[str, dict[str, Any]],
+    gpu: dict[str, dict[str, Any]],
+    kinds: dict[str, Any],
+    queue: dict[str, Any],
+    logged: bool,
+) -> str:
+    """What changed between the two sides' steps, in one sentence per finding."""
     parts = []
     for kind, v in comps.items():
         change = f"{v['delta_s'] / v['baseline_s']:+.0%}" if v["baseline_s"] else "from 0"
@@ -413,7 +473,6 @@ def _profiler_diff(st: Store, ids: dict[str, dict[str, Any]]) -> dict[str, Any] 
                     f" ({v['baseline_s_per_token'] * 1e3:,.3f} -> {v['incident_s_per_token'] * 1e3:,.3f} ms per token)"
                 )
         parts.append(text)
-    logged = {have.get(r) for r in runs.values()} == {"log"}
     verdict = f"From the {'engine logs' if logged else 'profiler traces'}' steps, kind by kind: " + "; ".join(parts)
     if gpu:
         lead = max(gpu, key=lambda c: abs(gpu[c]["delta_s"]))
@@ -434,17 +493,4 @@ def _profiler_diff(st: Store, ids: dict[str, dict[str, Any]]) -> dict[str, Any] 
         if b_q.get("kv_share") is not None and i_q.get("kv_share") is not None:
             verdict += f", KV room {b_q['kv_share']:.0%} -> {i_q['kv_share']:.0%} of it (estimated)"
     verdict += "."
-    return {
-        "basis": "engine log steps" if logged else "profiler steps",
-        "queue": {"baseline": b_q, "incident": i_q},
-        "baseline": ids["baseline"] | {"requests": None, "preemptions": None, "steps": steps["baseline"]},
-        "incident": ids["incident"] | {"requests": None, "preemptions": None, "steps": steps["incident"]},
-        "mix": {
-            "normalised": False,
-            "overlap": None,
-            "note": "steps compared kind by kind, with their tokens per step (not normalised by size)",
-        },
-        "components": comps,
-        "kernel_classes": gpu,
-        "verdict": verdict,
-    }
+    return verdict

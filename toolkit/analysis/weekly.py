@@ -97,6 +97,21 @@ def weekly(
             win |= {k: v for k, v in engine.get(win["window_start_s"], {}).items() if k in _ENGINE_LOAD}
             for k in _ENGINE_LOAD:
                 win.setdefault(k, None)
+    _changes(windows)
+    doc = {
+        "window": window,
+        "window_s": width,
+        "figures": "requests" if by_requests else "engine histograms",
+        "classification_basis": basis,
+        "windows": windows,
+        "relative_clock": t0 < 1e9,
+    }
+    return plain(doc, "weekly")
+
+
+def _changes(windows: list[dict[str, Any]]) -> None:
+    """Each window's label by the classification rule and what changed from the window before (its ``changes``:
+    length drift beyond ``weekly_drift``, the label turning, failures or waiting for capacity starting)."""
     prev = None
     drift_named = thresholds()["weekly_drift"]
     for win in windows:
@@ -124,15 +139,6 @@ def weekly(
                     "queue split says which)"
                 )
         prev = win
-    doc = {
-        "window": window,
-        "window_s": width,
-        "figures": "requests" if by_requests else "engine histograms",
-        "classification_basis": basis,
-        "windows": windows,
-        "relative_clock": t0 < 1e9,
-    }
-    return plain(doc, "weekly")
 
 
 _ENGINE_LOAD = ("peak_kv_usage", "preemptions", "peak_waiting_capacity", "mean_running", "mean_waiting", "queue_share")

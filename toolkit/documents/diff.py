@@ -85,6 +85,13 @@ class Failures(Doc, kw_only=True):
     basis: Annotated[str, field_doc("requests, or the API server's responses")]
 
 
+class FailureSides(Doc, kw_only=True):
+    """Each side's failed requests (null where neither its requests nor its API server's responses tell)."""
+
+    baseline: Annotated[Failures | None, field_doc("the baseline's")]
+    incident: Annotated[Failures | None, field_doc("the incident's")]
+
+
 class SettingChange(Doc, kw_only=True):
     """An engine setting the two sides give different values."""
 
@@ -117,5 +124,5 @@ class DiffDocument(Doc, kw_only=True):
         dict[str, KernelClassChange] | UnsetType, field_doc("GPU time per step by kernel class (steps only)")
     ] = UNSET
     verdict: Annotated[str, field_doc("what changed, in words, the largest change first")]
-    failures: Annotated[dict[str, Failures | None], field_doc("each side's failed requests (baseline, incident)")]
+    failures: Annotated[FailureSides, field_doc("each side's failed requests")]
     settings_changed: Annotated[list[SettingChange], field_doc("the engine settings the sides give differently")]
