@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import altair as alt
 
 from lltrace.documents.base import given
 from lltrace.documents.weekly import WeeklyDocument, WeeklyWindow
 from lltrace.reports.numbers import window_label
-from lltrace.reports.page import data, melt, offline_page
+from lltrace.reports.page import data, offline_page
 
 
 def write_weekly_html(doc: WeeklyDocument, output: Path) -> None:
@@ -45,14 +47,14 @@ def write_weekly_html(doc: WeeklyDocument, output: Path) -> None:
         .encode(x=x, y=alt.Y(f"{share}:Q", scale=alt.Scale(domain=[0, 1]), title="share"))
         .properties(width=640, height=140),
         alt.Chart(
-            data(melt(rows, ["window"], ["input_p50", "input_p90", "output_p50", "output_p90"], "series", "tokens")),
+            data(_long(doc, labels, "tokens", lambda w: (w.input_p50, w.input_p90, w.output_p50, w.output_p90))),
             title=f"Prompt and output lengths{estimated}",
         )
         .mark_line(point=True)
         .encode(x=x, y=alt.Y("tokens:Q", scale=alt.Scale(type="log")), color="series:N")
         .properties(width=640, height=160),
     ]
-    lat = melt(rows, ["window"], ["ttft_p50", "ttft_p90", "e2e_p50", "e2e_p90"], "series", "seconds")
+    lat = _long(doc, labels, "seconds", lambda w: (w.ttft_p50, w.ttft_p90, w.e2e_p50, w.e2e_p90))
     if lat:
         charts.append(
             alt.Chart(data(lat), title=f"Latency percentiles{estimated}")
@@ -86,3 +88,23 @@ def write_weekly_html(doc: WeeklyDocument, output: Path) -> None:
 def _share(w: WeeklyWindow, by_requests: bool) -> float | None:
     """A window's prefill share: of its requests on the prefill side, else of the engine's time in prefill."""
     return w.prefill_dominant_share if by_requests else given(w.prefill_time_share)
+
+
+_SERIES = {
+    "tokens": ("input_p50", "input_p90", "output_p50", "output_p90"),
+    "seconds": ("ttft_p50", "ttft_p90", "e2e_p50", "e2e_p90"),
+}
+"""The names the length and latency charts give their series."""
+
+
+def _long(
+    doc: WeeklyDocument, labels: list[str], value: str, figures: Callable[[WeeklyWindow], tuple[Any, ...]]
+) -> list[dict[str, Any]]:
+    """Long-form chart rows (window, series, value) of four figures of each window, a figure no source gave left
+    out."""
+    return [
+        {"window": label, "series": series, value: given(v)}
+        for w, label in zip(doc.windows, labels, strict=True)
+        for series, v in zip(_SERIES[value], figures(w), strict=True)
+        if given(v) is not None
+    ]
