@@ -27,6 +27,8 @@ engine spans, the engine's preemption counter), never from the replay.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import tempfile
 import time
 from pathlib import Path
@@ -34,6 +36,7 @@ from typing import Any
 
 from lltrace import ingest
 from lltrace.replay.document import replay
+from lltrace.version import __version__
 
 VLLM_CPU = Path(__file__).resolve().parents[1] / "sample_traces" / "vllm_cpu"
 OWN = Path(__file__).resolve().parents[1] / "sample_traces" / "vllm_cpu_limits"
@@ -146,7 +149,35 @@ def _cap_pair(
 
 
 def main() -> None:
-    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--write", type=Path, help="also write the tables as this docs page (docs/replay-accuracy.md)")
+    args = parser.parse_args()
+    if args.write is None:
+        _tables()
+        return
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        _tables()
+    text = buffer.getvalue()
+    print(text, end="")
+    tables = "\n".join(line for line in text.splitlines() if not line.endswith("s (ingest included)"))
+    args.write.write_text(PAGE.format(version=__version__, date=time.strftime("%Y-%m-%d"), tables=tables.strip()))
+
+
+PAGE = """<!-- written by `python benchmarks/replay_accuracy.py --write docs/replay-accuracy.md`: rerun it -->
+
+# Replay accuracy
+
+What `lltrace replay` gets right and wrong on the real runs in `sample_traces/`, as
+`benchmarks/replay_accuracy.py` measures it (lltrace {version}, {date}). The replay is arithmetic on the runs' own
+files, so these figures are the same on any machine. How to read them: [Replay](replay.md).
+
+{tables}
+"""
+
+
+def _tables() -> None:
+    """Print every table (Markdown)."""
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         store = Path(tmp) / "store"

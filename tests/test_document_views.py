@@ -83,3 +83,13 @@ def test_the_queue_split_summed_over_the_requests() -> None:
     assert split == 3 and unplaced == pytest.approx(1.0) and mixed is None  # one engine: its states never differ
     causes = by_first(c, "SELECT cause, segments FROM engine_state_causes WHERE run_id = 'r' ORDER BY cause")
     assert causes == {"budget": (1,), "kv": (1,), "slot": (2,), None: (2,)}
+
+
+def test_requests_sizes_of_the_counted_requests_with_both_sizes() -> None:
+    c = tiny(
+        "INSERT INTO requests (run_id, request_id, status, arrival_s, input_tokens, output_tokens) VALUES "
+        "('r', 'a', 'ok', 0.0, 100, 10), ('r', 'b', 'ok', 1.0, 300, 30), ('r', 'c', 'ok', 2.0, 50, NULL), "
+        "('r', 'd', 'error', 3.0, 999, 1)"
+    )
+    got = c.execute("SELECT requests, input_mean, output_mean, input_total, output_total FROM requests_sizes")
+    assert got.fetchall() == [(2, 200.0, 20.0, 400, 40)]

@@ -134,19 +134,13 @@ def classify(
 
 def classify_token_mix(con: duckdb.DuckDBPyConnection, model: str, gpu: str) -> dict[str, Any] | None:
     """Arrivals and sizes only: prefill and decode time of every counted request from the latency model (estimated)."""
-    n, mean_in, mean_out = con.execute(
-        "SELECT count(*), avg(input_tokens), avg(output_tokens) FROM requests_latency "
-        "WHERE input_tokens IS NOT NULL AND output_tokens IS NOT NULL AND counted"
-    ).fetchone()
+    found = con.execute("SELECT requests, input_mean, output_mean, input_total, output_total FROM requests_sizes")
+    n, mean_in, mean_out, total_in, total_out = found.fetchone() or (0, None, None, None, None)
     if not n:
         return None
     rates = estimate(model=model, gpu=gpu, input_tokens=round(mean_in), output_tokens=round(mean_out))
     tps, spt = rates["prefill_tokens_per_s"], rates["decode_s_per_token"]
-    pre, dec = con.execute(
-        f"SELECT sum(input_tokens) / {tps}, sum(output_tokens) * {spt} FROM requests_latency "
-        "WHERE input_tokens IS NOT NULL AND output_tokens IS NOT NULL AND counted"
-    ).fetchone()
-    pre, dec = float(pre), float(dec)
+    pre, dec = float(total_in) / tps, float(total_out) * spt
     p, d = pre / (pre + dec), dec / (pre + dec)
     return {
         "label": label(prefill_share=p, decode_share=d),
