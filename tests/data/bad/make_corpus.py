@@ -1020,7 +1020,7 @@ def _bases(kineto: bytes) -> dict[str, tuple[str, str, list[bytes], tuple[str, .
                 for r, f in (
                     ("A_baseline", "bench_profiled_8req.client.log"),
                     ("B_kvpressure", "bench_kvpressure_64req.client.log"),
-                    ("E_prefix", "bench_pfx_120req_p512_s64_np4_out64_rate4.client.log"),
+                    ("B2_kv2x", "bench_kvpressure_64req.client.log"),
                 )
             ],
             (),
