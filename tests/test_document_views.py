@@ -93,3 +93,18 @@ def test_requests_sizes_of_the_counted_requests_with_both_sizes() -> None:
     )
     got = c.execute("SELECT requests, input_mean, output_mean, input_total, output_total FROM requests_sizes")
     assert got.fetchall() == [(2, 200.0, 20.0, 400, 40)]
+
+
+def test_engine_windows_summed_over_runs_or_one_run_alone() -> None:
+    c = tiny(
+        "INSERT INTO engine_stats (run_id, source, ts_s, engine, running, waiting, kv_usage) VALUES "
+        "('a', 'm', 0.0, '0', 2, 1, 0.5), ('a', 'm', 5.0, '0', 4, 3, 0.7), "
+        "('b', 'm', 1.0, '0', 1, 0, 0.2), ('b', 'm', 6.0, '0', 1, 0, 0.9)"
+    )
+    both = c.execute(
+        "SELECT window_start_s, runs, mean_running, mean_waiting, peak_kv_usage "
+        "FROM engine_windows_summed(10.0, NULL, NULL, NULL)"
+    ).fetchall()
+    assert both == [(0.0, 2, 4.0, 2.0, 0.9)]  # a's mean 3 running, b's 1: summed as one fleet
+    alone = c.execute("SELECT runs, mean_running FROM engine_windows_summed(10.0, NULL, NULL, 'a')").fetchall()
+    assert alone == [(1, 3.0)]

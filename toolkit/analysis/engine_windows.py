@@ -40,27 +40,8 @@ def engine_windows(
     ``run_id`` alone) and their replicas: load and KV from the gauges, requests, tokens, preemptions and the
     latency sums from the counters, p50/p90 from the histograms (estimates, each p90 with the bounds of the
     bucket it fell in)."""
-    window = [width, from_s, to_s]
-    only = ([" AND run_id = ?"], [run_id]) if run_id is not None else ([""], [])
-    cur = con.execute(
-        f"""
-        SELECT window_start_s, count(DISTINCT run_id) AS runs, sum(engines) AS engines,
-               sum(e2e_requests) AS requests, sum(mean_running) AS mean_running, sum(mean_waiting) AS mean_waiting,
-               max(peak_kv_usage) AS peak_kv_usage, sum(preemptions) AS preemptions,
-               max(peak_waiting_capacity) AS peak_waiting_capacity,
-               sum(queue_sum_s) / nullif(sum(e2e_sum_s), 0) AS queue_share,
-               sum(prefill_sum_s) / nullif(sum(prefill_sum_s) + sum(decode_sum_s), 0) AS prefill_time_share,
-               sum(e2e_sum_s) / nullif(sum(e2e_requests), 0) AS e2e_mean_s,
-               sum(prompt_tokens) AS prompt_tokens, sum(generation_tokens) AS generation_tokens,
-               sum(e2e_sum_s) AS e2e_sum_s, sum(queue_sum_s) AS queue_sum_s, sum(queue_n) AS queue_n,
-               sum(prefill_sum_s) AS prefill_sum_s, sum(decode_sum_s) AS decode_sum_s,
-               sum(http_2xx) AS http_2xx, sum(http_4xx) AS http_4xx, sum(http_5xx) AS http_5xx,
-               sum(http_responses) AS http_responses, sum(http_failed) AS http_failed
-        FROM engine_windows(?::DOUBLE, ?::DOUBLE, ?::DOUBLE) WHERE true{only[0][0]}
-        GROUP BY window_start_s ORDER BY window_start_s
-        """,
-        window + only[1],
-    )
+    summed = "SELECT * FROM engine_windows_summed(?::DOUBLE, ?::DOUBLE, ?::DOUBLE, ?::VARCHAR)"
+    cur = con.execute(summed, [width, from_s, to_s, run_id])
     cols = [d[0] for d in cur.description]
     out: dict[float, dict[str, Any]] = {}
     for r in cur.fetchall():
@@ -70,11 +51,9 @@ def engine_windows(
         out[w["window_start_s"]] = w
     # every run's buckets summed per window, as one fleet's (one run's alone with run_id)
     quantiles = con.execute(
-        f"""
-        SELECT window_start_s, metric, p50, p90, p90_lo, p90_hi
-        FROM engine_histogram_windows(?::DOUBLE, ?, ?::DOUBLE, ?::DOUBLE) WHERE true{only[0][0]}
-        """,
-        [width, run_id is not None, from_s, to_s] + only[1],
+        "SELECT window_start_s, metric, p50, p90, p90_lo, p90_hi "
+        "FROM engine_histogram_windows(?::DOUBLE, ?, ?::DOUBLE, ?::DOUBLE) WHERE ?::VARCHAR IS NULL OR run_id = ?",
+        [width, run_id is not None, from_s, to_s, run_id, run_id],
     ).fetchall()
     metric_name = {m: n for n, m in _QUANTILES.items()}
     for ws, metric, p50, p90, p90_lo, p90_hi in quantiles:
