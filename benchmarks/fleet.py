@@ -15,6 +15,7 @@ report's seconds (target: under 30 s for 1,000 runs). These machines are noisy: 
 
     python benchmarks/fleet.py
     python benchmarks/fleet.py --runs 200 --baseline-runs 50
+    python benchmarks/fleet.py --write docs/performance/fleet.md
 """
 
 from __future__ import annotations
@@ -30,8 +31,12 @@ from pathlib import Path
 
 import lltrace
 from lltrace.analysis.weekly import weekly
+from lltrace.documents import checked
 from lltrace.ingest.many import ingest_each
 from lltrace.reports.weekly_html import write_weekly_html as write_weekly
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _page import progress, publish  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "sample_traces" / "vllm_cpu"
 WEEK_S = 7 * 86400
@@ -100,8 +105,8 @@ def timed_ingest(label: str, items: list[Path], store: Path, jobs: int) -> float
     if result.failed:
         sys.exit(f"{label}: {len(result.failed)} runs failed, first: {result.failed[0].error}")
     print(
-        f"{label:<34} {len(items):>5} runs {size / 1e6:>8.1f} MB {wall:>8.1f} s  "
-        f"{len(items) / wall:>7.2f} runs/s {size / 1e6 / wall:>7.2f} MB/s"
+        f"| {label} | {len(items):,} | {size / 1e6:,.1f} | {wall:.1f} | {len(items) / wall:.2f} | "
+        f"{size / 1e6 / wall:.2f} |"
     )
     return len(items) / wall
 
@@ -113,27 +118,43 @@ def main() -> None:
     ap.add_argument("--weeks", type=float, default=8.0)
     ap.add_argument("--baseline-runs", type=int, default=200, help="runs ingested by one process (the baseline)")
     ap.add_argument("--keep", type=Path, help="work here and keep the files and stores")
+    ap.add_argument("--write", type=Path, help="also write the table as this docs page (docs/performance/fleet.md)")
     args = ap.parse_args()
+    about = f"""
+`benchmarks/fleet.py` makes {args.runs:,} runs of {args.requests:,} requests each from the real `llm_request` spans of
+the vLLM CPU runs A, B and B2 (each span keeps its latencies and sizes; fresh request, trace and span ids), their
+starts spread over {args.weeks:g} weeks, one OTLP JSON-lines file per run as the collector's file exporter writes
+them. It ingests them with `ingest --each`: one process over the first {args.baseline_runs:,} runs (the baseline),
+then two processes over all of them, and runs `weekly` over that store with its HTML. Targets: two processes at
+least 1.7x one, and the weekly report under 30 s for 1,000 runs.
+"""
+    publish(lambda: tables(args), args.write, title="Many runs", about=about)
+
+
+def tables(args: argparse.Namespace) -> None:
+    """Print the table (Markdown)."""
     work = args.keep or Path(tempfile.mkdtemp(prefix="lltrace-fleet-"))
     fleet = work / "fleet"
     fleet.mkdir(parents=True, exist_ok=True)
-    t0 = time.perf_counter()
-    size = write_fleet(fleet, args.runs, args.requests, args.weeks)
-    took = time.perf_counter() - t0
-    print(f"generated {args.runs} runs x {args.requests} requests, {size / 1e6:.0f} MB, in {took:.0f} s")
-    items = sorted(fleet.iterdir())
     try:
-        one = timed_ingest("ingest, 1 process (baseline)", items[: args.baseline_runs], work / "store-1", jobs=1)
-        two = timed_ingest("ingest, 2 processes", items, work / "store-2", jobs=2)
-        print(f"2 processes / 1 process: {two / one:.2f}x (target >= 1.7x)")
+        t0 = time.perf_counter()
+        size = write_fleet(fleet, args.runs, args.requests, args.weeks)
+        took = time.perf_counter() - t0
+        progress(f"generated {args.runs} runs x {args.requests} requests, {size / 1e6:.0f} MB, in {took:.0f} s")
+        items = sorted(fleet.iterdir())
+        print("| step | runs | MB | seconds | runs/s | MB/s |")
+        print("|---|---|---|---|---|---|")
+        one = timed_ingest("`ingest --each`, 1 process (baseline)", items[: args.baseline_runs], work / "store-1", 1)
+        two = timed_ingest("`ingest --each`, 2 processes", items, work / "store-2", jobs=2)
+        print(f"\n2 processes / 1 process: {two / one:.2f}x (target >= 1.7x).")
         t0 = time.perf_counter()
         doc = weekly(store=work / "store-2")
-        write_weekly(doc, work / "weekly.html")
+        write_weekly(checked(doc, "weekly"), work / "weekly.html")  # as `lltrace weekly` writes it
         wall = time.perf_counter() - t0
         n = len(lltrace.Store(work / "store-2").run_ids())
         print(
-            f"weekly over {n} runs ({sum(w['requests'] for w in doc['windows']):,} requests, "
-            f"{len(doc['windows'])} windows of one {doc['window']}): {wall:.1f} s (target < 30 s)"
+            f"\n`lltrace weekly` over {n:,} runs ({sum(w['requests'] for w in doc['windows']):,} requests, "
+            f"{len(doc['windows'])} windows of one {doc['window']}) and its HTML: {wall:.1f} s (target < 30 s)."
         )
     finally:
         if args.keep is None:

@@ -15,6 +15,7 @@ the ratios, not the seconds.
     python benchmarks/ingest.py                       # 300 MB pretty-printed + 100 MB, from the H100 trace
     python benchmarks/ingest.py --size-mb 500 --compact --skip-hta
     python benchmarks/ingest.py --pure --skip-hta    # lltrace without its compiled reader
+    python benchmarks/ingest.py --perf --write docs/performance/ingest.md
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import gzip
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -32,6 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _child import compile_bytecode, run_child, run_command  # noqa: E402
+from _page import progress, publish  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_SOURCE = REPO / "sample_traces" / "torch" / "hf_transformers_qwen1.5-0.5b_h100_prefill_forward_bs16x559.json.gz"
@@ -165,7 +168,7 @@ def _against_clean(path: Path, clean_bytes_per_s: float, what: str, note: str) -
         size = path.stat().st_size
         ratio = (size / r["seconds"]) / clean_bytes_per_s
         print(
-            f"{what} ({size / 1e6:,.0f} MB): {size / 1e6 / r['seconds']:.1f} MB/s, {ratio:.2f}x the clean case's "
+            f"- {what} ({size / 1e6:,.0f} MB): {size / 1e6 / r['seconds']:.1f} MB/s, {ratio:.2f}x the clean case's "
             f"throughput ({note})"
         )
 
@@ -190,12 +193,12 @@ def _gzip_case(big: Path, gz: Path, clean_bytes_per_s: float, what: str) -> None
     plain file's throughput (in decompressed bytes) and against the inflate alone."""
     r = measure("lltrace", gz)
     if "seconds" not in r:
-        print(f"gzip case failed: {r.get('error')}")
+        print(f"- gzip case failed: {r.get('error')}")
         return
     size = big.stat().st_size
     inflate = _inflate_seconds(gz)
     print(
-        f"gzip, {what} ({gz.stat().st_size / 1e6:,.0f} MB, {size / 1e6:,.0f} MB of JSON): {r['seconds']:.2f} s, "
+        f"- gzip, {what} ({gz.stat().st_size / 1e6:,.0f} MB, {size / 1e6:,.0f} MB of JSON): {r['seconds']:.2f} s, "
         f"{size / 1e6 / r['seconds']:.1f} MB/s of JSON, {(size / r['seconds']) / clean_bytes_per_s:.2f}x the plain "
         f"file's throughput; the inflate alone {inflate:.2f} s ({r['seconds'] / inflate:.1f}x), peak "
         f"{r['peak_rss'] / 1e6:,.0f} MB"
@@ -222,7 +225,7 @@ def _analyze_gzipped(gz: Path, plain_size: int, store: Path, what: str) -> None:
     shutil.rmtree(store, ignore_errors=True)
     r = run_command(["analyze", str(gz), "--store", str(store), "--quiet"])
     if "error" in r:
-        print(f"analyze of the gzipped file failed: {r['error']}")
+        print(f"- analyze of the gzipped file failed: {r['error']}")
         return
     from lltrace import Store
 
@@ -230,11 +233,9 @@ def _analyze_gzipped(gz: Path, plain_size: int, store: Path, what: str) -> None:
     how = st.metadata(st.run_ids()[0])["sources"][0].get("gzip")
     inflate = _inflate_seconds(gz)
     print(
-        f"analyze end to end, the same file gzipped, {what} ({gz.stat().st_size / 1e6:,.0f} MB): {r['seconds']:.2f} s, "
-        f"peak "
-        f"{r['peak_rss'] / 1e6:,.0f} MB ({r['peak_rss'] / plain_size:.2f}x the JSON); the inflate alone "
-        f"{inflate:.2f} s; "
-        f"{r['cpu_seconds']:.1f} CPU-seconds; {how}"
+        f"- `lltrace analyze` end to end, the same file gzipped, {what} ({gz.stat().st_size / 1e6:,.0f} MB): "
+        f"{r['seconds']:.2f} s, peak {r['peak_rss'] / 1e6:,.0f} MB ({r['peak_rss'] / plain_size:.2f}x the JSON); "
+        f"the inflate alone {inflate:.2f} s; {r['cpu_seconds']:.1f} CPU-seconds; {how}"
     )
     shutil.rmtree(store, ignore_errors=True)
 
@@ -250,7 +251,7 @@ def _where_the_seconds_go(path: Path, store: Path) -> None:
     shutil.rmtree(store, ignore_errors=True)
     r = run_command(["analyze", str(path), "--store", str(store), "--quiet"])
     if "error" in r:
-        print(f"analyze failed: {r['error']}")
+        print(f"- analyze failed: {r['error']}")
         return
     from lltrace import Store
 
@@ -261,14 +262,15 @@ def _where_the_seconds_go(path: Path, store: Path) -> None:
     from lltrace.cores import usable_cores
 
     print(
-        f"analyze end to end ({path.stat().st_size / 1e6:,.0f} MB, {usable_cores()} cores used of "
+        f"- `lltrace analyze` end to end ({path.stat().st_size / 1e6:,.0f} MB, {usable_cores()} cores used of "
         f"{os.cpu_count()}): {r['seconds']:.2f} s, peak "
         f"{r['peak_rss'] / 1e6:,.0f} MB ({r['peak_rss'] / path.stat().st_size:.2f}x the file); cat {cat:.2f} s: "
         f"{r['seconds'] / cat:.1f}x cat (target <= 15x)"
     )
     print(
-        f"  CPU: {r['cpu_seconds']:.1f} CPU-seconds in {r['seconds']:.1f} s, {r['cpu_seconds'] / r['seconds']:.2f} of "
-        f"{usable_cores()} cores busy on average (the file's SHA-256 included: its own thread)"
+        f"    - CPU: {r['cpu_seconds']:.1f} CPU-seconds in {r['seconds']:.1f} s, "
+        f"{r['cpu_seconds'] / r['seconds']:.2f} of {usable_cores()} cores busy on average "
+        "(the file's SHA-256 included: its own thread)"
     )
     named = {
         "read": "read, parse, write",
@@ -279,16 +281,19 @@ def _where_the_seconds_go(path: Path, store: Path) -> None:
     }
     rest = max(0.0, ingest - sum(phases.values()))
     line = " · ".join(f"{named.get(k, k)} {v:.2f} s" for k, v in phases.items())
-    print(f"  ingest {ingest:.2f} s: {line} · commit and the rest {rest:.2f} s; analysis {r['seconds'] - ingest:.2f} s")
+    print(
+        f"    - ingest {ingest:.2f} s: {line} · commit and the rest {rest:.2f} s; "
+        f"analysis {r['seconds'] - ingest:.2f} s"
+    )
     src = (meta.get("source_seconds") or [{}])[0]
     split = src.get("reader")
     if split:  # the compiled reader's threads: how each spent its time, summed over them
         threads = " · ".join(f"{k} {split[k]:.2f} s" for k in ("read", "parse", "write", "sort"))
         print(
-            f"  of the reading's {phases.get('read', 0):.2f} s: the compiled reader's threads ({threads}: wall time "
-            f"summed over the threads), then the distinct-row count {split.get('duplicates', 0):.2f} s, the kernels' "
-            f"links and tables (DuckDB) {src.get('tables', 0):.2f} s; the SHA-256 beside them all, on its own "
-            f"low-priority thread: {src.get('sha256', 0):.2f} s"
+            f"    - of the reading's {phases.get('read', 0):.2f} s: the compiled reader's threads ({threads}: "
+            f"wall time summed over the threads), then the distinct-row count {split.get('duplicates', 0):.2f} s, "
+            f"the kernels' links and tables (DuckDB) {src.get('tables', 0):.2f} s; the SHA-256 beside them all, "
+            f"on its own low-priority thread: {src.get('sha256', 0):.2f} s"
         )
     shutil.rmtree(store, ignore_errors=True)
 
@@ -313,7 +318,7 @@ def _cpu_by_library(path: Path, store: Path) -> None:
     import shutil
 
     if shutil.which("perf") is None:
-        print("  (no perf here: no CPU split by library)")
+        print("    - (no perf here: no CPU split by library)")
         return
     shutil.rmtree(store, ignore_errors=True)
     with tempfile.TemporaryDirectory() as tmp:
@@ -333,12 +338,14 @@ def _cpu_by_library(path: Path, store: Path) -> None:
         samples[what] = samples.get(what, 0) + int(parts[1])
     total = sum(samples.values())
     if "error" in r or not total:
-        print(f"  (perf gave no samples: {r.get('error') or report.stderr.strip()[:120]})")
+        print(f"    - (perf gave no samples: {r.get('error') or report.stderr.strip()[:120]})")
         return
     split = " · ".join(
         f"{what} {n / total * r['cpu_seconds']:.2f}" for what, n in sorted(samples.items(), key=lambda kv: -kv[1])
     )
-    print(f"  CPU-seconds by library (perf, {total:,} samples of a second run, {r['cpu_seconds']:.1f} CPU-s): {split}")
+    print(
+        f"    - CPU-seconds by library (perf, {total:,} samples of a second run, {r['cpu_seconds']:.1f} CPU-s): {split}"
+    )
 
 
 def main() -> None:
@@ -355,7 +362,23 @@ def main() -> None:
     ap.add_argument("--skip-odd", action="store_true", help="do not run the one-declined-event case")
     ap.add_argument("--skip-gzip", action="store_true", help="do not run the gzipped-file case")
     ap.add_argument("--perf", action="store_true", help="split analyze's CPU-seconds by library (needs perf)")
+    ap.add_argument("--write", type=Path, help="also write the results as this docs page (docs/performance/ingest.md)")
     args = ap.parse_args()
+    style = "compact" if args.compact else "pretty-printed"
+    about = f"""
+`benchmarks/ingest.py` builds large traces from a real one (the H100 trace's events unless `--source` says otherwise,
+repeated with shifted timestamps and fresh correlation and External ids, so linking still works): here
+{args.size_mb:,.0f} MB and {args.small_mb:,.0f} MB, {style}. Each is read in a fresh process by `json.load` (the
+baseline), by `lltrace.ingest` (JSON to the Parquet run store, step detection included) and, where it is installed,
+by Holistic Trace Analysis. Then lltrace alone on variants of the same events (float-noise times, one event the
+compiled reader declines, the file gzipped with its clock base first and last), and `lltrace analyze` end to end as a
+user types it, against `cat` of the same file.
+"""
+    publish(lambda: tables(args), args.write, title="Profiler traces", about=about)
+
+
+def tables(args: argparse.Namespace) -> None:
+    """Print the table and the cases (Markdown)."""
     if args.pure:
         os.environ["LLTRACE_PURE"] = "1"  # the children inherit it
     from lltrace.parsers import kineto_fast
@@ -368,43 +391,54 @@ def main() -> None:
     style = "compact" if args.compact else "pretty"
     big = work / f"bench-{int(args.size_mb)}mb-{style}.json"
     small = work / f"bench-{int(args.small_mb)}mb-{style}.json"
-    print(f"source: {args.source.name} ({style} JSON), work dir {work}; lltrace reads with its {reader}")
+    progress(f"work dir {work}")
+    try:
+        _cases(args, work, big, small, style, reader)
+    finally:
+        if args.workdir is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _cases(args: argparse.Namespace, work: Path, big: Path, small: Path, style: str, reader: str) -> None:
     for p, mb in ((big, args.size_mb), (small, args.small_mb)):
         if not p.exists():
             t = time.perf_counter()
             build_trace(args.source, p, mb, args.compact)
-            print(f"built {p.name}: {p.stat().st_size / 1e6:,.0f} MB in {time.perf_counter() - t:.0f} s")
+            progress(f"built {p.name}: {p.stat().st_size / 1e6:,.0f} MB in {time.perf_counter() - t:.0f} s")
 
     size = big.stat().st_size
+    print(f"Source: `{args.source.name}`, {size / 1e6:,.0f} MB of {style} JSON; lltrace reads with its {reader}.\n")
     readers = ["json.load", "lltrace"] + ([] if args.skip_hta else ["hta"])
+    labels = {"json.load": "`json.load` (baseline)", "lltrace": "lltrace ingest", "hta": "HTA `TraceAnalysis`"}
     results = {}
-    print(f"\n{'reader':<10} {'MB/s':>8} {'seconds':>8} {'peak RSS MB':>12} {'RSS / file':>10}")
+    print("| reader | MB/s | seconds | peak RSS MB | RSS / file |")
+    print("|---|---|---|---|---|")
     for what in readers:
         r = measure(what, big)
         results[what] = r
         if "error" in r:
-            print(f"{what:<10} failed: {r['error']}")
+            print(f"| {labels[what]} | failed: {r['error']} | | | |")
             continue
         print(
-            f"{what:<10} {size / 1e6 / r['seconds']:>8.1f} {r['seconds']:>8.1f} {r['peak_rss'] / 1e6:>12.0f} "
-            f"{r['peak_rss'] / size:>10.2f}"
+            f"| {labels[what]} | {size / 1e6 / r['seconds']:.1f} | {r['seconds']:.1f} | {r['peak_rss'] / 1e6:,.0f} | "
+            f"{r['peak_rss'] / size:.2f} |"
         )
+    print()
     ll = results.get("lltrace", {})
     if "seconds" in ll:
-        print()
         for base in ("json.load", "hta"):
             b = results.get(base, {})
             if "seconds" in b:
                 print(
-                    f"lltrace throughput = {b['seconds'] / ll['seconds']:.1f}x {base}  (target >= 7x json.load)"
+                    f"- lltrace throughput = {b['seconds'] / ll['seconds']:.1f}x {base}  (target >= 7x json.load)"
                     if base == "json.load"
-                    else f"lltrace throughput = {b['seconds'] / ll['seconds']:.1f}x {base}"
+                    else f"- lltrace throughput = {b['seconds'] / ll['seconds']:.1f}x {base}"
                 )
-        print(f"lltrace peak RSS = {ll['peak_rss'] / size:.2f}x the file size (target <= 1.0x)")
+        print(f"- lltrace peak RSS = {ll['peak_rss'] / size:.2f}x the file size (target <= 1.0x)")
         s = measure("lltrace", small)
         if "seconds" in s:
             print(
-                f"lltrace peak RSS at {small.stat().st_size / 1e6:,.0f} MB: {s['peak_rss'] / 1e6:,.0f} MB; "
+                f"- lltrace peak RSS at {small.stat().st_size / 1e6:,.0f} MB: {s['peak_rss'] / 1e6:,.0f} MB; "
                 f"at {size / 1e6:,.0f} MB: {ll['peak_rss'] / 1e6:,.0f} MB (bounded by the batch, not the file)"
             )
     noisy = work / f"bench-{int(args.size_mb)}mb-{style}-noise.json"
@@ -444,7 +478,6 @@ def main() -> None:
         noisy.unlink(missing_ok=True)
         for p in (big, small):
             p.unlink(missing_ok=True)
-        os.rmdir(work)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ id join's pairs (the share, and the ties). These machines are noisy: read the ra
 
     python benchmarks/join.py
     python benchmarks/join.py --requests 20000
+    python benchmarks/join.py --write docs/performance/join.md
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import shutil
 import sys
 import tempfile
 import time
@@ -32,6 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _child import run_child  # noqa: E402
+from _page import progress, publish  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "sample_traces" / "vllm_cpu" / "D_chunked"
 PREFIX = "bench-"
@@ -110,12 +113,32 @@ def build(folder: Path, n: int, random_ids: bool, seed: int = 0, send_times: boo
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--requests", type=int, default=100_000)
+    ap.add_argument("--write", type=Path, help="also write the tables as this docs page (docs/performance/join.md)")
     args = ap.parse_args()
+    about = f"""
+`benchmarks/join.py` makes one run of {args.requests:,} requests from the real vLLM CPU run D (Poisson sends at D's
+rate, each carrying one of D's bench-record and span pairs), one vLLM bench file and one OTLP file, and ingests it
+three ways, each in a fresh process: with the span ids as vLLM writes them (the join by request id: the baseline),
+with every span id replaced by a random one, as a gateway does (the join on what both saw), and with the bench's
+`start_times` removed as well (the join in the order sent, as for a client that keeps no send times).
+"""
+    publish(lambda: tables(args.requests), args.write, title="Joining client and engine records", about=about)
+
+
+def tables(requests: int) -> None:
+    """Print the tables (Markdown)."""
     root = Path(tempfile.mkdtemp(prefix="lltrace-join-"))
+    try:
+        _tables(root, requests)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _tables(root: Path, requests: int) -> None:
     t = time.perf_counter()
     for name, random_ids, send_times in (("ids", False, True), ("random", True, True), ("unsent", True, False)):
-        build(root / name, args.requests, random_ids, send_times=send_times)
-    print(f"built {args.requests:,} requests from D's pairs, three times, in {time.perf_counter() - t:.0f} s")
+        build(root / name, requests, random_ids, send_times=send_times)
+    progress(f"built {requests:,} requests from D's pairs, three times, in {time.perf_counter() - t:.0f} s")
     res = {}
     for label, name in (("id join", "ids"), ("feature join", "random"), ("order join", "unsent")):
         work = (
@@ -124,30 +147,46 @@ def main() -> None:
             "print(json.dumps({'clients': clients}), file=__import__('sys').stderr)\n"
         )
         res[label] = run_child("import lltrace\n", work, {})
-    print(f"\n{'join':<14} {'seconds':>8} {'requests/s':>12} {'peak RSS MB':>12}")
+    labels = {
+        "id join": "by request id (baseline)",
+        "feature join": "on what both saw",
+        "order join": "in the order sent",
+    }
+    print("| join | seconds | requests/s | peak RSS MB |")
+    print("|---|---|---|---|")
     for label, r in res.items():
         if "error" in r:
-            print(f"{label:<14} failed: {r['error']}")
+            print(f"| {labels[label]} | failed: {r['error']} | | |")
             continue
-        print(f"{label:<14} {r['seconds']:>8.1f} {args.requests / r['seconds']:>12,.0f} {r['peak_rss'] / 1e6:>12,.0f}")
+        print(f"| {labels[label]} | {r['seconds']:.1f} | {requests / r['seconds']:,.0f} | {r['peak_rss'] / 1e6:,.0f} |")
     if all("seconds" in r for r in res.values()):
+        print()
         for label in ("feature join", "order join"):
-            print(f"\nthe {label} takes {res[label]['seconds'] / res['id join']['seconds']:.2f}x the id join's time")
+            ratio = res[label]["seconds"] / res["id join"]["seconds"]
+            print(f"- the join {labels[label]} takes {ratio:.2f}x the time of the join by request id")
     import lltrace
 
     runs = {name: lltrace.Store(root / f"{name}-store") for name in ("ids", "random", "unsent")}
     pairs = {}
     for name, store in runs.items():
+        if not store.run_ids():
+            continue
         (run_id,) = store.run_ids()
         rows = store.run(run_id).sql("SELECT client_index, request_id FROM requests WHERE matched_by IS NOT NULL")
         pairs[name] = dict(rows.rows())
-    back = {_random_id(k): f"cmpl-{PREFIX}{k}-0" for k in range(args.requests)}
+    if "ids" not in pairs:
+        return
+    back = {_random_id(k): f"cmpl-{PREFIX}{k}-0" for k in range(requests)}
+    print("\n| join | joined | the id join's pairs | tied | unmatched |")
+    print("|---|---|---|---|---|")
     for label, name in (("feature join", "random"), ("order join", "unsent")):
+        if name not in pairs:
+            continue
         same = sum(back.get(rid) == pairs["ids"].get(i) for i, rid in pairs[name].items())
         (c,) = runs[name].metadata(runs[name].run_ids()[0])["join"]["clients"]
         print(
-            f"{label}: {c['matched']:,} of {c['requests']:,} joined ({same / args.requests:.2%} the id join's "
-            f"pairs), {c['ties']:,} tied, {c['unmatched']:,} unmatched"
+            f"| {labels[label]} | {c['matched']:,} of {c['requests']:,} | {same / requests:.2%} | {c['ties']:,} | "
+            f"{c['unmatched']:,} |"
         )
 
 

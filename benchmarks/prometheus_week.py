@@ -17,6 +17,7 @@ replicas through ``weekly`` in under 30 s (ingest and weekly together).
 
     python benchmarks/prometheus_week.py              # 7 days, 3 replicas
     python benchmarks/prometheus_week.py --days 1
+    python benchmarks/prometheus_week.py --write docs/performance/prometheus_week.md
 """
 
 from __future__ import annotations
@@ -27,10 +28,12 @@ import re
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _child import run_child  # noqa: E402
+from _page import publish  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "sample_traces" / "vllm_cpu"
 RUNS = {"A_baseline": "metrics_rate4", "B_kvpressure": "metrics", "D_chunked": "metrics"}
@@ -87,42 +90,68 @@ def write_week(folder: Path, days: int) -> tuple[int, int]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     ap.add_argument("--days", type=int, default=7)
+    ap.add_argument(
+        "--write", type=Path, help="also write the tables as this docs page (docs/performance/prometheus_week.md)"
+    )
     args = ap.parse_args()
+    about = f"""
+`benchmarks/prometheus_week.py` makes the export an SRE would pull from a Prometheus server for a weekly review, from
+the real timed scrapes of the vLLM CPU runs A, B and D: every vLLM series (gauges, counters, histogram sums, counts and
+buckets), one replica per run, resampled onto a 15 s step over {args.days} days (counters carried on, so they only
+grow), one `query_range` answer per day, written compact as the server writes it. Each step runs in a fresh process
+and is timed against the baseline, `json.loads` of every file: `lltrace ingest` of the folder, `lltrace analyze` of
+the stored run, and `weekly` of the store (one window a day). Target: a week of three replicas through ingest and
+`weekly` in under 30 s.
+"""
+    publish(lambda: tables(args.days), args.write, title="A Prometheus server's week", about=about)
+
+
+def tables(days: int) -> None:
+    """Print the tables (Markdown)."""
     tmp = Path(tempfile.mkdtemp(prefix="lltrace-promweek-"))
     try:
         export = tmp / "export"
         export.mkdir()
-        samples, size = write_week(export, args.days)
-        shape = f"{args.days} days x {len(RUNS)} replicas at {STEP_S:g} s"
-        print(f"export: {shape}: {samples:,} samples, {size / 1e6:,.0f} MB")
+        samples, size = write_week(export, days)
+        shape = f"{days} days x {len(RUNS)} replicas at {STEP_S:g} s"
+        print(f"Export: {shape}: {samples:,} samples, {size / 1e6:,.0f} MB.\n")
         files = [str(p) for p in sorted(export.glob("*.json"))]
         steps = {
-            "baseline json.loads": ("import json\n", "for f in files:\n    json.loads(open(f).read())\n"),
-            "lltrace ingest": ("import lltrace\n", "lltrace.ingest([folder], store=store)\n"),
-            "lltrace analyze": ("import lltrace\n", "lltrace.analyze([folder], store=store)\n"),
-            "lltrace weekly": ("from lltrace.analysis.weekly import weekly\n", "weekly(store=store)\n"),
+            "baseline `json.loads`": ("import json\n", "for f in files:\n    json.loads(open(f).read())\n"),
+            "`lltrace ingest`": ("import lltrace\n", "lltrace.ingest([folder], store=store)\n"),
+            "`lltrace analyze`": ("import lltrace\n", "lltrace.analyze([folder], store=store)\n"),
+            "`lltrace weekly`": ("from lltrace.analysis.weekly import weekly\n", "weekly(store=store)\n"),
         }
+        print("| step | seconds | samples/s | MB/s | peak RSS MiB | against the baseline |")
+        print("|---|---|---|---|---|---|")
         base = None
+        seconds = {}
         for name, (imports, work) in steps.items():
             r = run_child(imports, work, {"files": files, "folder": str(export), "store": str(tmp / "store")})
             if "error" in r:
-                print(f"{name:22s} failed: {r['error']}")
+                print(f"| {name} | failed: {r['error']} | | | | |")
                 continue
             base = base or r["seconds"]
+            seconds[name] = r["seconds"]
             print(
-                f"{name:22s} {r['seconds']:8.2f} s  {samples / r['seconds']:>12,.0f} samples/s  "
-                f"{size / 1e6 / r['seconds']:7.1f} MB/s  peak {r['peak_rss'] / 2**20:7.0f} MiB  "
-                f"x{r['seconds'] / base:.1f} the baseline"
+                f"| {name} | {r['seconds']:.2f} | {samples / r['seconds']:,.0f} | {size / 1e6 / r['seconds']:.1f} | "
+                f"{r['peak_rss'] / 2**20:,.0f} | x{r['seconds'] / base:.2f} |"
             )
+        if "`lltrace ingest`" in seconds and "`lltrace weekly`" in seconds:
+            both = seconds["`lltrace ingest`"] + seconds["`lltrace weekly`"]
+            print(f"\nIngest and weekly together: {both:.1f} s (target: under 30 s for a week of three replicas).")
         # what the timed weekly said: one window a day, each with the replicas' requests and the TTFT p90
         from lltrace.analysis.weekly import weekly
 
         doc = weekly(store=str(tmp / "store"), window="day")
-        print(f"weekly: {len(doc['windows'])} windows of one day ({doc['figures']}):")
+        print(f"\nWhat `weekly` said: {len(doc['windows'])} windows of one day ({doc['figures']}).\n")
+        print("| window start (UTC) | requests | preemptions | peak KV | TTFT p90, s | TTFT p90 bucket |")
+        print("|---|---|---|---|---|---|")
         for w in doc["windows"]:
+            start = time.strftime("%Y-%m-%d %H:%M", time.gmtime(w["window_start_s"]))
             print(
-                f"  {w['window_start_s']:.0f}: {w['requests']:,.0f} requests, {w['preemptions']:,.0f} preemptions, "
-                f"peak KV {w['peak_kv_usage']:.2f}, TTFT p90 {w['ttft_p90']:.2f} s (bucket {w['ttft_p90_bucket']})"
+                f"| {start} | {w['requests']:,.0f} | {w['preemptions']:,.0f} | {w['peak_kv_usage']:.2f} | "
+                f"{w['ttft_p90']:.2f} | {w['ttft_p90_bucket']} |"
             )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

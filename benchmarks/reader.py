@@ -10,6 +10,7 @@ smaller file (callgrind, collecting inside ``read_events`` only): a count this m
 
     python benchmarks/reader.py                     # 100 MB from the H100 trace, 7 passes
     python benchmarks/reader.py --instructions      # and the instructions per byte on 20 MB
+    python benchmarks/reader.py --instructions --write docs/performance/reader.md
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _page import progress, publish  # noqa: E402
 from ingest import DEFAULT_SOURCE, build_trace  # noqa: E402
 
 
@@ -115,33 +117,51 @@ def main() -> None:
     ap.add_argument("--passes", type=int, default=7, help="passes over the blocks; the fastest is kept")
     ap.add_argument("--instructions", action="store_true", help="also count instructions per byte (valgrind)")
     ap.add_argument("--workdir", type=Path, default=None, help="where to write (and keep) the generated traces")
+    ap.add_argument("--write", type=Path, help="also write the table as this docs page (docs/performance/reader.md)")
     args = ap.parse_args()
+    publish(lambda: tables(args), args.write, title="The compiled reader alone", about=ABOUT)
+
+
+ABOUT = """
+`benchmarks/reader.py` builds a compact trace from the real H100 trace's events (repeated with shifted timestamps and
+fresh correlation ids), cuts its event array into the blocks the ingest pipeline hands the compiled reader, and parses
+them with `read_events` on one core, the fastest of several passes. The baseline, in the same run, touches the same
+bytes once (`bytes.count`, the least any parser does). With `--instructions`, callgrind counts the instructions
+executed inside `read_events` per byte of a 20 MB trace: a measure the machine's noise cannot move.
+"""
+
+
+def tables(args: argparse.Namespace) -> None:
+    """Print the table (Markdown)."""
     from lltrace.parsers import _kineto_fast as k
 
     work = Path(args.workdir or tempfile.mkdtemp(prefix="lltrace-reader-"))
     work.mkdir(parents=True, exist_ok=True)
     big = work / f"reader-{int(args.size_mb)}mb-compact.json"
     if not big.exists():
+        progress(f"building {big}")
         build_trace(args.source, big, args.size_mb, compact=True)
     blocks = _blocks(big.read_bytes(), block_size())
     size = sum(len(b) for b in blocks)
     parse = parse_seconds(blocks, args.passes)
     base = baseline_seconds(blocks, args.passes)
-    print(f"source: {args.source.name}, {size / 1e6:,.0f} MB of events in {len(blocks)} blocks; SIMD path: {k.SIMD}")
-    print(f"baseline (bytes.count, one pass over the same bytes): {size / 1e6 / base:,.0f} MB/s")
+    print("| measure | figure |")
+    print("|---|---|")
+    print(f"| events parsed | {size / 1e6:,.0f} MB in {len(blocks)} blocks, from `{args.source.name}` |")
+    print(f"| SIMD path of the string scan | {k.SIMD} |")
+    print(f"| baseline: `bytes.count`, one pass over the same bytes | {size / 1e6 / base:,.0f} MB/s |")
     print(
-        f"compiled reader, one core: {size / 1e6 / parse:,.0f} MB/s, {parse / base:.1f}x the baseline's time "
-        f"(fastest of {args.passes} passes)"
+        f"| compiled reader, one core (fastest of {args.passes} passes) | {size / 1e6 / parse:,.0f} MB/s, "
+        f"{parse / base:.1f}x the baseline's time |"
     )
     if args.instructions:
         small = work / "reader-20mb-compact.json"
         if not small.exists():
+            progress(f"building {small}")
             build_trace(args.source, small, 20, compact=True)
         ipb = instructions_per_byte(small)
-        print(
-            "instructions per byte (callgrind, inside read_events): "
-            + (f"{ipb:.2f}" if ipb is not None else "not measured (valgrind missing or failed)")
-        )
+        figure = f"{ipb:.2f}" if ipb is not None else "not measured (valgrind missing or failed)"
+        print(f"| instructions per byte (callgrind, 20 MB, inside `read_events`) | {figure} |")
     if args.workdir is None:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -175,7 +175,10 @@ class Store:
         from lltrace.queries import install_views
 
         con = duckdb.connect()
+        # the store's Parquet files never change once committed: their footers are read once per connection, not
+        # again each time a view over them is bound (installing the query views binds every table many times)
         con.execute(f"SET threads = {usable_cores()}; SET enable_progress_bar = false")
+        con.execute("SET parquet_metadata_cache = true")
         for name, table in CANONICAL.items():
             files = self.table_files(name, run_ids)
             if files:
