@@ -13,7 +13,8 @@ from lltrace.documents.analysis import AnalysisDocument
 from lltrace.reports.analysis_lines import engine_queue_note, kv_lines
 from lltrace.reports.terminal_clients import client_tables
 from lltrace.reports.terminal_engine import histogram_lines, quantiles_table, replicas_table, timeline_table
-from lltrace.reports.terminal_run import run_panel
+from lltrace.reports.terminal_incidents import incident_parts
+from lltrace.reports.terminal_run import run_panel, sources_panel
 from lltrace.reports.terminal_steps import profile_parts, requests_parts, steps_parts
 from lltrace.reports.terminal_verdict import advice_table, attribution_parts, verdict_panel, workload_line
 
@@ -21,6 +22,10 @@ NOTHING = (
     "Nothing measured in these sources: no requests, engine steps or statistics, profiler events or client "
     "summaries (a configuration, or an empty file). Give them beside the run's measurements."
 )
+
+
+def _incidents(doc: AnalysisDocument) -> list[Any]:
+    return incident_parts(doc.incidents)
 
 
 def _verdict(doc: AnalysisDocument) -> list[Any]:
@@ -75,6 +80,7 @@ def _profile(doc: AnalysisDocument) -> list[Any]:
 
 
 SECTIONS: tuple[Callable[[AnalysisDocument], list[Any]], ...] = (
+    _incidents,
     _verdict,
     _attribution,
     _advice,
@@ -86,7 +92,8 @@ SECTIONS: tuple[Callable[[AnalysisDocument], list[Any]], ...] = (
     _steps,
     _profile,
 )
-"""The summary's sections in the order a reader acts on them: the verdict, where the time went, what to change,
+"""The summary's sections in the order a reader acts on them: the incident (when, to whom, why, what to change for
+it), the whole run's verdict, where the time went, what to change,
 then the figures behind them; the run's inventory (its files, joins and clocks) comes last."""
 
 
@@ -104,14 +111,15 @@ def _heading(doc: AnalysisDocument) -> Text:
     return Text(f"run {run.id}: {', '.join(said)} (listed at the end)", style="bold")
 
 
-def render(doc: AnalysisDocument) -> Group:
-    """The renderables of the summary of an analysis document."""
+def render(doc: AnalysisDocument, verbose: bool = False) -> Group:
+    """The renderables of the summary of an analysis document; the run's inventory at the end one line per format,
+    or file by file with ``verbose``."""
     parts = [part for section in SECTIONS for part in section(doc)]
     if not parts:  # nothing these sources measured
         parts.append(Text(NOTHING, style="yellow"))
-    return Group(_heading(doc), *parts, run_panel(doc.run))
+    return Group(_heading(doc), *parts, run_panel(doc.run) if verbose else sources_panel(doc.run))
 
 
-def print_summary(doc: AnalysisDocument, console: Console | None = None) -> None:
+def print_summary(doc: AnalysisDocument, console: Console | None = None, verbose: bool = False) -> None:
     """Print the summary to the console (stdout by default)."""
-    (console or Console()).print(render(doc))
+    (console or Console()).print(render(doc, verbose))

@@ -13,8 +13,45 @@ from lltrace.documents.vocabulary import SUSPECT_SKIPS, SkipReason
 from lltrace.reports.numbers import count_noun, whole
 
 
+def sources_panel(run: RunSection) -> Panel:
+    """The run's inventory in short: one line per format (files, events, what was dropped, warnings), then what
+    needs a look (warnings, files skipped, broken checks); each file, the clocks and the joins are ``--verbose``'s."""
+    head = Text()
+    head.append(f"run {run.id}\n", style="bold")
+    by_format: dict[str, list[Source]] = {}
+    for s in run.sources:
+        by_format.setdefault(s.format, []).append(s)
+    for fmt, group in by_format.items():
+        events = sum(g.records or 0 for g in group)
+        dropped = sum(sum((g.dropped or {}).values()) for g in group)
+        warned = sum(len(g.warnings) for g in group)
+        line = f"  {fmt}: {count_noun(len(group), 'file')}, {count_noun(events, 'event')}"
+        if dropped:
+            line += f", {dropped:,} dropped"
+        if warned:
+            line += f", {count_noun(warned, 'warning')}"
+        head.append(line + "\n", style="yellow" if warned else None)
+        for g in group:
+            for w in g.warnings:
+                head.append(f"    warning: {g.path}: {w}\n", style="yellow")
+    _skipped(head, run.skipped)
+    _checks(head, run.checks)
+    head.append(_gpu_model(run) + "\n")
+    head.append("  (each file, the clocks and the joins: --verbose)", style="dim")
+    return Panel(head, title="Sources", expand=False)
+
+
+def _gpu_model(run: RunSection) -> str:
+    gpu, model, seen = run.gpu, run.model, run.gpu_not_in_catalog
+    named = f" ({seen.origin or 'named'}: {seen.name}, not in lltrace's GPU catalog)" if seen else ""
+    return (
+        f"  GPU: {gpu.name + ' (' + str(gpu.origin) + ')' if gpu else 'unknown'}{named}"
+        f" · model: {model.name if model else 'unknown'}"
+    )
+
+
 def run_panel(run: RunSection) -> Panel:
-    """The run's inventory as one panel."""
+    """The run's inventory as one panel, file by file."""
     head = Text()
     head.append(f"run {run.id}\n", style="bold")
     _sources(head, run.sources)
@@ -22,12 +59,7 @@ def run_panel(run: RunSection) -> Panel:
     _checks(head, run.checks)
     _clocks(head, run.clock_alignment)
     _joins(head, run.join)
-    gpu, model, seen = run.gpu, run.model, run.gpu_not_in_catalog
-    named = f" ({seen.origin or 'named'}: {seen.name}, not in lltrace's GPU catalog)" if seen else ""
-    head.append(
-        f"  GPU: {gpu.name + ' (' + str(gpu.origin) + ')' if gpu else 'unknown'}{named}"
-        f" · model: {model.name if model else 'unknown'}"
-    )
+    head.append(_gpu_model(run))
     return Panel(head, title="lltrace analyze", expand=False)
 
 

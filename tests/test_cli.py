@@ -207,16 +207,16 @@ def test_every_command_that_takes_a_run_takes_a_stored_id_or_the_runs_paths(tmp_
 
 
 def test_a_run_folders_scrapes_are_one_header_entry_and_untimed_preemptions_are_said(store):
-    """Run B's folder: its 15 Prometheus scrapes under metrics/ are one entry of the header (one line per file
-    would bury the analysis of an hour's scrapes), the final scrape beside them stays its own (it warns); the 55
-    preemptions its engine counted were timed by no source, and the terminal says where their time went."""
+    """Run B's folder: its 15 Prometheus scrapes under metrics/ are one entry of the file listing (--verbose; one line
+    per file would bury the analysis of an hour's scrapes), the final scrape beside them stays its own (it warns);
+    the 55 preemptions its engine counted were timed by no source, and the terminal says where their time went."""
     b = DATA / "vllm_cpu" / "B_kvpressure"
     scrapes = sorted((b / "metrics").glob("*.prom"))
     final = (b / "metrics_final.prom").read_text()
     preemptions = next(
         float(ln.split()[-1]) for ln in final.splitlines() if ln.startswith("vllm:num_preemptions_total{")
     )
-    r = CliRunner().invoke(app, ["analyze", str(b), "--store", str(store), "-q"], terminal_width=400)
+    r = CliRunner().invoke(app, ["analyze", str(b), "--store", str(store), "-q", "--verbose"], terminal_width=400)
     assert r.exit_code == 0, r.output
     out = r.stdout
     assert f"{scrapes[0]} … {scrapes[-1].name} ({len(scrapes)} files)" in out

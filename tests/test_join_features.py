@@ -161,7 +161,7 @@ def test_a_shifted_client_clock_gives_the_same_pairs(name, tmp_path):
 def test_e_joins_every_request_on_what_both_saw(tmp_path):
     e = DATA / "vllm_cpu" / "E_prefix"
     runner = CliRunner()
-    out = runner.invoke(app, ["analyze", str(e), "--store", str(tmp_path / "s")])
+    out = runner.invoke(app, ["analyze", str(e), "--store", str(tmp_path / "s"), "--verbose"])
     assert out.exit_code == 0, out.output
     assert "join: bench_pfx_120req_p512_s64_np4_out64_rate4.json: 120 of 120 on what both saw" in out.output
     assert "join residuals (median / p90): arrival 0.75 / 2.42 ms" in out.output

@@ -241,15 +241,36 @@ def analyze_cli(
     keep_python: KeepPythonOpt = False,
     strict: StrictOpt = False,
     report_file: Annotated[Path | None, typer.Option("--report", help="Also write the HTML report here.")] = None,
+    slo: Annotated[
+        str | None,
+        typer.Option("--slo", help="Judge incidents by objectives instead of the run's own level: ttft_p90=500ms,..."),
+    ] = None,
+    baseline: Annotated[
+        str | None,
+        typer.Option("--baseline", help="Judge incidents against twice this run's typical level (run id or path)."),
+    ] = None,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="List every file, clock alignment and join at the end.")
+    ] = False,
     quiet: QuietOpt = False,
 ) -> None:
-    """Ingest the files of one run (or reuse the store) and explain where its time went."""
+    """Ingest the files of one run (or reuse the store) and explain where its time went, incidents first."""
     from lltrace.analysis.document import analyze
+    from lltrace.analysis.incidents import parse_slo
     from lltrace.reports.terminal import print_summary
 
     with _errors(quiet), _progress(quiet) as progress:
         result = analyze(
-            paths, store=store, run=run, gpu=gpu, model=model, keep_python=keep_python, strict=strict, progress=progress
+            paths,
+            store=store,
+            run=run,
+            gpu=gpu,
+            model=model,
+            keep_python=keep_python,
+            strict=strict,
+            progress=progress,
+            slo=parse_slo(slo) if slo else None,
+            baseline=baseline,
         )
     if report_file is not None:
         from lltrace.analysis.report import report
@@ -259,7 +280,7 @@ def analyze_cli(
     if as_json:
         _json(result.to_dict())
     else:
-        print_summary(result.document, out)
+        print_summary(result.document, out, verbose)
 
 
 @app.command("report")

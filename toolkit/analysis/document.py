@@ -24,6 +24,8 @@ from lltrace.analysis.classify import (
 )
 from lltrace.analysis.client_summary import client_summary
 from lltrace.analysis.engine_section import engine_timeline, kv_section, view_row
+from lltrace.analysis.incidents import incidents_section, typical_levels
+from lltrace.analysis.incidents_metrics import metrics_incidents
 from lltrace.analysis.queue import PARTS
 from lltrace.analysis.requests_section import requests_section
 from lltrace.analysis.run_section import run_section
@@ -76,10 +78,14 @@ def analyze(
     keep_python: bool = False,
     strict: bool = False,
     progress: ProgressFn | None = None,
+    slo: dict[str, float] | None = None,
+    baseline: Target | None = None,
 ) -> Analysis:
     """The analysis document of one run: a ``Run``, a stored run's id, or the paths of one run (ingested, or
-    the stored run reused)."""
+    the stored run reused). Its incidents are windows over the run's own typical level, or over ``slo`` (seconds by
+    metric: ``lltrace.analysis.incidents.parse_slo``), or over twice the typical level of the ``baseline`` run."""
     the_run = open_run(paths_or_run, store, run=run, keep_python=keep_python, strict=strict, progress=progress)
+    levels = _baseline_levels(baseline, the_run.store, keep_python, strict) if baseline is not None else None
     gpu_obj, gpu_origin = gpu_of_run(the_run.metadata, gpu)
     model_obj: Model | None = model_or_error(model) if model else None
     con = the_run.store.connect([the_run.id])
@@ -87,11 +93,14 @@ def analyze(
         r = _Run(con, the_run.store.present([the_run.id]), the_run.metadata, gpu_obj, model_obj)
         profile = profile_section(con) if r.has("kernels") else None
         a = view_row(con, "attribution_run") if r.has("requests") else None
+        timeline, incidents = _incidents(r, slo, levels)
         doc: dict[str, Any] = {
             "run": run_section(the_run.id, r.meta, gpu_obj, gpu_origin, model_obj),
             "requests": requests_section(con) if r.has("requests") else None,
             "attribution": attribution_section(con, a, r.has("engine_steps")) if a and a["requests"] else None,
             "classification": None,
+            "incidents": incidents,
+            "incident_timeline": timeline,
             "steps": steps_section(con, gpu_obj, model_obj, profile) if r.has("engine_steps") else None,
             "profile": profile,
             "kv": kv_section(con) if r.has("engine_stats", "engine_steps") else None,
@@ -115,6 +124,28 @@ def analyze(
     finally:
         con.close()
     return Analysis(the_run, checked(doc, "analysis"))
+
+
+def _incidents(
+    r: _Run, slo: dict[str, float] | None, levels: dict[str, float] | None
+) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """The run's incident timeline and incidents: from its requests, else from its engine's histograms."""
+    timeline, found = (
+        incidents_section(r.con, engine_name(r.meta["sources"]), slo, levels) if r.has("requests") else (None, [])
+    )
+    if timeline is None and r.has("engine_histograms"):
+        timeline, found = metrics_incidents(r.con, slo, levels)
+    return timeline, found
+
+
+def _baseline_levels(baseline: Target, store: Store, keep_python: bool, strict: bool) -> dict[str, float]:
+    """The baseline run's typical level of each metric (ingested into the same store where given as paths)."""
+    base = open_run(baseline, store, keep_python=keep_python, strict=strict)
+    con = base.store.connect([base.id])
+    try:
+        return typical_levels(con)
+    finally:
+        con.close()
 
 
 def _verdict(

@@ -13,6 +13,7 @@ import msgspec
 from lltrace.documents.attribution import Attribution, RequestsSection, Setting
 from lltrace.documents.base import UNSET, Doc, UnsetType, field_doc
 from lltrace.documents.clients import ClientSummary
+from lltrace.documents.incidents import Incident, Timeline
 from lltrace.documents.rows import (
     EngineHistogramQuantilesRow,
     EngineLatencyHistogramsRow,
@@ -176,6 +177,12 @@ class AnalysisDocument(Doc, kw_only=True):
     requests: Annotated[RequestsSection | None, field_doc("its requests and their latencies")]
     attribution: Annotated[Attribution | None, field_doc("where the requests' time went")]
     classification: Annotated[Classification | None, field_doc("the workload's label and why")]
+    incidents: Annotated[
+        list[Incident], field_doc("when the run went wrong, to whom and why: worst first (empty: none)")
+    ]
+    incident_timeline: Annotated[
+        Timeline | None, field_doc("the latency window by window of arrival the incidents were read from")
+    ]
     steps: Annotated[StepsSection | None, field_doc("the engine's steps")]
     profile: Annotated[ProfileSection | None, field_doc("the profiler's GPU work")]
     kv: Annotated[KvSection | None, field_doc("KV-cache pressure and the prefix cache")]

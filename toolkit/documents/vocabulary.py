@@ -72,6 +72,7 @@ class Bottleneck(Word):
     OVERHEAD = "overhead"  # time the engine does not cover (launch gaps, frontend)
     INTERFERENCE = "interference"  # prefill work slowing the decodes sharing its steps
     PREFIX = "prefix"  # prompt prefixes computed again
+    HOST = "host"  # the machine the engine runs on: its steps slowed at the same load
 
 
 class StepKind(Word):
