@@ -95,6 +95,11 @@ def build(store: Path, n_requests: int) -> str:
 
 
 _CHILD = {
+    "incidents": (
+        "import lltrace\nfrom lltrace.analysis.incidents import incidents_section\n",
+        "con = lltrace.Store(STORE).connect([RUN])\ntimeline, found = incidents_section(con, 'vllm')\n"
+        "assert timeline['windows']\n",
+    ),
     "lltrace": (
         "import lltrace\nfrom lltrace.store import Run\n",
         "doc = lltrace.analyze(Run(RUN, lltrace.Store(STORE))).to_dict()\nassert doc['attribution']['requests'] > 0\n",
@@ -155,7 +160,8 @@ analysis document, the queue split included (the engine-state step function of t
 request's queue interval). The baseline, in the same run, is a naive pandas version of the same attribution, the way
 a notebook would write it: the Parquet read into pandas, each request's parts computed in a row-wise `apply`, its KV
 wait found by looking up the samples around its queue interval. Each runs in a fresh process. Targets: lltrace under
-60 s for a million requests and at least 5x the pandas version.
+60 s for a million requests and at least 5x the pandas version. Beside it, the incident detection alone (the run's
+windows of arrival, their levels and the incidents, docs/incidents.md): target under 2 s for a million requests.
 """
     publish(lambda: tables(args.requests), args.write, title="Attribution", about=about)
 
@@ -182,7 +188,21 @@ def tables(requests: int) -> None:
                 print(f"| {label} | failed: {r['error']} | | |")
                 continue
             print(f"| {label} | {r['seconds']:.1f} | {requests / r['seconds']:,.0f} | {r['peak_rss'] / 1e6:,.0f} |")
-        if all("seconds" in r for r in res.values()):
+        r = measure("incidents", store, run_id)
+        if "error" in r:
+            print(f"| incident detection alone (lltrace) | failed: {r['error']} | | |")
+        else:
+            res["incidents"] = r
+            print(
+                f"| incident detection alone (lltrace: windows, levels, incidents) | {r['seconds']:.2f} | "
+                f"{requests / r['seconds']:,.0f} | {r['peak_rss'] / 1e6:,.0f} |"
+            )
+        if "incidents" in res:
+            print(
+                f"\nIncident detection: {res['incidents']['seconds']:.2f} s for {requests:,} requests "
+                "(target < 2 s for 1 M requests, beside the attribution)."
+            )
+        if all(k in res and "seconds" in res[k] for k in ("lltrace", "pandas naive")):
             print(
                 f"\nlltrace = {res['pandas naive']['seconds'] / res['lltrace']['seconds']:.1f}x pandas naive "
                 f"(target >= 5x); {res['lltrace']['seconds']:.1f} s for {requests:,} requests "

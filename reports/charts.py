@@ -11,6 +11,7 @@ from lltrace.documents.analysis import AnalysisDocument
 from lltrace.documents.clients import ClientSummary
 from lltrace.documents.replay import ReplayDocument
 from lltrace.documents.steps import StepsSection
+from lltrace.reports.incident_chart import incident_chart
 from lltrace.reports.page import WIDTH, Rows, data, melt, thin
 from lltrace.reports.replay_rows import Case, replay_cases, sweep_rows
 
@@ -324,6 +325,7 @@ def build_charts(
     latest replay document and the report views' rows."""
     crossover = doc.classification.crossover_input_tokens if doc.classification is not None else None
     charts = {
+        "incident": incident_chart(doc),
         "requests": request_chart(tables.get("report_request_bins")),
         "latency": latency_chart(tables.get("report_latency_hist")),
         "sizes": size_chart(tables.get("report_size_mix"), crossover),

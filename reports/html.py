@@ -243,9 +243,33 @@ def _advice(advice: list[Advice]) -> list[str]:
     return [f"<h2>Advice</h2><ol>{items}</ol>"]
 
 
-def _headline(doc: AnalysisDocument) -> str:
-    """The report's text: the verdict, where the time went, what was left out, the caches, and the advice."""
+def _incident(doc: AnalysisDocument, charts: dict[str, Any]) -> list[str]:
+    """The worst incident first: its sentence, its timeline chart (its div here, drawn by the page's script), and
+    what to change for it."""
+    if not doc.incidents:
+        return []
+    i = doc.incidents[0]
+    parts = [f"<p class='verdict' id='lltrace-incident'><b>{html.escape(i.verdict)}</b></p>"]
+    if "incident" in charts:
+        parts.append("<div class='chart' id='chart-incident'></div>")
+    items = "".join(
+        f"<li><b>{html.escape(a.bottleneck)}</b> ({html.escape(a.engine_setting or a.setting or 'no engine setting')})"
+        f": {html.escape(a.action)} — {html.escape(a.expected_gain.metric)} {a.expected_gain.from_:,.3f} → "
+        f"{a.expected_gain.to:,.3f} {html.escape(a.expected_gain.unit)} (estimated; <i>{html.escape(a.formula)}</i>)"
+        "</li>"
+        for a in i.advice
+    )
+    if items:
+        parts.append(f"<h3>What to change for it</h3><ol>{items}</ol>")
+    parts += [f"<p>Also: {html.escape(o.verdict)}</p>" for o in doc.incidents[1:]]
+    return parts
+
+
+def _headline(doc: AnalysisDocument, charts: dict[str, Any]) -> str:
+    """The report's text: the incident first, then the verdict, where the time went, what was left out, the caches,
+    and the advice."""
     parts = [f"<h1>lltrace report: {html.escape(doc.run.id)}</h1>"]
+    parts += _incident(doc, charts)
     parts += _verdict(doc.classification)
     parts += _attribution(doc.attribution, doc.kv)
     parts += _excluded(doc.requests)
@@ -265,7 +289,7 @@ def write_report(
     """Write the offline HTML report of an analysis document, with the run's latest replay document where it was
     replayed (and one PNG per chart into ``png_dir``); returns the chart names."""
     charts = build_charts(doc, replay, tables)
-    header = f"<div id='lltrace-summary'>{_headline(doc)}</div>"
+    header = f"<div id='lltrace-summary'>{_headline(doc, charts)}</div>"
     if replay is not None:
         header += f"\n<div id='lltrace-replay'>{_replay_html(replay)}</div>"
     body = offline_page(charts, header, f"lltrace {doc.run.id}")

@@ -36,7 +36,10 @@ def offline_page(charts: dict[str, Any], header_html: str, title: str) -> str:
     shell = alt.Chart(data([{"x": 0}])).mark_point().encode(x="x:Q").to_html(inline=True)
     # the last </head>: the inlined bundle itself contains "<head>"/"<body>" strings
     head = shell[: shell.rindex("</head>") + len("</head>")]
-    divs = "\n".join(f"<div class='chart' id='chart-{name}'></div>" for name in charts)
+    # a chart whose div the header already places (the incident's, under its sentence) is drawn there
+    divs = "\n".join(
+        f"<div class='chart' id='chart-{name}'></div>" for name in charts if f"id='chart-{name}'" not in header_html
+    )
     specs = json.dumps({f"chart-{name}": chart.to_dict() for name, chart in charts.items()})
     style = (
         "<style>body{font-family:system-ui,sans-serif;max-width:1100px;margin:1em auto}"

@@ -115,3 +115,34 @@ def test_weekly_report_draws_in_chromium(tmp_path, chromium):
     dom, log = _render(chromium, page, tmp_path / "profile", ARTIFACTS / "weekly.png")
     assert 'class="marks"' in dom and "Requests per window" in dom and "Prompt and output lengths" in dom
     assert not [ln for ln in log.splitlines() if "CONSOLE" in ln and "ERROR" in ln]
+
+
+def test_an_incident_reports_first_screen_is_its_timeline(tmp_path, chromium):
+    """The report of a run with an incident opens with it: in a 1280x800 window, the incident's sentence and its
+    timeline chart (drawn: its SVG holds marks) start within the first screen."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    page = tmp_path / "incident.html"
+    charts = report(analyze([DATA / "vllm_cpu_incidents" / "L_long"], store=tmp_path / "s"), page)
+    assert "incident" in charts
+    probe = (
+        "<script>setTimeout(() => { const c = document.getElementById('chart-incident');"
+        " const r = c.getBoundingClientRect();"
+        " const s = document.getElementById('lltrace-incident').getBoundingClientRect();"
+        " document.body.setAttribute('data-probe', [Math.round(s.top), Math.round(r.top), Math.round(r.bottom),"
+        " c.querySelectorAll('.marks').length].join(',')); }, 8000);</script></body>"
+    )
+    text = page.read_text()  # the last </body>: the inlined bundle holds the string too
+    cut = text.rindex("</body>")
+    page.write_text(text[:cut] + probe + text[cut + len("</body>") :])
+    flags = [*FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1280,800"]
+    dom = subprocess.run([chromium, *flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
+    subprocess.run(
+        [chromium, *flags, f"--screenshot={ARTIFACTS / 'report_incident_first_screen.png'}", page.as_uri()],
+        capture_output=True,
+        timeout=120,
+    )
+    probe_values = dom.stdout.split('data-probe="', 1)[1].split('"', 1)[0]
+    sentence_top, chart_top, chart_bottom, marks = (int(v) for v in probe_values.split(","))
+    assert marks > 0, "the incident chart drew nothing"
+    assert 0 <= sentence_top < chart_top < 800, probe_values
+    assert chart_top < 400, f"the incident timeline starts at {chart_top} px: below the first screen's middle"

@@ -14,11 +14,13 @@ import os
 from datetime import datetime, timezone
 from typing import Any
 
+from lltrace.analysis.diff_requests import request_differences, verdict_lead
 from lltrace.analysis.engine_windows import engine_windows
 from lltrace.analysis.sql import rows
 from lltrace.analysis.tail import E2E_PARTS
 from lltrace.documents import plain
 from lltrace.errors import LltraceError
+from lltrace.ingest.engine import engine_name
 from lltrace.ingest.targets import Target, as_store, open_run
 from lltrace.queries import thresholds
 from lltrace.store import Store
@@ -106,6 +108,11 @@ def diff(
         if (s in sides[0] or s in sides[1]) and sides[0].get(s, (None,))[0] != sides[1].get(s, (None,))[0]
     ]
     doc["settings_changed"] = changed
+    diffs = request_differences(
+        st, {side: doc[side] for side in ("baseline", "incident")}, engine_name(st.metadata(ids[1])["sources"])
+    )
+    doc.update(diffs)
+    doc["verdict"] = verdict_lead(diffs) + doc["verdict"]
     if changed:
         said = ", ".join(
             f"{c['setting']} {_value(c['setting'], c['baseline'])} -> {_value(c['setting'], c['incident'])}"

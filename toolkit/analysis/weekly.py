@@ -17,14 +17,17 @@ decode time sums, and load and KV from the gauges (``engine_windows``, ``engine_
 
 from __future__ import annotations
 
+import math
 import os
 from datetime import datetime
 from typing import Any
 
 from lltrace.analysis.classify import label
 from lltrace.analysis.engine_windows import engine_windows
+from lltrace.analysis.incidents import incidents_section, runs_with_candidates
 from lltrace.documents import plain
 from lltrace.errors import StoreError
+from lltrace.ingest.engine import engine_name
 from lltrace.ingest.targets import as_store
 from lltrace.physics.estimate import estimate
 from lltrace.queries import thresholds
@@ -83,8 +86,10 @@ def weekly(
         else:
             basis, windows = "engine histograms (estimated: prefill vs decode time sums)", []
         engine = engine_windows(con, width, lo, hi)
+        screened = runs_with_candidates(con) if by_requests else []
     finally:
         con.close()
+    found = _incidents(st, screened, width, lo, hi)
     if not by_requests:
         # failed: what the API server refused or failed (4xx and 5xx responses), where its counter was scraped
         windows = [
@@ -97,6 +102,8 @@ def weekly(
             win |= {k: v for k, v in engine.get(win["window_start_s"], {}).items() if k in _ENGINE_LOAD}
             for k in _ENGINE_LOAD:
                 win.setdefault(k, None)
+    for win in windows:
+        win["incidents"] = found.get(win["window_start_s"], [])
     _changes(windows)
     doc = {
         "window": window,
@@ -107,6 +114,39 @@ def weekly(
         "relative_clock": t0 < 1e9,
     }
     return plain(doc, "weekly")
+
+
+def _incidents(
+    st: Store, runs: list[str], width: float, lo: float | None, hi: float | None
+) -> dict[float, list[dict[str, Any]]]:
+    """The incidents of the runs the screen found a candidate in (``runs_with_candidates``), each as ``analyze``
+    says it, placed in the window of its start (run clock: the run's first counted arrival plus its start)."""
+    out: dict[float, list[dict[str, Any]]] = {}
+    for run_id in runs:
+        con = st.connect([run_id])
+        try:
+            origin = con.execute("SELECT min(arrival_s) FROM incident_arrivals").fetchone()[0]
+            found = incidents_section(con, engine_name(st.metadata(run_id)["sources"]))[1]
+        finally:
+            con.close()
+        for i in found:
+            at = origin + i["start_s"]
+            if (lo is not None and at < lo) or (hi is not None and at >= hi):
+                continue
+            out.setdefault(math.floor(at / width) * width, []).append(
+                {
+                    "run": run_id,
+                    "start_s": at,
+                    "end_s": origin + i["end_s"],
+                    "metric": i["metric"],
+                    "typical": i["typical"],
+                    "worst": i["worst"],
+                    "requests_over": i["requests_over"],
+                    "trigger": i["trigger"]["kind"],
+                    "verdict": i["verdict"],
+                }
+            )
+    return out
 
 
 def _changes(windows: list[dict[str, Any]]) -> None:

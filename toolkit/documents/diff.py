@@ -108,6 +108,29 @@ class QueueSides(Doc, kw_only=True):
     incident: Annotated[EngineQueueCausesRow | None, field_doc("incident")]
 
 
+class OnlyIn(Doc, kw_only=True):
+    """Requests one side has that the other lacks: a client it does not have, or a size class of a client it has."""
+
+    client: Annotated[str | None, field_doc("the client or file they came from")]
+    size_class: Annotated[int | None, field_doc("their commonest size class (prompt tokens, power of two)")]
+    requests: Annotated[int, field_doc("how many", "requests")]
+    arrival_rate: Annotated[float | None, field_doc("their arrivals per second over their span", "requests/s")]
+    prompt_tokens_p50: Annotated[float | None, field_doc("their median prompt length", "tokens")]
+
+
+class DifferWindow(Doc, kw_only=True):
+    """A stretch of the incident run whose latency departed from the baseline's typical level (by arrival)."""
+
+    start_s: Annotated[float, field_doc("its start, seconds since the incident run's first arrival", "s")]
+    end_s: Annotated[float, field_doc("its end", "s")]
+    metric: Annotated[str, field_doc("the metric that departed furthest")]
+    baseline: Annotated[float | None, field_doc("the baseline run's typical p90 of it", "s")]
+    incident: Annotated[float, field_doc("the incident run's worst window p90 of it", "s")]
+    threshold_from: Annotated[
+        str, field_doc("baseline (twice its typical level), or run (the incident run was above that throughout)")
+    ]
+
+
 class DiffDocument(Doc, kw_only=True):
     """What ``lltrace diff`` says changed."""
 
@@ -126,3 +149,11 @@ class DiffDocument(Doc, kw_only=True):
     verdict: Annotated[str, field_doc("what changed, in words, the largest change first")]
     failures: Annotated[FailureSides, field_doc("each side's failed requests")]
     settings_changed: Annotated[list[SettingChange], field_doc("the engine settings the sides give differently")]
+    only_in_incident: Annotated[
+        list[OnlyIn], field_doc("requests the incident has that the baseline lacks (a client, a size class)")
+    ]
+    only_in_baseline: Annotated[list[OnlyIn], field_doc("requests the baseline has that the incident lacks")]
+    windows: Annotated[
+        list[DifferWindow],
+        field_doc("where the incident run's windows of arrival went over twice the baseline's typical level"),
+    ]

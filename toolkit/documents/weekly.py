@@ -12,6 +12,20 @@ from lltrace.documents.vocabulary import Label
 _F = float | int | None
 
 
+class WeeklyIncident(Doc, kw_only=True):
+    """An incident of one run that started in the window, as ``lltrace analyze`` says it."""
+
+    run: Annotated[str, field_doc("the run")]
+    start_s: Annotated[float, field_doc("its start on the run clock (epoch seconds where absolute)", "s")]
+    end_s: Annotated[float, field_doc("its end on the run clock", "s")]
+    metric: Annotated[str, field_doc("the metric that departed furthest (ttft, tpot, e2e, queue)")]
+    typical: Annotated[float | None, field_doc("its typical p90 in the run", "s")]
+    worst: Annotated[float, field_doc("its worst window's p90", "s")]
+    requests_over: Annotated[int, field_doc("requests over the threshold", "requests")]
+    trigger: Annotated[str, field_doc("what changed at its start: new_requests, arrival_rate, engine_slowdown")]
+    verdict: Annotated[str, field_doc("the incident in one sentence")]
+
+
 class WeeklyWindow(Doc, kw_only=True):
     """One window of the store's traffic (figures from the requests that arrived in it, or the engine's)."""
 
@@ -27,6 +41,7 @@ class WeeklyWindow(Doc, kw_only=True):
     classified: Annotated[int | None, field_doc("requests whose side is known", "requests")]
     label: Annotated[Label | None, field_doc("the window's label by the classification rule")]
     changes: Annotated[list[str], field_doc("what changed from the window before, in words")]
+    incidents: Annotated[list[WeeklyIncident], field_doc("the runs' incidents that started in it")]
     input_p50: Annotated[_F | UnsetType, field_doc("median prompt tokens", "tokens")] = UNSET
     input_p90: Annotated[_F | UnsetType, field_doc("90th percentile prompt tokens", "tokens")] = UNSET
     output_p50: Annotated[_F | UnsetType, field_doc("median output tokens", "tokens")] = UNSET
