@@ -191,4 +191,7 @@ def weekly_table(doc: WeeklyDocument) -> Group:
     changes = [(window_label(w.window_start_s), "; ".join(w.changes)) for w in doc.windows if w.changes]
     lines = [Text("What changed: " + ("" if changes else "nothing beyond the thresholds"))]
     lines += [Text(f"  {when}: {what}") for when, what in changes]
-    return Group(t, *lines)
+    found = [(window_label(w.window_start_s), i) for w in doc.windows for i in w.incidents]
+    first = [Text(f"Incidents: {len(found)}", style="bold red")] if found else []
+    first += [Text(f"  {when} · run {i.run}: {i.verdict}") for when, i in found]
+    return Group(*first, t, *lines)

@@ -75,9 +75,15 @@ def write_weekly_html(doc: WeeklyDocument, output: Path) -> None:
         for w, label in zip(doc.windows, labels, strict=True)
         if w.changes
     )
+    incidents = "".join(
+        f"<li><b>{html.escape(label)}</b> · run {html.escape(i.run)}: {html.escape(i.verdict)}</li>"
+        for w, label in zip(doc.windows, labels, strict=True)
+        for i in w.incidents
+    )
     head = (
         f"<h1>lltrace weekly: {len(rows)} windows of one {doc.window}</h1>"
-        f"<h2>What changed</h2><ul>{changes or '<li>nothing beyond the thresholds</li>'}</ul>"
+        + (f"<h2>Incidents</h2><ul>{incidents}</ul>" if incidents else "")
+        + f"<h2>What changed</h2><ul>{changes or '<li>nothing beyond the thresholds</li>'}</ul>"
     )
     page = offline_page(
         {str(i): c for i, c in enumerate(charts)}, f"<div id='lltrace-weekly'>{head}</div>", "lltrace weekly"

@@ -198,3 +198,24 @@ def test_the_engine_metrics_alone_find_the_incident_at_the_scrapes_resolution(ru
 
 def test_the_steady_runs_engine_metrics_have_no_incident(shared_store: Path) -> None:
     assert doc_of("vllm_cpu_incidents/K_steady/metrics", shared_store)["incidents"] == []
+
+
+def test_weekly_lists_each_runs_incidents_as_analyze_says_them(tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from lltrace.documents import checked
+    from lltrace.reports.terminal_tables import weekly_table
+
+    store = tmp_path / "s"
+    for run in ("K_steady", "L_long", "N_hog"):
+        lltrace.ingest([INCIDENTS / run], store=store)
+    doc = lltrace.weekly(store=store)
+    listed = [(w["window_start_s"], i) for w in doc["windows"] for i in w["incidents"]]
+    assert sorted(client_name(i["run"]).split("-")[0] for _, i in listed) == ["L_long", "N_hog"]
+    for start, i in listed:
+        assert start <= i["start_s"] < start + doc["window_s"]
+        said = lltrace.analyze(i["run"], store=store).to_dict()["incidents"][0]
+        assert i["verdict"] == said["verdict"] and i["trigger"] == said["trigger"]["kind"]
+    console = Console(width=160, record=True)
+    console.print(weekly_table(checked(doc, "weekly")))
+    assert console.export_text().startswith("Incidents: 2")
