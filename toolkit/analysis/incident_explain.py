@@ -32,9 +32,10 @@ def utc(origin: float | None, t: float) -> str | None:
     return datetime.fromtimestamp(origin + t, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def explain(
-    con: duckdb.DuckDBPyConnection, tl: dict[str, Any], group: list[dict[str, Any]], origin: float, engine: str | None
-) -> dict[str, Any]:
+def screen(con: duckdb.DuckDBPyConnection, tl: dict[str, Any], group: list[dict[str, Any]]) -> dict[str, Any]:
+    """What decides whether a degraded stretch is an incident, from the requests' arrivals and latencies alone (no
+    attribution): its metric and threshold, its requests and those over, what changed at its start (the trigger),
+    and how many of those over belong to traffic the run had before it."""
     width = tl["width_s"]
     start, end = group[0]["start_s"], group[-1]["start_s"] + width
     by_metric = {x["metric"]: x for x in tl["levels"]}
@@ -45,14 +46,42 @@ def explain(
 
     metric = max(degraded, key=excess)
     level = by_metric[metric]
-    threshold = level["threshold"]
     ctx = _context(con, start, end, width)
+    origin = ctx["origin"]
+    ratio = con.execute(
+        "SELECT step_time_ratio FROM incident_step_speed($1, $2)", [origin + start, origin + end]
+    ).fetchone()
+    ctx["step_time_ratio"] = ratio[0] if ratio else None
     inside = [r for r in ctx["fresh"] if r["t_s"] >= start]
-    over = [r for r in inside if (r[f"{metric}_s"] or 0.0) > threshold]
+    over = [r for r in inside if (r[f"{metric}_s"] or 0.0) > level["threshold"]]
+    return {
+        "start": start,
+        "end": end,
+        "metric": metric,
+        "level": level,
+        "degraded": degraded,
+        "ctx": ctx,
+        "inside": inside,
+        "over": over,
+        "over_before": sum(1 for r in over if _key(r["client_id"]) in ctx["early_clients"]),
+        "trigger": _trigger(ctx, inside, start, end),
+    }
+
+
+def explain(
+    con: duckdb.DuckDBPyConnection,
+    tl: dict[str, Any],
+    group: list[dict[str, Any]],
+    s: dict[str, Any],
+    engine: str | None,
+) -> dict[str, Any]:
+    """The incident's entry of the document, from its ``screen``: the requests with their attribution, the engine
+    inside against outside, the mechanism, the causes, the advice and the sentence."""
+    start, end, metric, level, ctx, over = s["start"], s["end"], s["metric"], s["level"], s["ctx"], s["over"]
+    origin = ctx["origin"]
+    inside = rows(con, "SELECT * FROM incident_requests WHERE t_s >= $1 AND t_s < $2 ORDER BY t_s", [start, end])
     eng = _engine(con, origin + start, origin + end, ctx, len(inside), end - start)
-    ctx["engine"] = eng
-    trigger = _trigger(ctx, inside, start, end)
-    mechanism = _mechanism(inside)
+    trigger = s["trigger"]
     caused = _causes(inside, trigger)
     doc = {
         "start_s": start,
@@ -64,16 +93,16 @@ def explain(
         "statistic": "p90",
         "typical": level["typical"],
         "worst": max(w[f"{metric}_p90_s"] or 0.0 for w in group),
-        "threshold": threshold,
+        "threshold": level["threshold"],
         "threshold_from": level["threshold_from"],
-        "metrics": degraded,
+        "metrics": s["degraded"],
         "requests": len(inside),
         "requests_over": len(over),
-        "requests_over_before": sum(1 for r in over if _key(r["client_id"]) in ctx["early_clients"]),
-        "affected": _affected(inside, over),
+        "requests_over_before": s["over_before"],
+        "affected": _affected(s["inside"], over),
         "engine": eng,
         "trigger": trigger,
-        "mechanism": mechanism,
+        "mechanism": _mechanism(inside),
         "caused_by": caused,
     }
     cause = caused[0]["client"] if caused else None
@@ -94,16 +123,17 @@ def _context(con: duckdb.DuckDBPyConnection, start: float, end: float, width: fl
     """What the rules read of the rest of the run, aggregated in SQL (a million requests stay in DuckDB): the
     requests from the window before the incident to its end (``fresh``), the clients and size classes seen before
     that window, counts and the run's span, and the median prompt before the incident."""
-    fresh = rows(con, "SELECT * FROM incident_requests WHERE t_s >= $1 AND t_s < $2 ORDER BY t_s", [start - width, end])
+    fresh = rows(con, "SELECT * FROM incident_arrivals WHERE t_s >= $1 AND t_s < $2 ORDER BY t_s", [start - width, end])
     row = con.execute(
         f"""SELECT count(*) FILTER (WHERE t_s < $1), count(*) FILTER (WHERE t_s >= $2), max(t_s), count(*),
                    median(input_tokens) FILTER (WHERE t_s < $1),
                    list(DISTINCT coalesce(client_id, '{NO_CLIENT}')) FILTER (WHERE t_s < $1 - $3),
-                   list(DISTINCT size_class) FILTER (WHERE t_s < $1 - $3 AND size_class IS NOT NULL)
+                   list(DISTINCT size_class) FILTER (WHERE t_s < $1 - $3 AND size_class IS NOT NULL),
+                   min(arrival_s)
             FROM incident_arrivals""",
         [start, end, width],
     ).fetchone()
-    n_before, n_after, span, n_all, p50_before, early_clients, early_sizes = row
+    n_before, n_after, span, n_all, p50_before, early_clients, early_sizes, origin = row
     return {
         "fresh": fresh,
         "n_before": n_before,
@@ -113,6 +143,7 @@ def _context(con: duckdb.DuckDBPyConnection, start: float, end: float, width: fl
         "prompt_p50_before": p50_before,
         "early_clients": set(early_clients or []),
         "early_sizes": set(early_sizes or []),
+        "origin": origin,
         "start": start,
         "end": end,
         "width": width,
@@ -156,7 +187,6 @@ def _engine(
     con: duckdb.DuckDBPyConnection, t0: float, t1: float, ctx: dict[str, Any], n_inside: int, seconds: float
 ) -> dict[str, Any] | None:
     sides = {r["side"]: r for r in rows(con, "SELECT * EXCLUDE (run_id) FROM incident_engine($1, $2)", [t0, t1])}
-    ratio = con.execute("SELECT step_time_ratio FROM incident_step_speed($1, $2)", [t0, t1]).fetchone()
     rates = {"inside": _rate(n_inside, seconds), "outside": _rate(ctx["n_all"] - n_inside, ctx["span"] - seconds)}
     if not sides:
         return None
@@ -180,7 +210,7 @@ def _engine(
     for side in ("inside", "outside"):
         row = {k: v for k, v in (sides.get(side) or empty).items() if k != "side"}
         out[side] = row | {"arrival_rate": rates[side]}
-    return {**out, "step_time_ratio": ratio[0] if ratio else None}
+    return {**out, "step_time_ratio": ctx["step_time_ratio"]}
 
 
 def _p50(values: list[float]) -> float | None:
@@ -219,8 +249,7 @@ def _trigger(ctx: dict[str, Any], inside: list[dict[str, Any]], start: float, en
     before_n, after_n = ctx["n_before"], ctx["n_after"]
     outside_n, outside_s = (before_n, start) if before_n > 1 else (after_n, ctx["span"] - end)
     rate_in, rate_out = _rate(len(inside), end - start), _rate(outside_n, outside_s)
-    eng = ctx.get("engine")
-    slow = eng["step_time_ratio"] if eng else None
+    slow = ctx["step_time_ratio"]
     base = dict.fromkeys(("client", "requests", "first_arrival_s", "size_class", "prompt_tokens_p50")) | {
         "prompt_tokens_p50_before": ctx["prompt_p50_before"],
         "arrival_rate": rate_in,

@@ -30,7 +30,7 @@ from typing import Any
 
 import duckdb
 
-from lltrace.analysis.incident_explain import METRICS, explain
+from lltrace.analysis.incident_explain import METRICS, explain, screen
 from lltrace.analysis.sql import rows
 from lltrace.errors import AnalysisError
 from lltrace.queries import thresholds
@@ -244,7 +244,6 @@ def incidents_section(
         return None, []
     if tl["degraded_throughout"]:
         return tl, []
-    origin = con.execute("SELECT min(arrival_s) FROM incident_arrivals").fetchone()[0]
     judged = [w for w in tl["windows"] if w["requests"] >= tl["judged_min_requests"]]
     found, aside = [], []
     for group in spans(tl):
@@ -253,27 +252,15 @@ def incidents_section(
             # holds the server's warm-up (compilation, cold caches) as much as any incident, and has no "before"
             aside.append(set_aside_entry(tl, group, "the run's first window: its warm-up, with no level before it"))
             continue
-        inc = explain(con, tl, group, origin, engine)
-        if inc["trigger"]["kind"] == "other":
-            aside.append(
-                set_aside_entry(
-                    tl,
-                    group,
-                    f"no change at its start: {inc['trigger']['why']} (the load's own "
-                    "variance, which the whole-run verdict answers)",
-                )
-            )
-        elif not inc["requests_over_before"]:
-            aside.append(
-                set_aside_entry(
-                    tl,
-                    group,
-                    "only requests of traffic new to the run went over: a new workload, slow "
-                    "on its own (its figures are in the by-client table)",
-                )
-            )
+        first = screen(con, tl, group)
+        if first["trigger"]["kind"] == "other":
+            why = f"no change at its start: {first['trigger']['why']} (the load's own variance, which the whole-run "
+            aside.append(set_aside_entry(tl, group, why + "verdict answers)"))
+        elif not first["over_before"]:
+            why = "only requests of traffic new to the run went over: a new workload, slow on its own (its figures "
+            aside.append(set_aside_entry(tl, group, why + "are in the by-client table)"))
         else:
-            found.append(inc)
+            found.append(explain(con, tl, group, first, engine))
     tl["set_aside"] = aside
     found.sort(key=lambda i: -(i["worst"] / i["threshold"]))
     return tl, found
