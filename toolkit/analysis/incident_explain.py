@@ -32,12 +32,9 @@ def utc(origin: float | None, t: float) -> str | None:
     return datetime.fromtimestamp(origin + t, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def screen(con: duckdb.DuckDBPyConnection, tl: dict[str, Any], group: list[dict[str, Any]]) -> dict[str, Any]:
-    """What decides whether a degraded stretch is an incident, from the requests' arrivals and latencies alone (no
-    attribution): its metric and threshold, its requests and those over, what changed at its start (the trigger),
-    and how many of those over belong to traffic the run had before it."""
+def _stretch(tl: dict[str, Any], group: list[dict[str, Any]]) -> dict[str, Any]:
+    """A degraded stretch's bounds, its degraded metrics, and the one that went furthest over its threshold."""
     width = tl["width_s"]
-    start, end = group[0]["start_s"], group[-1]["start_s"] + width
     by_metric = {x["metric"]: x for x in tl["levels"]}
     degraded = [m for m in METRICS if any(m in w["degraded"] for w in group)]
 
@@ -45,27 +42,93 @@ def screen(con: duckdb.DuckDBPyConnection, tl: dict[str, Any], group: list[dict[
         return max(w[f"{m}_p90_s"] or 0.0 for w in group) / by_metric[m]["threshold"]
 
     metric = max(degraded, key=excess)
-    level = by_metric[metric]
-    ctx = _context(con, start, end, width)
-    origin = ctx["origin"]
-    ratio = con.execute(
-        "SELECT step_time_ratio FROM incident_step_speed($1, $2)", [origin + start, origin + end]
-    ).fetchone()
-    ctx["step_time_ratio"] = ratio[0] if ratio else None
-    inside = [r for r in ctx["fresh"] if r["t_s"] >= start]
-    over = [r for r in inside if (r[f"{metric}_s"] or 0.0) > level["threshold"]]
     return {
-        "start": start,
-        "end": end,
+        "worst": max(w[f"{metric}_p90_s"] or 0.0 for w in group),
+        "start": group[0]["start_s"],
+        "end": group[-1]["start_s"] + width,
+        "width": width,
         "metric": metric,
-        "level": level,
+        "level": by_metric[metric],
         "degraded": degraded,
+    }
+
+
+def _decide(st: dict[str, Any], ctx: dict[str, Any]) -> dict[str, Any]:
+    """The screen's verdict on a stretch from its context: its requests and those over, the trigger, and how many of
+    those over belong to traffic the run had before it."""
+    inside = [r for r in ctx["fresh"] if r["t_s"] >= st["start"]]
+    over = [r for r in inside if (r[f"{st['metric']}_s"] or 0.0) > st["level"]["threshold"]]
+    return st | {
         "ctx": ctx,
         "inside": inside,
         "over": over,
         "over_before": sum(1 for r in over if _key(r["client_id"]) in ctx["early_clients"]),
-        "trigger": _trigger(ctx, inside, start, end),
+        "trigger": _trigger(ctx, inside, st["start"], st["end"]),
     }
+
+
+def screen(con: duckdb.DuckDBPyConnection, tl: dict[str, Any], group: list[dict[str, Any]]) -> dict[str, Any]:
+    """What decides whether a degraded stretch of the connection's one run is an incident, from the requests'
+    arrivals and latencies alone (no attribution): its metric and threshold, its requests and those over, what
+    changed at its start (the trigger), and how many of those over belong to traffic the run had before it."""
+    st = _stretch(tl, group)
+    ctx = _context(con, st["start"], st["end"], st["width"])
+    origin = ctx["origin"]
+    ratio = con.execute(
+        "SELECT step_time_ratio FROM incident_step_speed($1, $2)", [origin + st["start"], origin + st["end"]]
+    ).fetchone()
+    ctx["step_time_ratio"] = ratio[0] if ratio else None
+    return _decide(st, ctx)
+
+
+def screen_many(
+    con: duckdb.DuckDBPyConnection, stretches: list[tuple[str, dict[str, Any], list[dict[str, Any]]]]
+) -> list[dict[str, Any]]:
+    """``screen`` of many runs' stretches (``(run_id, timeline, group)``) over one connection holding them all, in
+    three queries whatever their number (the weekly report's): each one's context aggregated in one pass, the
+    requests around all of them in one fetch, and the step speed only where a run has engine steps."""
+    if not stretches:
+        return []
+    sts = [_stretch(tl, group) | {"run": run} for run, tl, group in stretches]
+    cand = [(k, s["run"], s["start"], s["end"], s["width"]) for k, s in enumerate(sts)]
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE _incident_cand (cid INTEGER, run_id VARCHAR, start_s DOUBLE, "
+        "end_s DOUBLE, width_s DOUBLE)"
+    )
+    con.executemany("INSERT INTO _incident_cand VALUES (?, ?, ?, ?, ?)", cand)
+    agg = {
+        r[0]: r[1:]
+        for r in con.execute(
+            f"""SELECT c.cid, count(*) FILTER (WHERE a.t_s < c.start_s), count(*) FILTER (WHERE a.t_s >= c.end_s),
+                       max(a.t_s), count(*), median(a.input_tokens) FILTER (WHERE a.t_s < c.start_s),
+                       list(DISTINCT coalesce(a.client_id, '{NO_CLIENT}')) FILTER (WHERE a.t_s < c.start_s - c.width_s),
+                       list(DISTINCT a.size_class) FILTER (WHERE a.t_s < c.start_s - c.width_s
+                                                           AND a.size_class IS NOT NULL),
+                       min(a.arrival_s)
+                FROM _incident_cand c JOIN incident_arrivals a USING (run_id) GROUP BY c.cid"""
+        ).fetchall()
+    }
+    fresh: dict[int, list[dict[str, Any]]] = {}
+    for r in rows(
+        con,
+        "SELECT c.cid AS _cid, a.* FROM _incident_cand c JOIN incident_arrivals a ON a.run_id = c.run_id "
+        "AND a.t_s >= c.start_s - c.width_s AND a.t_s < c.end_s ORDER BY c.cid, a.t_s",
+    ):
+        fresh.setdefault(r.pop("_cid"), []).append(r)
+    stepped = {r[0] for r in con.execute("SELECT DISTINCT run_id FROM engine_steps").fetchall()}
+    out = []
+    for k, st in enumerate(sts):
+        ctx = _ctx(fresh.get(k, []), agg[k], st["start"], st["end"], st["width"])
+        ctx["step_time_ratio"] = None
+        if st["run"] in stepped:
+            ratio = con.execute(
+                "SELECT step_time_ratio FROM incident_step_speed($1, $2) WHERE run_id = $3",
+                [ctx["origin"] + st["start"], ctx["origin"] + st["end"], st["run"]],
+            ).fetchone()
+            ctx["step_time_ratio"] = ratio[0] if ratio else None
+        out.append(_decide(st, ctx))
+    con.execute("DROP TABLE _incident_cand")
+    return out
 
 
 def explain(
@@ -99,7 +162,7 @@ def explain(
         "requests": len(inside),
         "requests_over": len(over),
         "requests_over_before": s["over_before"],
-        "affected": _affected(s["inside"], over),
+        "affected": affected(s["inside"], over),
         "engine": eng,
         "trigger": trigger,
         "mechanism": _mechanism(inside),
@@ -133,6 +196,10 @@ def _context(con: duckdb.DuckDBPyConnection, start: float, end: float, width: fl
             FROM incident_arrivals""",
         [start, end, width],
     ).fetchone()
+    return _ctx(fresh, row, start, end, width)
+
+
+def _ctx(fresh: list[dict[str, Any]], row: tuple, start: float, end: float, width: float) -> dict[str, Any]:
     n_before, n_after, span, n_all, p50_before, early_clients, early_sizes, origin = row
     return {
         "fresh": fresh,
@@ -163,7 +230,7 @@ def _outside_p90(
     return found[0] if found else None
 
 
-def _affected(inside: list[dict[str, Any]], over: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def affected(inside: list[dict[str, Any]], over: list[dict[str, Any]]) -> list[dict[str, Any]]:
     clients = sorted({r["client_id"] for r in inside}, key=str)
     out = []
     for c in clients:
@@ -362,7 +429,8 @@ def _causes(inside: list[dict[str, Any]], trigger: dict[str, Any]) -> list[dict[
 
 
 def verdict(i: dict[str, Any]) -> str:
-    """The incident in one sentence with its numbers: when, how far, whom, what changed, and the mechanism."""
+    """The incident in one sentence with its numbers: when, how far, whom, what changed, and the mechanism (where
+    ``i`` has one: a screened stretch, the weekly report's, has none)."""
     label = {"ttft": "TTFT", "tpot": "TPOT", "e2e": "e2e latency", "queue": "queue time"}[i["metric"]]
     typical = f"{_s(i['typical'])} typical" if i["typical"] is not None else "no typical level"
     if i["requests_over"] is None:
@@ -370,7 +438,7 @@ def verdict(i: dict[str, Any]) -> str:
     else:
         who = ", ".join(f"{a['over']} of client {a['client']}" for a in i["affected"] if a["over"])
         over = f"{i['requests_over']} of {i['requests']} requests over" + (f" ({who})" if who else "")
-    m = i["mechanism"]
+    m = i.get("mechanism") or {"dominant": None, "e2e_s": None}
     mech = ""
     if m["dominant"]:
         words = {

@@ -30,7 +30,7 @@ from typing import Any
 
 import duckdb
 
-from lltrace.analysis.incident_explain import METRICS, explain, screen
+from lltrace.analysis.incident_explain import METRICS, affected, explain, screen, screen_many, verdict
 from lltrace.analysis.sql import rows
 from lltrace.errors import AnalysisError
 from lltrace.queries import thresholds
@@ -201,13 +201,49 @@ def candidates(tl: dict[str, Any]) -> list[list[dict[str, Any]]]:
     return [g for g in spans(tl) if g[0] is not judged[0]]
 
 
-def runs_with_candidates(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """The runs of a store (``con`` over any number of them) whose timeline has a degraded stretch that may be an
-    incident, screened in one pass (``incident_windows_runs``): only these need ``incidents_section``."""
+def store_incidents(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    """The incidents of every run of ``con`` (any number of runs), screened as ``incidents_section`` screens them
+    (the same windows, levels, set-aside rules and trigger), without their attribution: the weekly report's list.
+    Each: run, start and end on the run clock, metric, typical and worst p90, requests over, trigger, and the
+    sentence without the mechanism (``lltrace analyze`` of the run adds it)."""
     by_run: dict[str, list[dict[str, Any]]] = {}
     for r in rows(con, "SELECT * FROM incident_windows_runs($1)", [list(map(float, ROUND_WIDTHS))]):
         by_run.setdefault(r["run_id"], []).append(r)
-    return [run for run, ws in by_run.items() if candidates(judge(ws, ws[0]["width_s"]))]
+    stretches = []
+    for run, ws in by_run.items():
+        tl = judge(ws, ws[0]["width_s"])
+        stretches += [(run, tl, group) for group in candidates(tl)]
+    out = []
+    for s in screen_many(con, stretches):
+        if s["trigger"]["kind"] == "other" or not s["over_before"]:
+            continue
+        entry = {
+            "start_s": s["start"],
+            "end_s": s["end"],
+            "metric": s["metric"],
+            "typical": s["level"]["typical"],
+            "threshold": s["level"]["threshold"],
+            "worst": s["worst"],
+            "requests": len(s["inside"]),
+            "requests_over": len(s["over"]),
+            "affected": affected(s["inside"], s["over"]),
+            "trigger": s["trigger"],
+        }
+        origin = s["ctx"]["origin"]
+        out.append(
+            {
+                "run": s["run"],
+                "start_s": origin + s["start"],
+                "end_s": origin + s["end"],
+                "metric": s["metric"],
+                "typical": entry["typical"],
+                "worst": s["worst"],
+                "requests_over": entry["requests_over"],
+                "trigger": s["trigger"]["kind"],
+                "verdict": verdict(entry),
+            }
+        )
+    return out
 
 
 def spans(tl: dict[str, Any]) -> list[list[dict[str, Any]]]:

@@ -24,10 +24,9 @@ from typing import Any
 
 from lltrace.analysis.classify import label
 from lltrace.analysis.engine_windows import engine_windows
-from lltrace.analysis.incidents import incidents_section, runs_with_candidates
+from lltrace.analysis.incidents import store_incidents
 from lltrace.documents import plain
 from lltrace.errors import StoreError
-from lltrace.ingest.engine import engine_name
 from lltrace.ingest.targets import as_store
 from lltrace.physics.estimate import estimate
 from lltrace.queries import thresholds
@@ -86,10 +85,9 @@ def weekly(
         else:
             basis, windows = "engine histograms (estimated: prefill vs decode time sums)", []
         engine = engine_windows(con, width, lo, hi)
-        screened = runs_with_candidates(con) if by_requests else []
+        found = _incidents(store_incidents(con) if by_requests else [], width, lo, hi)
     finally:
         con.close()
-    found = _incidents(st, screened, width, lo, hi)
     if not by_requests:
         # failed: what the API server refused or failed (4xx and 5xx responses), where its counter was scraped
         windows = [
@@ -116,36 +114,13 @@ def weekly(
     return plain(doc, "weekly")
 
 
-def _incidents(
-    st: Store, runs: list[str], width: float, lo: float | None, hi: float | None
-) -> dict[float, list[dict[str, Any]]]:
-    """The incidents of the runs the screen found a candidate in (``runs_with_candidates``), each as ``analyze``
-    says it, placed in the window of its start (run clock: the run's first counted arrival plus its start)."""
+def _incidents(found: list[dict[str, Any]], width: float, lo: float | None, hi: float | None) -> dict[float, list]:
+    """The store's incidents (``store_incidents``) by the window of their start, within the period asked for."""
     out: dict[float, list[dict[str, Any]]] = {}
-    for run_id in runs:
-        con = st.connect([run_id])
-        try:
-            origin = con.execute("SELECT min(arrival_s) FROM incident_arrivals").fetchone()[0]
-            found = incidents_section(con, engine_name(st.metadata(run_id)["sources"]))[1]
-        finally:
-            con.close()
-        for i in found:
-            at = origin + i["start_s"]
-            if (lo is not None and at < lo) or (hi is not None and at >= hi):
-                continue
-            out.setdefault(math.floor(at / width) * width, []).append(
-                {
-                    "run": run_id,
-                    "start_s": at,
-                    "end_s": origin + i["end_s"],
-                    "metric": i["metric"],
-                    "typical": i["typical"],
-                    "worst": i["worst"],
-                    "requests_over": i["requests_over"],
-                    "trigger": i["trigger"]["kind"],
-                    "verdict": i["verdict"],
-                }
-            )
+    for i in found:
+        if (lo is not None and i["start_s"] < lo) or (hi is not None and i["start_s"] >= hi):
+            continue
+        out.setdefault(math.floor(i["start_s"] / width) * width, []).append(i)
     return out
 
 
