@@ -20,8 +20,8 @@ WITH span AS (
     SELECT run_id, count(*) AS n, max(t_s) - min(t_s) AS span_s FROM incident_arrivals GROUP BY run_id
     HAVING count(*) >= 2 AND max(t_s) > min(t_s)
 ), width AS (
-    SELECT run_id, coalesce((SELECT min(x) FROM unnest(widths) AS t(x)
-                             WHERE x >= threshold_incident_window_requests() * span_s / n), widths[-1]) AS width_s
+    SELECT run_id, coalesce((SELECT min(x) FROM unnest(CAST(widths AS DOUBLE[])) AS t(x)
+                             WHERE x >= threshold_incident_window_requests() * span_s / n), CAST(widths AS DOUBLE[])[-1]) AS width_s
     FROM span
 )
 SELECT a.run_id, w.width_s, CAST(floor(a.t_s / w.width_s) AS BIGINT) AS window_index,

@@ -23,7 +23,7 @@ class WeeklyIncident(Doc, kw_only=True):
     worst: Annotated[float, field_doc("its worst window's p90", "s")]
     requests_over: Annotated[int, field_doc("requests over the threshold", "requests")]
     trigger: Annotated[str, field_doc("what changed at its start: new_requests, arrival_rate, engine_slowdown")]
-    verdict: Annotated[str, field_doc("the incident in one sentence")]
+    verdict: Annotated[str, field_doc("the incident in one sentence, without its mechanism (analyze adds it)")]
 
 
 class WeeklyWindow(Doc, kw_only=True):
