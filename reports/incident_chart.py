@@ -9,7 +9,7 @@ from typing import Any
 import altair as alt
 
 from lltrace.documents.analysis import AnalysisDocument
-from lltrace.reports.page import WIDTH, data, melt
+from lltrace.reports.page import WIDTH, data
 
 X_TITLE = "seconds since the first arrival (windows of arrival)"
 
@@ -32,12 +32,15 @@ def incident_chart(doc: AnalysisDocument) -> alt.VConcatChart | None:
     if tl is None or not doc.incidents:
         return None
     half = tl.width_s / 2
-    rows = [{"t_s": w.start_s + half, **w.to_builtins()} for w in tl.windows]
-    domain = [0.0, max(r["t_s"] for r in rows) + half]
+    mid = [(w.start_s + half, w) for w in tl.windows]
+    domain = [0.0, max(t for t, _ in mid) + half]
     spans = [{"start_s": i.start_s, "end_s": i.end_s} for i in doc.incidents]
-    latency = melt(rows, ["t_s"], ["ttft_p90_s", "tpot_p90_s", "e2e_p90_s"], "metric", "seconds")
-    for r in latency:
-        r["metric"] = r["metric"].removesuffix("_s").replace("_", " ")
+    latency = [
+        {"t_s": t, "metric": name, "seconds": v}
+        for t, w in mid
+        for name, v in (("ttft p90", w.ttft_p90_s), ("tpot p90", w.tpot_p90_s), ("e2e p90", w.e2e_p90_s))
+        if v is not None
+    ]
     top = alt.layer(
         _shade(spans, domain),
         alt.Chart(data(latency))
@@ -48,15 +51,20 @@ def incident_chart(doc: AnalysisDocument) -> alt.VConcatChart | None:
             color=alt.Color("metric:N", title=None),
         ),
     ).properties(width=WIDTH, height=170, title="Latency per window of arrival (the incident shaded)")
-    steps = [{"t_s": r["t_s"], "ms": r["step_time_mean_s"] * 1e3} for r in rows if r["step_time_mean_s"] is not None]
+    steps = [{"t_s": t, "ms": w.step_time_mean_s * 1e3} for t, w in mid if w.step_time_mean_s is not None]
     step = alt.layer(
         _shade(spans, domain),
         alt.Chart(data(steps))
-        .mark_line(point=True, color="#ff7f0e")
+        .mark_line(point=alt.OverlayMarkDef(color="#ff7f0e"), color="#ff7f0e")
         .encode(x=_x(domain), y=alt.Y("ms:Q", title="engine step, mean ms")),
     ).properties(width=WIDTH, height=90)
-    load = melt(rows, ["t_s"], ["running_mean", "waiting_mean"], "series", "requests")
-    kv = [{"t_s": r["t_s"], "kv": r["kv_peak"]} for r in rows if r["kv_peak"] is not None]
+    load = [
+        {"t_s": t, "series": name, "requests": v}
+        for t, w in mid
+        for name, v in (("running", w.running_mean), ("waiting", w.waiting_mean))
+        if v is not None
+    ]
+    kv = [{"t_s": t, "kv": w.kv_peak} for t, w in mid if w.kv_peak is not None]
     engine = (
         alt.layer(
             _shade(spans, domain),
@@ -74,14 +82,14 @@ def incident_chart(doc: AnalysisDocument) -> alt.VConcatChart | None:
     )
     cause = {c.client for c in doc.incidents[0].caused_by}
     arrivals = [
-        {"t_s": r["t_s"], "client": (c or "(none)") + (" (caused it)" if c in cause else ""), "requests": n}
-        for r in rows
-        for c, n in r["arrivals"].items()
+        {"t_s": t, "client": (c or "(none)") + (" (caused it)" if c in cause else ""), "requests": n}
+        for t, w in mid
+        for c, n in w.arrivals.items()
     ]
     arr = alt.layer(
         _shade(spans, domain),
         alt.Chart(data(arrivals))
-        .mark_bar(width=max(2.0, WIDTH / max(len(rows), 1) * 0.6))
+        .mark_bar(width=max(2.0, WIDTH / max(len(mid), 1) * 0.6))
         .encode(
             x=_x(domain),
             y=alt.Y("requests:Q", title="arrivals per window", stack="zero"),
