@@ -25,7 +25,7 @@ NOTHING = (
 
 
 def _incidents(doc: AnalysisDocument) -> list[Any]:
-    return incident_parts(doc.incidents)
+    return incident_parts(doc.incidents, doc.incident_timeline)
 
 
 def _verdict(doc: AnalysisDocument) -> list[Any]:

@@ -8,7 +8,7 @@ from typing import Any
 from rich.panel import Panel
 from rich.text import Text
 
-from lltrace.documents.incidents import EngineInside, Incident, IncidentAdvice
+from lltrace.documents.incidents import EngineInside, Incident, IncidentAdvice, Timeline
 
 SHOWN = 3
 """Advice items shown per incident (the document holds them all)."""
@@ -80,10 +80,21 @@ def _mechanism(i: Incident) -> str:
     return f"{', '.join(said) or 'no part measured'} of their e2e"
 
 
-def incident_parts(incidents: list[Incident]) -> list[Any]:
-    """The worst incident in full, the others one line each."""
+def no_incident_line(tl: Timeline) -> Text:
+    """A run with a timeline and no incident says so first, with what was set aside and why."""
+    if tl.degraded_throughout:
+        said = f"No incident: latency was above its threshold in most windows of {tl.width_s:g} s (the whole run)"
+    else:
+        said = f"No incident: no window of {tl.width_s:g} s (by {tl.by}) left the run's typical latency"
+        if tl.set_aside:
+            said += "; set aside: " + "; ".join(f"{a.start_s:g}-{a.end_s:g} s ({a.why})" for a in tl.set_aside)
+    return Text(said, style="bold")
+
+
+def incident_parts(incidents: list[Incident], tl: Timeline | None = None) -> list[Any]:
+    """The worst incident in full, the others one line each; without one, a line saying so (where judged)."""
     if not incidents:
-        return []
+        return [no_incident_line(tl)] if tl is not None else []
     first = incidents[0]
     body = Text()
     body.append(first.verdict, style="bold red")

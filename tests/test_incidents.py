@@ -226,3 +226,15 @@ def test_weekly_lists_each_runs_incidents_as_analyze_says_them(tmp_path: Path) -
     console = Console(width=160, record=True)
     console.print(weekly_table(checked(doc, "weekly")))
     assert console.export_text().startswith("Incidents: 2")
+
+
+def test_a_steady_run_says_it_had_no_incident_first(shared_store: Path) -> None:
+    from rich.console import Console
+
+    from lltrace.documents import checked
+    from lltrace.reports.terminal import print_summary
+
+    console = Console(width=120, record=True, force_terminal=False)
+    print_summary(checked(doc_of("vllm_cpu_incidents/K_steady", shared_store), "analysis"), console)
+    lines = console.export_text().splitlines()
+    assert lines[1].startswith("No incident: no window of 5 s (by arrival)") and "warm-up" in " ".join(lines[1:4])
