@@ -34,6 +34,7 @@ from lltrace.reports.replay_rows import (
     speed_change_note,
 )
 from lltrace.reports.terminal_clients import behind_note
+from lltrace.reports.terminal_incidents import replayed_words
 
 
 def _replay_html(rep: ReplayDocument) -> str:
@@ -256,7 +257,12 @@ def _incident(doc: AnalysisDocument, charts: dict[str, Any]) -> list[str]:
         f"<li><b>{html.escape(a.bottleneck)}</b> ({html.escape(a.engine_setting or a.setting or 'no engine setting')})"
         f": {html.escape(a.action)} — {html.escape(a.expected_gain.metric)} {a.expected_gain.from_:,.3f} → "
         f"{a.expected_gain.to:,.3f} {html.escape(a.expected_gain.unit)} (estimated; <i>{html.escape(a.formula)}</i>)"
-        "</li>"
+        + (
+            ""
+            if a.replayed is None
+            else f"<br>{html.escape(replayed_words(a.replayed))}: {html.escape(a.replayed.why)}"
+        )
+        + "</li>"
         for a in i.advice
     )
     if items:

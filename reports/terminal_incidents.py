@@ -8,7 +8,7 @@ from typing import Any
 from rich.panel import Panel
 from rich.text import Text
 
-from lltrace.documents.incidents import EngineInside, Incident, IncidentAdvice, Timeline
+from lltrace.documents.incidents import EngineInside, Incident, IncidentAdvice, IncidentReplayed, Timeline
 
 SHOWN = 3
 """Advice items shown per incident (the document holds them all)."""
@@ -58,7 +58,18 @@ def advice_lines(advice: list[IncidentAdvice]) -> Text:
         t.append(f"\n {k}. [{a.bottleneck.value}] {a.engine_setting or a.setting or 'no engine setting'}: ")
         t.append(a.action)
         t.append(f" -> {g.metric}: {_ms(g.from_)} -> {_ms(g.to)}", style="bold")
+        if a.replayed is not None:
+            t.append("\n    " + replayed_words(a.replayed))
     return t
+
+
+def replayed_words(r: IncidentReplayed) -> str:
+    """An advice's replay in words: the figure it gives with the change, the replay's own figure for the window as
+    the run was set and the measured one."""
+    return (
+        f"replayed (estimated): {_ms(r.replayed)} -> {_ms(r.to)} with {r.change} "
+        f"(as set {_ms(r.replayed)}, measured {_ms(r.measured)})"
+    )
 
 
 def _mechanism(i: Incident) -> str:

@@ -238,3 +238,35 @@ def test_a_steady_run_says_it_had_no_incident_first(shared_store: Path) -> None:
     print_summary(checked(doc_of("vllm_cpu_incidents/K_steady", shared_store), "analysis"), console)
     lines = console.export_text().splitlines()
     assert lines[1].startswith("No incident: no window of 5 s (by arrival)") and "warm-up" in " ".join(lines[1:4])
+
+
+@pytest.mark.parametrize("run", ["L_long", "M_spike"])
+def test_the_advice_is_replayed_on_the_incident_window_and_the_pool_holds_against_the_real_run(
+    run: str, shared_store: Path
+) -> None:
+    """Each item the replay models carries the incident's window replayed with the change, labelled estimated, its
+    measured figure the attribution's (one answer), beside the replay's own as the run was set. The pool item (the
+    causing client's requests on an engine of their own) has a real answer: K_steady is the same chat traffic, same
+    seed, without the second client, made back to back on the same host. Its chat requests arriving in the same
+    window measured a TTFT p90 the replay must meet within the host's own run-to-run spread (1.5x), far below the
+    incident's threshold. The measured figure comes from the other run's requests, not from the replay."""
+    inc = doc_of(f"vllm_cpu_incidents/{run}", shared_store)["incidents"][0]
+    replayed = [a for a in inc["advice"] if a["replayed"] is not None]
+    assert replayed, inc["advice"]
+    for a in replayed:
+        r = a["replayed"]
+        assert r["basis"] == "estimated" and r["requests"] > 0
+        assert r["measured"] == pytest.approx(a["expected_gain"]["from"], rel=1e-9), (r, a["expected_gain"])
+    pool = next(a["replayed"] for a in replayed if a["setting"] == "scheduling_policy")
+    assert pool["metric"] == "ttft" and "engine of its own" in pool["change"]
+    steady = lltrace.ingest([DATA / "vllm_cpu_incidents/K_steady"], store=shared_store)
+    con = steady.store.connect([steady.id])
+    try:
+        (real,) = con.execute(
+            "SELECT quantile_cont(ttft_s, 0.9) FROM incident_arrivals WHERE t_s >= $1 AND t_s < $2",
+            [inc["start_s"], inc["end_s"]],
+        ).fetchall()[0]
+    finally:
+        con.close()
+    assert real / 1.5 <= pool["to"] <= real * 1.5, (pool, real)
+    assert pool["to"] < inc["threshold"] < pool["replayed"], (pool, inc["threshold"])

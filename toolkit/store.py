@@ -553,6 +553,7 @@ class Run:
     store: Store
     skipped: list[Skipped] = field(default_factory=list)
     reused: bool = False
+    _held: duckdb.DuckDBPyConnection | None = field(default=None, repr=False, compare=False)
 
     @property
     def metadata(self) -> dict[str, Any]:
@@ -566,9 +567,27 @@ class Run:
         return self.sql(f"SELECT * FROM {name}")
 
     def sql(self, query: str) -> pl.DataFrame:
-        """Run SQL over this run's tables and the query views."""
+        """Run SQL over this run's tables and the query views (on the connection ``held`` keeps, where open)."""
+        if self._held is not None:
+            return self._held.sql(query).pl()
         con = self.store.connect([self.id])
         try:
             return con.sql(query).pl()
         finally:
             con.close()
+
+    @contextmanager
+    def held(self, con: duckdb.DuckDBPyConnection | None = None) -> Iterator[None]:
+        """Keep one connection (its views installed once) for every ``sql`` and ``table`` call inside the block:
+        the replay reads a dozen tables and views, each of which would install the views anew. ``con``: an open
+        connection over this run (``store.connect([run.id])``) to use, left open."""
+        if self._held is not None:
+            yield
+            return
+        self._held = con or self.store.connect([self.id])
+        try:
+            yield
+        finally:
+            if con is None:
+                self._held.close()
+            self._held = None

@@ -24,6 +24,7 @@ from lltrace.analysis.classify import (
 )
 from lltrace.analysis.client_summary import client_summary
 from lltrace.analysis.engine_section import engine_timeline, kv_section, view_row
+from lltrace.analysis.incident_replay import replay_incident_advice
 from lltrace.analysis.incidents import incidents_section, typical_levels
 from lltrace.analysis.incidents_metrics import metrics_incidents
 from lltrace.analysis.queue import PARTS
@@ -94,6 +95,8 @@ def analyze(
         profile = profile_section(con) if r.has("kernels") else None
         a = view_row(con, "attribution_run") if r.has("requests") else None
         timeline, incidents = _incidents(r, slo, levels)
+        if timeline is not None and timeline["by"] == "arrival":
+            replay_incident_advice(the_run, con, incidents)
         doc: dict[str, Any] = {
             "run": run_section(the_run.id, r.meta, gpu_obj, gpu_origin, model_obj),
             "requests": requests_section(con) if r.has("requests") else None,

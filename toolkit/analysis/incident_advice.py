@@ -13,10 +13,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from lltrace.documents.incidents import METRIC_NAMES as NAMES
 from lltrace.ingest.engine import engine_setting
 from lltrace.queries import thresholds
 
-NAMES = {"ttft": "TTFT", "tpot": "TPOT", "e2e": "e2e latency", "queue": "queue time"}
 # the parts of a request's latency each metric holds (a part outside the metric moves e2e instead)
 HOLDS = {"ttft": ("queue", "prefill"), "queue": ("queue",), "e2e": ("queue", "prefill", "decode"), "tpot": ("decode",)}
 

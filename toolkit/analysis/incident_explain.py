@@ -32,7 +32,12 @@ def utc(origin: float | None, t: float) -> str | None:
     return datetime.fromtimestamp(origin + t, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def _stretch(tl: dict[str, Any], group: list[dict[str, Any]]) -> dict[str, Any]:
+SCREENED = "t_s, client_id, size_class, input_tokens, ttft_s, tpot_s, e2e_s, queue_s"
+"""The columns of ``incident_arrivals`` a screen reads of the requests around a stretch (a weekly report fetches
+them for every stretch of every run)."""
+
+
+def stretch(tl: dict[str, Any], group: list[dict[str, Any]]) -> dict[str, Any]:
     """A degraded stretch's bounds, its degraded metrics, and the one that went furthest over its threshold."""
     width = tl["width_s"]
     by_metric = {x["metric"]: x for x in tl["levels"]}
@@ -53,6 +58,27 @@ def _stretch(tl: dict[str, Any], group: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def incident_entry(st: dict[str, Any], origin: float | None, windows: int, **parts: Any) -> dict[str, Any]:
+    """An incident's document entry from its stretch (``stretch``): when, the metric and its levels, then ``parts``
+    (requests, requests_over, requests_over_before, affected, engine, trigger, mechanism, caused_by) as the
+    source of the windows gives them; the callers add the advice and the sentence."""
+    level = st["level"]
+    return {
+        "start_s": st["start"],
+        "end_s": st["end"],
+        "start_utc": utc(origin, st["start"]),
+        "end_utc": utc(origin, st["end"]),
+        "windows": windows,
+        "metric": st["metric"],
+        "statistic": "p90",
+        "typical": level["typical"],
+        "worst": st["worst"],
+        "threshold": level["threshold"],
+        "threshold_from": level["threshold_from"],
+        "metrics": st["degraded"],
+    } | parts
+
+
 def _decide(st: dict[str, Any], ctx: dict[str, Any]) -> dict[str, Any]:
     """The screen's verdict on a stretch from its context: its requests and those over, the trigger, and how many of
     those over belong to traffic the run had before it."""
@@ -71,7 +97,7 @@ def screen(con: duckdb.DuckDBPyConnection, tl: dict[str, Any], group: list[dict[
     """What decides whether a degraded stretch of the connection's one run is an incident, from the requests'
     arrivals and latencies alone (no attribution): its metric and threshold, its requests and those over, what
     changed at its start (the trigger), and how many of those over belong to traffic the run had before it."""
-    st = _stretch(tl, group)
+    st = stretch(tl, group)
     ctx = _context(con, st["start"], st["end"], st["width"])
     origin = ctx["origin"]
     ratio = con.execute(
@@ -89,7 +115,7 @@ def screen_many(
     requests around all of them in one fetch, and the step speed only where a run has engine steps."""
     if not stretches:
         return []
-    sts = [_stretch(tl, group) | {"run": run} for run, tl, group in stretches]
+    sts = [stretch(tl, group) | {"run": run} for run, tl, group in stretches]
     cand = [(k, s["run"], s["start"], s["end"], s["width"]) for k, s in enumerate(sts)]
     con.execute(
         "CREATE OR REPLACE TEMP TABLE _incident_cand (cid INTEGER, run_id VARCHAR, start_s DOUBLE, "
@@ -111,7 +137,8 @@ def screen_many(
     fresh: dict[int, list[dict[str, Any]]] = {}
     for r in rows(
         con,
-        "SELECT c.cid AS _cid, a.* FROM _incident_cand c JOIN incident_arrivals a ON a.run_id = c.run_id "
+        f"SELECT c.cid AS _cid, {SCREENED.replace('t_s', 'a.t_s', 1)} FROM _incident_cand c "
+        "JOIN incident_arrivals a ON a.run_id = c.run_id "
         "AND a.t_s >= c.start_s - c.width_s AND a.t_s < c.end_s ORDER BY c.cid, a.t_s",
     ):
         fresh.setdefault(r.pop("_cid"), []).append(r)
@@ -140,34 +167,23 @@ def explain(
 ) -> dict[str, Any]:
     """The incident's entry of the document, from its ``screen``: the requests with their attribution, the engine
     inside against outside, the mechanism, the causes, the advice and the sentence."""
-    start, end, metric, level, ctx, over = s["start"], s["end"], s["metric"], s["level"], s["ctx"], s["over"]
+    start, end, metric, ctx, over = s["start"], s["end"], s["metric"], s["ctx"], s["over"]
     origin = ctx["origin"]
     inside = rows(con, "SELECT * FROM incident_requests WHERE t_s >= $1 AND t_s < $2 ORDER BY t_s", [start, end])
-    eng = _engine(con, origin + start, origin + end, ctx, len(inside), end - start)
-    trigger = s["trigger"]
-    caused = _causes(inside, trigger)
-    doc = {
-        "start_s": start,
-        "end_s": end,
-        "start_utc": utc(origin, start),
-        "end_utc": utc(origin, end),
-        "windows": len(group),
-        "metric": metric,
-        "statistic": "p90",
-        "typical": level["typical"],
-        "worst": max(w[f"{metric}_p90_s"] or 0.0 for w in group),
-        "threshold": level["threshold"],
-        "threshold_from": level["threshold_from"],
-        "metrics": s["degraded"],
-        "requests": len(inside),
-        "requests_over": len(over),
-        "requests_over_before": s["over_before"],
-        "affected": affected(s["inside"], over),
-        "engine": eng,
-        "trigger": trigger,
-        "mechanism": _mechanism(inside),
-        "caused_by": caused,
-    }
+    caused = _causes(inside, s["trigger"])
+    doc = incident_entry(
+        s,
+        origin,
+        len(group),
+        requests=len(inside),
+        requests_over=len(over),
+        requests_over_before=s["over_before"],
+        affected=affected(s["inside"], over),
+        engine=_engine(con, origin + start, origin + end, ctx, len(inside), end - start),
+        trigger=s["trigger"],
+        mechanism=_mechanism(inside),
+        caused_by=caused,
+    )
     cause = caused[0]["client"] if caused else None
     doc["advice"] = incident_advice(doc, inside, _outside_p90(con, metric, start, end, cause), engine)
     doc["verdict"] = verdict(doc)
@@ -186,7 +202,9 @@ def _context(con: duckdb.DuckDBPyConnection, start: float, end: float, width: fl
     """What the rules read of the rest of the run, aggregated in SQL (a million requests stay in DuckDB): the
     requests from the window before the incident to its end (``fresh``), the clients and size classes seen before
     that window, counts and the run's span, and the median prompt before the incident."""
-    fresh = rows(con, "SELECT * FROM incident_arrivals WHERE t_s >= $1 AND t_s < $2 ORDER BY t_s", [start - width, end])
+    fresh = rows(
+        con, f"SELECT {SCREENED} FROM incident_arrivals WHERE t_s >= $1 AND t_s < $2 ORDER BY t_s", [start - width, end]
+    )
     row = con.execute(
         f"""SELECT count(*) FILTER (WHERE t_s < $1), count(*) FILTER (WHERE t_s >= $2), max(t_s), count(*),
                    median(input_tokens) FILTER (WHERE t_s < $1),

@@ -19,7 +19,7 @@ from typing import Any
 
 import duckdb
 
-from lltrace.analysis.incident_explain import utc, verdict
+from lltrace.analysis.incident_explain import incident_entry, stretch, verdict
 from lltrace.analysis.incidents import ROUND_WIDTHS, candidates, judge, set_aside_entry
 from lltrace.analysis.sql import rows
 from lltrace.queries import thresholds
@@ -120,12 +120,8 @@ def _sum(ws: list[dict[str, Any]], key: str) -> float | None:
 
 
 def _incident(tl: dict[str, Any], group: list[dict[str, Any]], origin: float) -> dict[str, Any]:
-    width = tl["width_s"]
-    start, end = group[0]["start_s"], group[-1]["start_s"] + width
-    by_metric = {x["metric"]: x for x in tl["levels"]}
-    degraded = [m for m in by_metric if any(m in w["degraded"] for w in group)]
-    metric = max(degraded, key=lambda m: max(w[f"{m}_p90_s"] or 0.0 for w in group) / by_metric[m]["threshold"])
-    level = by_metric[metric]
+    st = stretch(tl, group)
+    start, end, width = st["start"], st["end"], st["width"]
     inside = [w for w in tl["windows"] if start <= w["start_s"] < end]
     outside = [w for w in tl["windows"] if not start <= w["start_s"] < end]
     e2e, queue = _sum(inside, "_e2e_sum_s"), _sum(inside, "_queue_sum_s")
@@ -138,29 +134,19 @@ def _incident(tl: dict[str, Any], group: list[dict[str, Any]], origin: float) ->
         "shares": {"queue": queue / e2e if queue is not None and e2e else None},
         "dominant": "queue" if queue and e2e and queue / e2e >= thresholds()["queue_part_share_for_advice"] else None,
     }
-    doc = {
-        "start_s": start,
-        "end_s": end,
-        "start_utc": utc(origin, start),
-        "end_utc": utc(origin, end),
-        "windows": len(group),
-        "metric": metric,
-        "statistic": "p90",
-        "typical": level["typical"],
-        "worst": max(w[f"{metric}_p90_s"] or 0.0 for w in group),
-        "threshold": level["threshold"],
-        "threshold_from": level["threshold_from"],
-        "metrics": degraded,
-        "requests": mechanism["requests"],
-        "requests_over": None,
-        "requests_over_before": None,
-        "affected": [],
-        "engine": None,
-        "trigger": _trigger(inside, outside, start, end, width),
-        "mechanism": mechanism,
-        "caused_by": [],
-        "advice": [],
-    }
+    doc = incident_entry(
+        st,
+        origin,
+        len(group),
+        requests=mechanism["requests"],
+        requests_over=None,
+        requests_over_before=None,
+        affected=[],
+        engine=None,
+        trigger=_trigger(inside, outside, start, end, width),
+        mechanism=mechanism,
+        caused_by=[],
+    )
     doc["advice"] = _advice(doc)
     doc["verdict"] = verdict(doc)
     return doc

@@ -15,6 +15,8 @@ from lltrace.documents.base import Doc, field_doc
 from lltrace.documents.vocabulary import Bottleneck
 
 Metric = Literal["ttft", "tpot", "e2e", "queue"]
+METRIC_NAMES: dict[str, str] = {"ttft": "TTFT", "tpot": "TPOT", "e2e": "e2e latency", "queue": "queue time"}
+"""Each metric as a sentence names it."""
 TriggerKind = Literal["new_requests", "arrival_rate", "engine_slowdown", "other"]
 ThresholdFrom = Literal["run", "baseline", "slo"]
 
@@ -180,6 +182,22 @@ class IncidentGain(Doc, kw_only=True):
     unit: Annotated[str, field_doc("the unit of from and to")]
 
 
+class IncidentReplayed(Doc, kw_only=True):
+    """An incident advice replayed: the incident's window under the setting it names (estimated), beside the replay's
+    own figure for the window as the run was set and the measured one (the replay's error on it)."""
+
+    change: Annotated[str, field_doc("the setting replayed: from the run's value to the replayed one")]
+    why: Annotated[str, field_doc("why that value")]
+    metric: Annotated[Metric, field_doc("the metric, as the item's gain names it")]
+    requests: Annotated[int, field_doc("the incident's requests scored: those that suffered", "requests")]
+    measured: Annotated[float | None, field_doc("their measured p90", "s")]
+    replayed: Annotated[float, field_doc("their p90 replayed as the run was set", "s")]
+    to: Annotated[float, field_doc("their p90 replayed with the change (an estimate)", "s")]
+    unit: Annotated[str, field_doc("the unit of the figures")]
+    basis: Annotated[Literal["estimated"], field_doc("a replayed figure is an estimate")]
+    how: Annotated[str, field_doc("which requests were replayed and what the step cost was fitted on")]
+
+
 class IncidentAdvice(Doc, kw_only=True):
     """One thing to change against the incident, with its gain on the incident's own requests."""
 
@@ -190,6 +208,13 @@ class IncidentAdvice(Doc, kw_only=True):
     expected_gain: Annotated[IncidentGain, field_doc("what it is expected to bring to the incident's requests")]
     formula: Annotated[str, field_doc("the arithmetic behind the gain, its inputs named")]
     basis: Annotated[Literal["estimated"], field_doc("every incident gain is an estimate")]
+    replayed: Annotated[
+        IncidentReplayed | None,
+        field_doc(
+            "the incident's window replayed with the change (null: the replay cannot: no engine timings, or a "
+            "change it does not model)"
+        ),
+    ] = None
 
 
 class Incident(Doc, kw_only=True):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import duckdb
@@ -41,30 +40,17 @@ from lltrace.replay.cost import (
     fit_by_kind,
     fit_step_cost_from_requests,
     fit_step_cost_without_stalls,
-    open_at,
     reference_step_cost,
     speed_change,
 )
-from lltrace.replay.scheduler import OPTIONAL, EngineConfig, ReplayResult, simulate
+from lltrace.replay.replayer import Replayer, busy_intervals, fit_run, measured_requests
+from lltrace.replay.scheduler import ReplayResult
 from lltrace.replay.whatifs import Baseline, WhatIfCase, apply, what_if_sweeps
 from lltrace.replay.whatifs import what_ifs as checked_what_ifs
 from lltrace.store import Run, Store
 
 METRICS = ("queue_s", "ttft_s", "tpot_s", "e2e_s")
 _QUANTITIES = ("mean", "p50", "p90")
-
-
-def _measured(run: Run) -> pl.DataFrame:
-    """The run's successful requests that can be replayed (arrival time, prompt and output length), by arrival,
-    with their measured figures from the one view of them."""
-    frame = run.sql(
-        "SELECT * FROM requests_prefix_reuse WHERE NOT failed AND arrival_s IS NOT NULL "
-        "AND input_tokens IS NOT NULL AND output_tokens > 0 "
-        "ORDER BY arrival_s, request_id NULLS LAST, client_id NULLS LAST, client_index NULLS LAST"
-    )
-    if frame.height == 0:
-        raise AnalysisError("replay needs requests with arrival time, input and output tokens; this run has none")
-    return frame
 
 
 def summarize(frame: pl.DataFrame) -> dict[str, dict[str, float | None]]:
@@ -126,72 +112,8 @@ def _outcome(res: ReplayResult) -> dict[str, Any]:
     }
 
 
-@dataclass
-class _Replayer:
-    """The run's requests and engine, replayed under a config, a cost and the time outside the engine."""
-
-    lengths: tuple[np.ndarray, np.ndarray]
-    hits: np.ndarray | None
-    settings: dict[str, dict[str, Any]]
-
-    def config(self, overrides: dict[str, Any]) -> EngineConfig:
-        """The engine's limits: the run's settings with ``overrides`` (a what-if's)."""
-        v = {k: s["value"] for k, s in self.settings.items()} | overrides
-        return EngineConfig(
-            num_blocks=int(v["kv_blocks"]),
-            block_size=int(v["block_size"]),
-            max_num_seqs=int(v["max_num_seqs"]),
-            max_num_batched_tokens=int(v["max_num_batched_tokens"]),
-            chunked_prefill=bool(v["chunked_prefill"]),
-            **{k: kind(v[k]) for k, kind in OPTIONAL.items() if v.get(k) is not None},
-        )
-
-    def run(
-        self,
-        arrival: np.ndarray,
-        cfg: EngineConfig,
-        cost: StepCost,
-        out: Outside,
-        cache: bool = True,
-        stalled: pl.DataFrame | None = None,
-    ) -> ReplayResult:
-        """Replay the requests arriving at ``arrival``; latencies as the client sees them (outside-engine time
-        added back)."""
-        # a measured stall is replayed at its time: the engine starts no step for its excess
-        pauses = (
-            []
-            if stalled is None
-            else list(zip(stalled["start_s"], stalled["start_s"] + stalled["excess_s"], strict=True))
-        )
-        # the engine's core sees a request out.frontend after the frontend received it; the client sees its
-        # first and last token out.client_first and out.client_last after the engine produced them
-        hits = self.hits if cache else None
-        res = simulate(arrival + out.frontend, *self.lengths, cfg, cost, cached_tokens=hits, pauses=pauses)
-        f = res.requests
-        # the frontend's slowdown with the requests the replayed engine holds when each arrives
-        seen = f["arrival_s"].to_numpy()
-        taken = seen + f["wait_s"].fill_null(np.inf).to_numpy()
-        load = out.per_request_in_engine * open_at(seen, taken, seen + f["e2e_s"].fill_null(np.inf).to_numpy())
-        res.requests = f.with_columns(
-            (pl.col("arrival_s") - out.frontend).alias("arrival_s"),
-            pl.col("ttft_s") + out.frontend + out.client_first + pl.Series(load),
-            pl.col("e2e_s") + out.frontend + out.client_last + pl.Series(load),
-        )
-        return res
-
-
-def _busy_intervals(measured: pl.DataFrame) -> list[tuple[float, float]] | None:
-    """The intervals in which the engine held each request (queued to finished, its spans), where known."""
-    if not {"queued_s", "finished_s"} <= set(measured.columns):
-        return None
-    rows = measured.drop_nulls(["queued_s", "finished_s"])
-    if rows.height == 0:
-        return None
-    return list(zip(rows["queued_s"].to_list(), rows["finished_s"].to_list(), strict=True))
-
-
 def _matched(
-    replayer: _Replayer,
+    replayer: Replayer,
     arrival: np.ndarray,
     cost: StepCost,
     out: Outside,
@@ -212,21 +134,11 @@ def _matched(
     return match_decode(cost, replayed, float(decode[ok].sum()), int(ok.sum()))
 
 
-def _fit_run(run: Run, measured: pl.DataFrame) -> tuple[StepCost, pl.DataFrame | None, Outside]:
-    """The step cost (its stalls left out) and the time outside the engine, fitted on all of a run."""
-    steps = log_steps(run)
-    if steps.height >= 3:
-        cost, stalls = fit_step_cost_without_stalls(steps, _busy_intervals(measured))
-    else:
-        cost, stalls = fit_step_cost_from_requests(measured, drafting(run)), None
-    return cost, stalls, outside_engine(measured)
-
-
 def _cross_validation(
     run: Run,
     other_target: Target,
     measured: pl.DataFrame,
-    replayer: _Replayer,
+    replayer: Replayer,
     touched: np.ndarray,
     preemptions: float | None,
 ) -> dict[str, Any]:
@@ -235,9 +147,9 @@ def _cross_validation(
     other = open_run(other_target, run.store)
     if other.id == run.id:
         raise AnalysisError("--calibrate-on names the replayed run itself; give another run")
-    other_measured = _measured(other)
-    cost, stalls, out = _fit_run(other, other_measured)
-    other_replayer = _Replayer(
+    other_measured = measured_requests(other)
+    cost, stalls, out = fit_run(other, other_measured)
+    other_replayer = Replayer(
         (other_measured["input_tokens"].to_numpy(), other_measured["output_tokens"].to_numpy()),
         prefix_hits(other, other_measured)[0],
         engine_config_for(other),
@@ -409,161 +321,164 @@ def replay(
     """
     cases = checked_what_ifs(what_ifs)  # every case checked before any work
     run = open_run(path_or_run, as_store(store))
-    steps = log_steps(run)
-    from_log = steps.height >= 3
-    measured = _measured(run)
-    settings = engine_config_for(run)
-    ref = None
-    if reference:
-        ref_model, at, ref_gpu = reference.partition("@")
-        if not at:
-            raise AnalysisError(f"--reference {reference!r}: expected MODEL@GPU, e.g. llama-2-7b@A100-80GB")
-        inp, outp = measured["input_tokens"].cast(pl.Float64), measured["output_tokens"].cast(pl.Float64)
-        context = float(inp.mean() + outp.mean() / 2)  # type: ignore[operator]
-        ref = reference_step_cost(
-            ref_model,
-            ref_gpu,
+    with run.held():  # one connection for the dozen tables and views read below
+        steps = log_steps(run)
+        from_log = steps.height >= 3
+        measured = measured_requests(run)
+        settings = engine_config_for(run)
+        ref = None
+        if reference:
+            ref_model, at, ref_gpu = reference.partition("@")
+            if not at:
+                raise AnalysisError(f"--reference {reference!r}: expected MODEL@GPU, e.g. llama-2-7b@A100-80GB")
+            inp, outp = measured["input_tokens"].cast(pl.Float64), measured["output_tokens"].cast(pl.Float64)
+            context = float(inp.mean() + outp.mean() / 2)  # type: ignore[operator]
+            ref = reference_step_cost(
+                ref_model,
+                ref_gpu,
+                quant=quant,
+                kv_dtype=kv_dtype,
+                mean_context=context,
+                block_size=int(settings["block_size"]["value"]),
+            )
+            gpu = gpu or ref[2]["gpu"]
+            if settings["kv_blocks"]["value"] is None:
+                settings["kv_blocks"] = {
+                    "value": ref[1],
+                    "origin": f"reference: {ref[2]['gpu']} memory x 0.9 less the weights",
+                }
+        elif not from_log and measured["decode_s"].drop_nulls().len() < 10:
+            raise AnalysisError(
+                "this run has no engine timings to calibrate on (no step log, no per-request decode times); "
+                "give a reference, e.g. --reference llama-2-7b@A100-80GB"
+            )
+        if settings["kv_blocks"]["value"] is None:
+            # no source states the KV cache: room for every request at once (the replay cannot show KV pressure)
+            bs = int(settings["block_size"]["value"])
+            whole = (measured["input_tokens"] + measured["output_tokens"] + bs - 1) // bs
+            settings["kv_blocks"] = {
+                "value": int(whole.sum()),
+                "origin": "assumed: room for every request at once (no source states the KV cache size: give the "
+                "server log, or --what-if kv_blocks=N); the replay cannot show KV pressure or preemption",
+            }
+
+        arrival = measured["arrival_s"].to_numpy()
+        lengths = (measured["input_tokens"].to_numpy(), measured["output_tokens"].to_numpy())
+        t0 = float(arrival.min())
+        stalls = early_stalls = None
+        busy = busy_intervals(measured)
+        if ref is None:
+            cost, stalls, outside = fit_run(run, measured)  # all of the run: the baseline and the what-ifs
+        else:
+            outside = outside_engine(measured)
+        clean_steps = steps
+        if stalls is not None and stalls.height:
+            clean_steps = steps.with_row_index("row").filter(~pl.col("row").is_in(stalls["row"].implode())).drop("row")
+        disturbed = _disturbances(run, stalls, t0)
+        # the last `holdout` of the requests no disturbance touched are scored; everything before the first of
+        # them calibrates; disturbed requests after it are left out of the score (listed)
+        touched = _touched(measured, disturbed)
+        clean = np.flatnonzero(~touched)
+        pool = clean if clean.size >= 10 else np.arange(len(arrival))
+        first_scored = pool[min(pool.size - 1, int(round((1 - holdout) * pool.size)))]
+        split = float(arrival[first_scored])
+        scored = (arrival >= split) & (~touched if pool is clean else np.ones_like(touched))
+        if ref is not None:
+            early = cost = ref[0]
+            source = f"reference {ref[2]['model']} on {ref[2]['gpu']} (roofline, not fitted to this run)"
+        elif from_log:
+            early, early_stalls = fit_step_cost_without_stalls(steps.filter(pl.col("start_s") < split), busy)
+            source = "engine_steps (server log iteration lines)"
+        else:
+            early = fit_step_cost_from_requests(measured.filter(pl.col("arrival_s") < split), drafting(run))
+            source = (
+                "per-request decode times (no step log): decode steps, mean decode batch, prompts prefilled meanwhile"
+            )
+        early_rows = (measured["arrival_s"] < split).to_numpy()
+        outside_early = outside_engine(measured.filter(pl.Series(early_rows)))
+        hits, hits_basis = prefix_hits(run, measured)
+        replayer = Replayer(lengths, hits, settings)
+        fitted, match, early_match = cost, None, None
+        if ref is None:  # each fit's level set where the replay meets its calibration requests' decode time
+            early, early_match = _matched(
+                replayer, arrival, early, outside_early, early_stalls, measured, early_rows & ~touched
+            )
+            cost, match = _matched(replayer, arrival, cost, outside, stalls, measured, ~touched)
+        # the frontend's load term, measured against the replay's own step waits (calibration requests only)
+        first = replayer.run(arrival, replayer.config({}), early, outside_early, stalled=early_stalls).requests
+        outside_early = frontend_load(
+            measured.filter(pl.Series(early_rows)), first.filter(pl.Series(early_rows)), outside_early
+        )
+        first = replayer.run(arrival, replayer.config({}), cost, outside, stalled=stalls).requests
+        outside = frontend_load(measured, first, outside)
+
+        def held_out() -> pl.DataFrame:
+            # only what was known before the split: the early fit and the stalls measured before it
+            return replayer.run(arrival, replayer.config({}), early, outside_early, stalled=early_stalls).requests
+
+        validation = _validation(measured, scored, holdout, held_out, _left_out(measured, touched, arrival >= split))
+        if validation is not None:
+            validation["decode_match"] = early_match
+            validation["outside_change"] = outside_change(measured, arrival < split, scored)
+        if validation is not None and from_log:
+            until = float((measured["arrival_s"] + measured["e2e_s"].fill_null(0.0)).filter(pl.Series(scored)).max())
+            validation["speed_change"] = speed_change(steps, split, until, disturbed, t0)
+        base = replayer.run(arrival, replayer.config({}), cost, outside, stalled=stalls)
+        baseline = _outcome(base) | {"measured": summarize(measured), "measured_preemptions": counted_preemptions(run)}
+
+        the_model, model_origin = run_model(run, model, ref[2]["model"] if ref is not None else None)
+        start = Baseline(
+            arrival=arrival,
+            cost=cost,
+            kv_blocks=int(settings["kv_blocks"]["value"]),
+            block_size=int(settings["block_size"]["value"]),
+            has_prefix_hits=hits is not None,
+            gpu=gpu_of_run(run.metadata, gpu)[0],
             quant=quant,
             kv_dtype=kv_dtype,
-            mean_context=context,
-            block_size=int(settings["block_size"]["value"]),
+            tp=int(settings["tp"]["value"]),
+            model=the_model,
+            drafting=drafting(run),
         )
-        gpu = gpu or ref[2]["gpu"]
-        if settings["kv_blocks"]["value"] is None:
-            settings["kv_blocks"] = {
-                "value": ref[1],
-                "origin": f"reference: {ref[2]['gpu']} memory x 0.9 less the weights",
-            }
-    elif not from_log and measured["decode_s"].drop_nulls().len() < 10:
-        raise AnalysisError(
-            "this run has no engine timings to calibrate on (no step log, no per-request decode times); "
-            "give a reference, e.g. --reference llama-2-7b@A100-80GB"
-        )
-    if settings["kv_blocks"]["value"] is None:
-        # no source states the KV cache: room for every request at once (the replay cannot show KV pressure)
-        bs = int(settings["block_size"]["value"])
-        whole = (measured["input_tokens"] + measured["output_tokens"] + bs - 1) // bs
-        settings["kv_blocks"] = {
-            "value": int(whole.sum()),
-            "origin": "assumed: room for every request at once (no source states the KV cache size: give the "
-            "server log, or --what-if kv_blocks=N); the replay cannot show KV pressure or preemption",
+        results = [_what_if(w, start, replayer, outside, stalls, baseline) for w in cases]
+        sweeps = what_if_sweeps(cases)
+        cross = None
+        if calibrate_on is not None:
+            cross = _cross_validation(run, calibrate_on, measured, replayer, touched, counted_preemptions(run))
+        doc = {
+            "run": run.id,
+            "requests": {
+                "replayed": measured.height,
+                "left_out": run.table("requests").height - measured.height,
+                "why_left_out": "no arrival time, no input length, or no output tokens (failed or unknown)",
+            },
+            "engine": settings,
+            "model": None if the_model is None else {"name": the_model.name, "origin": model_origin},
+            "calibration": calibration_doc(source, cost, outside, stalls, t0, settings)
+            | {"fit_by_kind": fit_by_kind(clean_steps, fitted) if from_log and ref is None else None}
+            | {"decode_match": match},
+            "validation": validation,
+            "cross_validation": cross,
+            "prefix_cache": None
+            if hits is None
+            else {
+                "basis": hits_basis,
+                "hit_tokens": int(hits.sum()),
+                "share_of_prompt_tokens": float(hits.sum() / max(1, int(lengths[0].sum()))),
+            },
+            "baseline": baseline,
+            "whatifs": results,
+            "sweeps": sweeps,
         }
-
-    arrival = measured["arrival_s"].to_numpy()
-    lengths = (measured["input_tokens"].to_numpy(), measured["output_tokens"].to_numpy())
-    t0 = float(arrival.min())
-    stalls = early_stalls = None
-    busy = _busy_intervals(measured)
-    if ref is None:
-        cost, stalls, outside = _fit_run(run, measured)  # all of the run: the baseline and the what-ifs
-    else:
-        outside = outside_engine(measured)
-    clean_steps = steps
-    if stalls is not None and stalls.height:
-        clean_steps = steps.with_row_index("row").filter(~pl.col("row").is_in(stalls["row"].implode())).drop("row")
-    disturbed = _disturbances(run, stalls, t0)
-    # the last `holdout` of the requests no disturbance touched are scored; everything before the first of
-    # them calibrates; disturbed requests after it are left out of the score (listed)
-    touched = _touched(measured, disturbed)
-    clean = np.flatnonzero(~touched)
-    pool = clean if clean.size >= 10 else np.arange(len(arrival))
-    first_scored = pool[min(pool.size - 1, int(round((1 - holdout) * pool.size)))]
-    split = float(arrival[first_scored])
-    scored = (arrival >= split) & (~touched if pool is clean else np.ones_like(touched))
-    if ref is not None:
-        early = cost = ref[0]
-        source = f"reference {ref[2]['model']} on {ref[2]['gpu']} (roofline, not fitted to this run)"
-    elif from_log:
-        early, early_stalls = fit_step_cost_without_stalls(steps.filter(pl.col("start_s") < split), busy)
-        source = "engine_steps (server log iteration lines)"
-    else:
-        early = fit_step_cost_from_requests(measured.filter(pl.col("arrival_s") < split), drafting(run))
-        source = "per-request decode times (no step log): decode steps, mean decode batch, prompts prefilled meanwhile"
-    early_rows = (measured["arrival_s"] < split).to_numpy()
-    outside_early = outside_engine(measured.filter(pl.Series(early_rows)))
-    hits, hits_basis = prefix_hits(run, measured)
-    replayer = _Replayer(lengths, hits, settings)
-    fitted, match, early_match = cost, None, None
-    if ref is None:  # each fit's level set where the replay meets its calibration requests' decode time
-        early, early_match = _matched(
-            replayer, arrival, early, outside_early, early_stalls, measured, early_rows & ~touched
-        )
-        cost, match = _matched(replayer, arrival, cost, outside, stalls, measured, ~touched)
-    # the frontend's load term, measured against the replay's own step waits (calibration requests only)
-    first = replayer.run(arrival, replayer.config({}), early, outside_early, stalled=early_stalls).requests
-    outside_early = frontend_load(
-        measured.filter(pl.Series(early_rows)), first.filter(pl.Series(early_rows)), outside_early
-    )
-    first = replayer.run(arrival, replayer.config({}), cost, outside, stalled=stalls).requests
-    outside = frontend_load(measured, first, outside)
-
-    def held_out() -> pl.DataFrame:
-        # only what was known before the split: the early fit and the stalls measured before it
-        return replayer.run(arrival, replayer.config({}), early, outside_early, stalled=early_stalls).requests
-
-    validation = _validation(measured, scored, holdout, held_out, _left_out(measured, touched, arrival >= split))
-    if validation is not None:
-        validation["decode_match"] = early_match
-        validation["outside_change"] = outside_change(measured, arrival < split, scored)
-    if validation is not None and from_log:
-        until = float((measured["arrival_s"] + measured["e2e_s"].fill_null(0.0)).filter(pl.Series(scored)).max())
-        validation["speed_change"] = speed_change(steps, split, until, disturbed, t0)
-    base = replayer.run(arrival, replayer.config({}), cost, outside, stalled=stalls)
-    baseline = _outcome(base) | {"measured": summarize(measured), "measured_preemptions": counted_preemptions(run)}
-
-    the_model, model_origin = run_model(run, model, ref[2]["model"] if ref is not None else None)
-    start = Baseline(
-        arrival=arrival,
-        cost=cost,
-        kv_blocks=int(settings["kv_blocks"]["value"]),
-        block_size=int(settings["block_size"]["value"]),
-        has_prefix_hits=hits is not None,
-        gpu=gpu_of_run(run.metadata, gpu)[0],
-        quant=quant,
-        kv_dtype=kv_dtype,
-        tp=int(settings["tp"]["value"]),
-        model=the_model,
-        drafting=drafting(run),
-    )
-    results = [_what_if(w, start, replayer, outside, stalls, baseline) for w in cases]
-    sweeps = what_if_sweeps(cases)
-    cross = None
-    if calibrate_on is not None:
-        cross = _cross_validation(run, calibrate_on, measured, replayer, touched, counted_preemptions(run))
-    doc = {
-        "run": run.id,
-        "requests": {
-            "replayed": measured.height,
-            "left_out": run.table("requests").height - measured.height,
-            "why_left_out": "no arrival time, no input length, or no output tokens (failed or unknown)",
-        },
-        "engine": settings,
-        "model": None if the_model is None else {"name": the_model.name, "origin": model_origin},
-        "calibration": calibration_doc(source, cost, outside, stalls, t0, settings)
-        | {"fit_by_kind": fit_by_kind(clean_steps, fitted) if from_log and ref is None else None}
-        | {"decode_match": match},
-        "validation": validation,
-        "cross_validation": cross,
-        "prefix_cache": None
-        if hits is None
-        else {
-            "basis": hits_basis,
-            "hit_tokens": int(hits.sum()),
-            "share_of_prompt_tokens": float(hits.sum() / max(1, int(lengths[0].sum()))),
-        },
-        "baseline": baseline,
-        "whatifs": results,
-        "sweeps": sweeps,
-    }
-    doc = plain(doc, "replay")
-    run.store.save_replay(run.id, doc)
-    return doc
+        doc = plain(doc, "replay")
+        run.store.save_replay(run.id, doc)
+        return doc
 
 
 def _what_if(
     w: WhatIfCase,
     start: Baseline,
-    replayer: _Replayer,
+    replayer: Replayer,
     outside: Outside,
     stalls: pl.DataFrame | None,
     baseline: dict[str, Any],
