@@ -40,6 +40,8 @@ from lltrace.version import __version__
 
 VLLM_CPU = Path(__file__).resolve().parents[1] / "sample_traces" / "vllm_cpu"
 OWN = Path(__file__).resolve().parents[1] / "sample_traces" / "vllm_cpu_limits"
+INCIDENTS = Path(__file__).resolve().parents[1] / "sample_traces" / "vllm_cpu_incidents"
+PAIRED = Path(__file__).resolve().parents[1] / "sample_traces" / "vllm_cpu_pairs"
 RUNS = {
     "A": VLLM_CPU / "A_baseline",
     "B": VLLM_CPU / "B_kvpressure",
@@ -57,7 +59,31 @@ RUNS = {
     "Z_off": OWN / "Z_cap_off",
     "Z_cap64": OWN / "Z_cap64",
     "DP2": OWN / "DP2_slots",
+    "K": INCIDENTS / "K_steady",
+    "L": INCIDENTS / "L_long",
+    "M": INCIDENTS / "M_spike",
+    "N": INCIDENTS / "N_hog",
+    **{name: PAIRED / name for name in (f"P_{k}_{r}" for r in "ab" for k in ("seqs16", "seqs32", "budget256"))},
 }
+# the real what-ifs checked against the runs that answer them (`--check-against`): base, what-if, real; a pair made
+# twice (a, b) counts a direction only where both repeats agree
+CHECKS = [
+    ("B", "kv_blocks=80", "B2"),
+    ("H_on", "prefix_caching=off", "H_off"),
+    ("H2_on", "prefix_caching=off", "H2_off"),
+    ("Z_off", "long_prefill_token_threshold=64", "Z_cap64"),
+    ("Z_cap64", "long_prefill_token_threshold=0", "Z_off"),
+    *[
+        (f"P_{base}_{r}", what_if, f"P_{real}_{r}")
+        for r in "ab"
+        for base, what_if, real in (
+            ("seqs16", "max_num_seqs=32", "seqs32"),
+            ("seqs32", "max_num_seqs=16", "seqs16"),
+            ("seqs16", "max_num_batched_tokens=256", "budget256"),
+            ("budget256", "max_num_batched_tokens=2048", "seqs16"),
+        )
+    ],
+]
 PAIRS = [
     ("A", "B"),
     ("B", "A"),
@@ -182,15 +208,22 @@ def _tables() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         store = Path(tmp) / "store"
         docs = {k: replay(v, store=store) for k, v in RUNS.items()}
-        print("Held-out validation (MAPE of the mean; ± absolute error where the measured mean is under 1 ms)\n")
-        print("| run | scored | queue | TTFT | TPOT | e2e | left out | same-batch step time, scored / before |")
-        print("|---|---|---|---|---|---|---|---|")
+        _scheduler_table(docs)
+        print("\nHeld-out validation (MAPE of the mean; ± absolute error where the measured mean is under 1 ms), and")
+        print("the same replayed at the scored window's own speed level (drift-corrected: the criterion's score)\n")
+        print(
+            "| run | scored | queue | TTFT | TPOT | e2e | left out | same-batch step time, scored / before "
+            "| drift-corrected: queue | TTFT | TPOT | e2e | TTFT p90 |"
+        )
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for k, d in docs.items():
             v = d["validation"]
             left = (v or {}).get("left_out") or {}
             change = (v or {}).get("speed_change")
             ratio = "- (no step log)" if not change else f"x{change['ratio']:.2f} ({change['steps_after']:,} steps)"
-            print(_row(k, v, f" {left.get('requests', 0)} | {ratio} |"))
+            dc = (v or {}).get("drift_corrected")
+            corrected = " | ".join(_cell(dc, m) for m in METRICS) + f" | {_cell(dc, 'ttft_s', 'p90')}"
+            print(_row(k, v, f" {left.get('requests', 0)} | {ratio} | {corrected} |"))
         print("\nCalibrated on one run, replaying another of the same machine (`--calibrate-on`)\n")
         print(
             "| replayed ← calibrated on | scored | queue | TTFT | TPOT | e2e | queue p50 "
@@ -234,7 +267,63 @@ def _tables() -> None:
             f"| E prefix_caching=off | mean TTFT rise, s | {rise:.3f} | {prefill_only:.3f} (the extra {extra:,} tokens "
             f"at the fitted prefill rate alone) | {rise / prefill_only - 1:+.0%} |"
         )
+        _check_table(store)
     print(f"\n{time.perf_counter() - started:.0f} s (ingest included)")
+
+
+def _scheduler_table(docs: dict[str, dict[str, Any]]) -> None:
+    """The scheduler check of every run with a step log: the engine's own step times, requests entering when the
+    core took them, scored against the spans (MAPE of the mean and of the p90)."""
+    print("Scheduler check: the replay with each logged step's time, against the engine's spans (MAPE, mean / p90)\n")
+    print("| run | requests | queue | TTFT | TPOT | e2e | steps replayed / logged | first request to part |")
+    print("|---|---|---|---|---|---|---|---|")
+    for k, d in docs.items():
+        x = d.get("scheduler_check")
+        if not x:
+            print(f"| {k} | - | - | - | - | - | - | no step log, or several engines |")
+            continue
+        cells = " | ".join(f"{_cell(x, m)} / {_cell(x, m, 'p90')}" for m in METRICS)
+        f = x["first_divergence"]
+        first = "none" if f is None else f"{f['request_id']} at {f['arrival_s']:.2f} s ({f['requests_parted']} part)"
+        print(f"| {k} | {x['requests']} | {cells} | {x['steps_replayed']:,} / {x['steps_logged']:,} | {first} |")
+
+
+def _check_table(store: Path) -> None:
+    """Every real what-if pair, checked against the run that answers it: the hosts' speed difference taken out,
+    each mean's error, and the direction of every mean the real run moved by more than 5 %; where a pair was made
+    twice, a direction counts only where both repeats moved the same way."""
+    print("\nThe real what-ifs checked against the runs that answer them (`--check-against`): predicted / real - 1\n")
+    print(
+        "| base → what-if → real | speed, real / base | queue | TTFT | TPOT | e2e | preemptions "
+        "| moved (real, predicted) | right way |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    moved: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for base, what_if, real in CHECKS:
+        if not (RUNS[base].exists() and RUNS[real].exists()):
+            continue
+        c = replay(RUNS[base], store=store, what_ifs=[what_if], check_against=RUNS[real])["whatifs"][0]["check"]
+        moved.setdefault((base.removesuffix("_a").removesuffix("_b"), what_if), []).append(c["directions"])
+        speed = "-" if c["speed_ratio"] is None else f"x{c['speed_ratio']:.2f}"
+        errs = " | ".join(
+            "-" if c[f"{m}_mean_err"] is None else f"{c[f'{m}_mean_err']:+.0%}"
+            for m in ("queue", "ttft", "tpot", "e2e")
+        )
+        p = c["preemptions"]
+        said = ", ".join(f"{m.removesuffix('_s')} {d['real']}/{d['predicted']}" for m, d in c["directions"].items())
+        print(
+            f"| {base} → {what_if} → {real} | {speed} | {errs} | {p['predicted']} / {p['real']} | {said or 'none'} "
+            f"| {'yes' if c['direction_ok'] else 'NO'} |"
+        )
+    for (base, what_if), repeats in moved.items():
+        if len(repeats) < 2:
+            continue
+        agreed = {m for m in repeats[0] if all(m in r and r[m]["real"] == repeats[0][m]["real"] for r in repeats)}
+        right = all(r[m]["predicted"] == r[m]["real"] for r in repeats for m in agreed)
+        print(
+            f"| {base}_a/b → {what_if}: the repeats agree on {', '.join(sorted(agreed)) or 'nothing'} | | | | | | | | "
+            f"{'yes' if right else 'NO'} |"
+        )
 
 
 if __name__ == "__main__":

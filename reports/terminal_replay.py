@@ -10,7 +10,14 @@ from rich.table import Table
 from rich.text import Text
 
 from lltrace.documents.base import given
-from lltrace.documents.replay import Calibration, CrossValidation, ReplayDocument, Validation
+from lltrace.documents.replay import (
+    Calibration,
+    CrossValidation,
+    ReplayDocument,
+    SchedulerCheck,
+    Validation,
+    WhatIfCheck,
+)
 from lltrace.reports.numbers import pct, whole
 from lltrace.reports.replay_rows import (
     hit_term,
@@ -80,10 +87,58 @@ def _validation_parts(doc: ReplayDocument, v: Validation | None) -> list[Any]:
     if v is None:
         return [Text("validation: none — the run has no measured latencies to score against")]
     t = Table(title=f"validation: {v.method}")
-    heads = ("metric", "replayed mean", "measured mean", "MAPE mean", "replayed p90", "measured p90", "MAPE p90")
+    heads = ["metric", "replayed mean", "measured mean", "MAPE mean", "replayed p90", "measured p90", "MAPE p90"]
+    drift = given(v.drift_corrected)
+    if drift is not None:
+        heads += [f"MAPE mean at x{drift.drift:.2f}", f"MAPE p90 at x{drift.drift:.2f}"]
+        t.caption = (
+            f"at x{drift.drift:.2f}: the scored window replayed at its own speed level (its same-batch decode steps "
+            "over the calibration window's): the cost model's error with the host's change taken out"
+        )
+    corrected = {s.metric: s for s in scores(drift)} if drift is not None else {}
     for col in heads:
         t.add_column(col, justify="left" if col == "metric" else "right")
     for s in scores(v):
+        m = s.metric
+        row = [
+            m,
+            _seconds(s.replayed.mean, m),
+            _seconds(s.measured.mean, m),
+            _score(_by(s.scored_by.mean), s.abs_error.mean, s.mape.mean),
+            _seconds(s.replayed.p90, m),
+            _seconds(s.measured.p90, m),
+            _score(_by(s.scored_by.p90), s.abs_error.p90, s.mape.p90),
+        ]
+        if (c := corrected.get(m)) is not None:
+            row += [
+                _score(_by(c.scored_by.mean), c.abs_error.mean, c.mape.mean),
+                _score(_by(c.scored_by.p90), c.abs_error.p90, c.mape.p90),
+            ]
+        t.add_row(*row)
+    parts: list[Any] = [t]
+    if v.left_out is not None:
+        parts.append(Text(f"left out of the score: {v.left_out.requests} requests, {v.left_out.why}"))
+    for note in (speed_change_note(doc), outside_change_note(doc)):
+        if note:
+            parts.append(Text(note))
+    if matched := match_note(given(v.decode_match), "the validation's step cost, fitted before the split,"):
+        parts.append(Text(matched))
+    return parts
+
+
+def _scheduler_parts(x: SchedulerCheck | None) -> list[Any]:
+    """The scheduler check: the replay with the engine's own step times against its spans, and the first request
+    to part from them."""
+    if x is None:
+        return []
+    t = Table(
+        title=f"scheduler check: the replay with the engine's own step times, each request entering when the core took"
+        f" it; against its spans ({x.steps_replayed:,} steps replayed, {x.steps_logged:,} logged): the error left is "
+        "the scheduler's"
+    )
+    for col in ("metric", "replayed mean", "spans mean", "MAPE mean", "replayed p90", "spans p90", "MAPE p90"):
+        t.add_column(col, justify="left" if col == "metric" else "right")
+    for s in scores(x):
         m = s.metric
         t.add_row(
             m,
@@ -95,14 +150,44 @@ def _validation_parts(doc: ReplayDocument, v: Validation | None) -> list[Any]:
             _score(_by(s.scored_by.p90), s.abs_error.p90, s.mape.p90),
         )
     parts: list[Any] = [t]
-    if v.left_out is not None:
-        parts.append(Text(f"left out of the score: {v.left_out.requests} requests, {v.left_out.why}"))
-    for note in (speed_change_note(doc), outside_change_note(doc)):
-        if note:
-            parts.append(Text(note))
-    if matched := match_note(given(v.decode_match), "the validation's step cost, fitted before the split,"):
-        parts.append(Text(matched))
+    d = x.first_divergence
+    if d is not None:
+        said = ", ".join(
+            f"{k.removesuffix('_s')} {_ms(d.measured.get(k))} measured, {_ms(d.replayed.get(k))} replayed"
+            for k in d.measured
+        )
+        parts.append(
+            Text(
+                f"first request to part (by more than 5 % and one step): {d.request_id} at {d.arrival_s:.3f} s: "
+                f"{said}; {d.requests_parted:,} of {x.requests:,} part so"
+            )
+        )
     return parts
+
+
+def check_line(label: str, c: WhatIfCheck) -> str:
+    """A what-if against the real run that answers it: the speed taken out, each mean's error, the directions."""
+    speed = "at the base run's speed (no step log)" if c.speed_ratio is None else f"at its speed, x{c.speed_ratio:.2f}"
+    errs = ", ".join(
+        f"{name} {err:+.0%}"
+        for name, err in (
+            ("queue", c.queue_mean_err),
+            ("TTFT", c.ttft_mean_err),
+            ("TPOT", c.tpot_mean_err),
+            ("e2e", c.e2e_mean_err),
+        )
+        if err is not None
+    )
+    moved = "; ".join(f"{m.removesuffix('_s')} {d.real} (predicted {d.predicted})" for m, d in c.directions.items())
+    verdict = "every direction right" if c.direction_ok else "a direction WRONG"
+    return (
+        f"{label} against {c.run} (replayed {speed}): means predicted/real - 1: {errs}; moved from the base run: "
+        f"{moved or 'none by more than 5 %'}: {verdict}"
+    )
+
+
+def _ms(v: float | None) -> str:
+    return "-" if v is None else f"{v * 1e3:,.2f} ms"
 
 
 def _by(scored_by: Any) -> str:
@@ -150,6 +235,8 @@ def _cases_parts(doc: ReplayDocument) -> list[Any]:
         )
     parts: list[Any] = [t]
     for w in doc.whatifs:
+        if (check := given(w.check)) is not None:
+            parts.append(Text(check_line(what_if_label(w.what_if), check)))
         up = given(w.speedup)
         if up is not None:
             prefill = "-" if up.prefill is None else f"{up.prefill:.2f}x"
@@ -164,7 +251,7 @@ def _cases_parts(doc: ReplayDocument) -> list[Any]:
 
 def render_replay(doc: ReplayDocument) -> Group:
     """The replay document as the terminal shows it: calibration, validation first, then the what-ifs."""
-    parts = _calibration_parts(doc) + _validation_parts(doc, doc.validation)
+    parts = _calibration_parts(doc) + _scheduler_parts(doc.scheduler_check) + _validation_parts(doc, doc.validation)
     if doc.cross_validation is not None:
         parts.append(_cross_table(doc.cross_validation))
     parts += _cases_parts(doc) + _sweep_tables(doc)

@@ -456,6 +456,14 @@ def replay_cli(
             "and report that validation too.",
         ),
     ] = None,
+    check_against: Annotated[
+        str | None,
+        typer.Option(
+            "--check-against",
+            help="The same workload really run with the what-if's setting (id or path): score each what-if against "
+            "it, the hosts' speed difference taken out.",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the replay document as JSON.")] = False,
     quiet: QuietOpt = False,
 ) -> None:
@@ -472,6 +480,7 @@ def replay_cli(
             reference=reference,
             model=model,
             calibrate_on=calibrate_on,
+            check_against=check_against,
         )
     if as_json:
         _json(doc)

@@ -120,3 +120,10 @@ want L_long && run L_long long --max-num-seqs 16
 # 24 blocks of 128 tokens: a chat request needs 2 or 3, about 2 run at once; 16 at once need about 40
 want M_spike && run M_spike spike --max-num-seqs 16 --num-gpu-blocks-override 24
 want N_hog && run N_hog hog --max-num-seqs 16
+# Real what-if pairs on L_long's workload (../vllm_cpu_pairs/README.md): one setting moved, each value made twice,
+# interleaved (a then b), to know the host's run-to-run noise
+for rep in a b; do
+  want "P_seqs16_$rep" && run "P_seqs16_$rep" long --max-num-seqs 16
+  want "P_seqs32_$rep" && run "P_seqs32_$rep" long --max-num-seqs 32
+  want "P_budget256_$rep" && run "P_budget256_$rep" long --max-num-seqs 16 --max-num-batched-tokens 256
+done

@@ -4,7 +4,7 @@ each what-if (estimates)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from lltrace.documents.base import UNSET, Doc, UnsetType, field_doc
 
@@ -184,6 +184,34 @@ class Scores(Doc, kw_only=True):
     e2e_p90_mape: Annotated[float | None, field_doc("e2e p90's error", "fraction")]
 
 
+class DriftCorrected(Scores, kw_only=True):
+    """The held-out validation replayed again with the scored window at its own speed level: the cost model's error
+    with the host's change of speed taken out."""
+
+    drift: Annotated[float, field_doc("the factor on the steps from the split on")]
+    method: Annotated[str, field_doc("how, in words")]
+
+
+class Divergence(Doc, kw_only=True):
+    """The first request whose replayed figures part from its measured ones (more than 5 % and one step)."""
+
+    request_id: Annotated[str | None, field_doc("its id")]
+    arrival_s: Annotated[float, field_doc("its arrival, seconds since the first", "s")]
+    measured: Annotated[dict[str, float | None], field_doc("queue_s, ttft_s, e2e_s as measured", "s")]
+    replayed: Annotated[dict[str, float | None], field_doc("the same, replayed", "s")]
+    requests_parted: Annotated[int, field_doc("requests that part so, in all", "requests")]
+
+
+class SchedulerCheck(Scores, kw_only=True):
+    """The replay with the engine's own step times, the cost model out of the way: its scheduler's error."""
+
+    method: Annotated[str, field_doc("how, in words")]
+    requests: Annotated[int, field_doc("requests scored: all", "requests")]
+    steps_logged: Annotated[int, field_doc("steps the engine logged", "steps")]
+    steps_replayed: Annotated[int, field_doc("steps the replay took", "steps")]
+    first_divergence: Annotated[Divergence | None, field_doc("the first request to part (null: none)")]
+
+
 class Validation(Scores, kw_only=True):
     """The replay's error on the held-out last part of the run, fitted on what came before it."""
 
@@ -195,6 +223,14 @@ class Validation(Scores, kw_only=True):
         dict[str, Change] | None | UnsetType, field_doc("time outside the engine, before and in the window")
     ] = UNSET
     speed_change: Annotated[SpeedChange | None | UnsetType, field_doc("the steps' own speed change")] = UNSET
+    drift: Annotated[
+        float | None | UnsetType,
+        field_doc("the scored window's same-batch step time over the calibration window's (speed_change's ratio)"),
+    ] = UNSET
+    drift_corrected: Annotated[
+        DriftCorrected | None | UnsetType,
+        field_doc("the same scores with the scored window replayed at its own speed level (the drift)"),
+    ] = UNSET
 
 
 class Preemptions(Doc, kw_only=True):
@@ -258,6 +294,50 @@ class Speedup(Doc, kw_only=True):
     prefill: Annotated[float | None, field_doc("prefill")]
 
 
+class Direction(Doc, kw_only=True):
+    """Which way a mean moved from the base run: in the real run and in the prediction."""
+
+    real: Annotated[Literal["up", "down"], field_doc("in the real run")]
+    predicted: Annotated[Literal["up", "down"], field_doc("in the what-if replayed at the real run's speed")]
+
+
+class CheckPreemptions(Doc, kw_only=True):
+    """Preemptions, predicted and real."""
+
+    predicted: Annotated[int, field_doc("in the what-if", "count")]
+    real: Annotated[float | int | None, field_doc("the real run's counter (null: not counted)", "count")]
+
+
+class WhatIfCheck(Doc, kw_only=True):
+    """A what-if scored against the real run that answers it (``--check-against``)."""
+
+    run: Annotated[str, field_doc("the real run")]
+    speed_ratio: Annotated[
+        float | None, field_doc("its same-batch step time over the base run's: the host's difference (null: no log)")
+    ]
+    speed_basis: Annotated[str, field_doc("how the ratio was measured")]
+    predicted: Annotated[Metrics, field_doc("the what-if replayed at the real run's speed")]
+    real: Annotated[Metrics, field_doc("the real run, measured")]
+    base: Annotated[Metrics, field_doc("the base run, measured")]
+    preemptions: Annotated[CheckPreemptions, field_doc("preemptions")]
+    queue_mean_err: Annotated[
+        float | None, field_doc("predicted over real less 1 (null: the real mean under 1 ms)", "fraction")
+    ]
+    ttft_mean_err: Annotated[
+        float | None, field_doc("predicted over real less 1 (null: the real mean under 1 ms)", "fraction")
+    ]
+    tpot_mean_err: Annotated[
+        float | None, field_doc("predicted over real less 1 (null: the real mean under 1 ms)", "fraction")
+    ]
+    e2e_mean_err: Annotated[
+        float | None, field_doc("predicted over real less 1 (null: the real mean under 1 ms)", "fraction")
+    ]
+    directions: Annotated[
+        dict[str, Direction], field_doc("each mean the real run moved by more than 5 % from the base run")
+    ]
+    direction_ok: Annotated[bool, field_doc("every one of them predicted the same way")]
+
+
 class WhatIf(Outcome, kw_only=True):
     """One what-if, replayed (every figure an estimate)."""
 
@@ -270,6 +350,9 @@ class WhatIf(Outcome, kw_only=True):
     cost_ratios: Annotated[dict[str, float] | UnsetType, field_doc("the step cost's terms moved, by ratio")] = UNSET
     step_rates: Annotated[StepRates | UnsetType, field_doc("its step cost as rates")] = UNSET
     speedup: Annotated[Speedup | UnsetType, field_doc("its rates over the run's")] = UNSET
+    check: Annotated[
+        WhatIfCheck | UnsetType, field_doc("scored against the real run that answers it (--check-against)")
+    ] = UNSET
 
 
 class Sweep(Doc, kw_only=True):
@@ -290,6 +373,10 @@ class ReplayDocument(Doc, kw_only=True):
     calibration: Annotated[Calibration, field_doc("the step cost")]
     validation: Annotated[Validation | None, field_doc("its error on the held-out window (null: nothing measured)")]
     cross_validation: Annotated[CrossValidation | None, field_doc("with a cost fitted on another run (--calibrate-on)")]
+    scheduler_check: Annotated[
+        SchedulerCheck | None,
+        field_doc("the replay with each logged step's time (null: no step log, several engines, or a reference)"),
+    ]
     prefix_cache: Annotated[PrefixCache | None, field_doc("the prefix-cache hits replayed")]
     baseline: Annotated[Baseline, field_doc("the run replayed as it was")]
     whatifs: Annotated[list[WhatIf], field_doc("each what-if")]

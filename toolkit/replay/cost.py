@@ -8,8 +8,9 @@ other hardware with the roofline's ratios (``transfer_step_cost``, ``transfer_te
 
 from __future__ import annotations
 
+import math
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -45,6 +46,20 @@ class StepCost:
     mape: float | None = None
     c_hit: float = 0.0
     scale: float = 1.0
+    drift: float = 1.0  # the step's elapsed time x drift for the steps starting at or after drift_from (run clock)
+    drift_from: float = math.inf
+
+    @property
+    def timed(self) -> bool:
+        """Whether a step's time depends on when it starts (a drift), not on its tokens alone: the replay then
+        prices every step, never a run of identical decode steps at once."""
+        return self.drift_from < math.inf
+
+    def drifted(self, ratio: float, start: float) -> StepCost:
+        """This cost, every step starting at or after ``start`` taking ``ratio`` x its elapsed time (the time between
+        steps kept): the engine's own speed level from then on as a scored window measured it (``speed_change``'s
+        ratio, which compares the logged steps' elapsed times)."""
+        return replace(self, drift=ratio, drift_from=start)
 
     def scaled(self, k: float) -> StepCost:
         """Every time term x ``k`` (``scale`` records the product); the fit's own ``r2`` and ``mape`` kept."""
@@ -59,10 +74,43 @@ class StepCost:
             scale=self.scale * k,
         )
 
-    def __call__(self, prefill_tokens: int, decode_tokens: int, context_tokens: int, hit_prefills: int = 0) -> float:
-        """Predicted wall time of one step (``hit_prefills``: requests it starts prefilling on a prefix-cache hit)."""
+    def __call__(
+        self, prefill_tokens: int, decode_tokens: int, context_tokens: int, hit_prefills: int = 0, at: float = 0.0
+    ) -> float:
+        """Predicted wall time of one step (``hit_prefills``: requests it starts prefilling on a prefix-cache hit;
+        ``at``: when it starts, on the run clock)."""
         per_token = self.c_prefill * prefill_tokens + self.c_decode * decode_tokens + self.c_ctx * context_tokens
-        return self.c0 + self.overhead + per_token + self.c_hit * hit_prefills
+        elapsed = self.c0 + per_token + self.c_hit * hit_prefills
+        return self.overhead + (elapsed * self.drift if at >= self.drift_from else elapsed)
+
+
+@dataclass(frozen=True, eq=False)
+class LoggedStepCost(StepCost):
+    """The engine's own steps, each kind in its order: the replay's n-th step that computes prompt tokens takes the
+    n-th such logged step's time (``prompt_walls``), its n-th decode-only step the n-th logged decode-only step's
+    (``decode_walls``), plus the time between steps (``overhead``); past the log's last of a kind (or where a logged
+    time is NaN), the fitted terms. Kept apart by kind, a replay that takes a few steps more or fewer than the engine
+    still prices a prefill as a prefill and a decode as a decode, near the time the engine ran it. The cost model out
+    of the way, what is left of the replay's error is its scheduler's (the scheduler check). One object per replay
+    (it counts the steps it has priced)."""
+
+    prompt_walls: tuple[float, ...] = ()
+    decode_walls: tuple[float, ...] = ()
+    priced: list[int] = field(default_factory=lambda: [0, 0])
+
+    @property
+    def timed(self) -> bool:
+        return True
+
+    def __call__(
+        self, prefill_tokens: int, decode_tokens: int, context_tokens: int, hit_prefills: int = 0, at: float = 0.0
+    ) -> float:
+        kind, walls = (0, self.prompt_walls) if prefill_tokens > 0 else (1, self.decode_walls)
+        k = self.priced[kind]
+        self.priced[kind] = k + 1
+        if k < len(walls) and walls[k] == walls[k]:  # NaN: no logged time
+            return walls[k] + self.overhead
+        return super().__call__(prefill_tokens, decode_tokens, context_tokens, hit_prefills, at)
 
 
 def _mean_concurrency(start: np.ndarray, end: np.ndarray) -> np.ndarray:
@@ -250,40 +298,60 @@ def _hits(rows: pl.DataFrame) -> pl.Expr:
     return pl.col("hit_prefills").fill_null(0) if "hit_prefills" in rows.columns else pl.lit(0)
 
 
+def _decode_only(steps: pl.DataFrame) -> pl.DataFrame:
+    """The decode-only steps of a log with a wall time: start, wall time and decode batch (recomputed prompt tokens
+    make a step not decode-only)."""
+    rows = steps.filter(_TIMED)
+    prefill, decodes = _step_tokens(rows)
+    return rows.select(pl.col("start_s"), pl.col("wall_s"), prefill.alias("prefill"), decodes.alias("batch")).filter(
+        (pl.col("prefill") == 0) & (pl.col("batch") > 0) & pl.col("start_s").is_not_null()
+    )
+
+
+def same_batch_ratio(before: pl.DataFrame, after: pl.DataFrame) -> tuple[float, int, int, int] | None:
+    """How much slower the decode-only steps of ``after`` ran than those of ``before`` (``_decode_only`` rows) at the
+    same decode batch: each batch's mean step time after over before, weighted by the steps after. Returns (ratio,
+    steps after, steps before, batches), None when no batch ran on both sides."""
+    per_after = after.group_by("batch").agg(pl.col("wall_s").mean().alias("mean"), pl.len().alias("n"))
+    per_before = before.group_by("batch").agg(pl.col("wall_s").mean().alias("mean"), pl.len().alias("n"))
+    both = per_after.join(per_before, on="batch", suffix="_before")
+    if both.height == 0:
+        return None
+    ratio = float((both["mean"] * both["n"]).sum()) / float((both["mean_before"] * both["n"]).sum())
+    return ratio, int(both["n"].sum()), int(both["n_before"].sum()), both.height
+
+
 def speed_change(
     steps: pl.DataFrame, split: float, until: float, disturbed: list[tuple[float, float, str]], origin: float = 0.0
 ) -> dict[str, Any] | None:
     """How much slower (or faster) the engine's decode-only steps ran in the scored window (``split`` to ``until``)
-    than before it, at the same decode batch: each batch's mean step time after over before, weighted by the steps
-    after (``ratio``); steps inside a ``disturbed`` window (a stall, a profiler trace) are left out on both sides.
-    A cost fitted before the split cannot know such a change (a busier or quieter host, a frontend busy with
-    arrivals): where the ratio is far from 1 the validation's error is the steps' change, not the model's. Steps
-    with recomputed prompt tokens are not decode-only. ``window_s`` is the scored window from ``origin`` (the run's
-    first arrival). None when no batch ran on both sides."""
-    rows = steps.filter(_TIMED)
-    prefill, decodes = _step_tokens(rows)
-    rows = rows.select(pl.col("start_s"), pl.col("wall_s"), prefill.alias("prefill"), decodes.alias("batch")).filter(
-        (pl.col("prefill") == 0) & (pl.col("batch") > 0) & pl.col("start_s").is_not_null() & (pl.col("start_s") < until)
-    )
+    than before it, at the same decode batch (``same_batch_ratio``); steps inside a ``disturbed`` window (a stall, a
+    profiler trace) are left out on both sides. A cost fitted before the split cannot know such a change (a busier or
+    quieter host, a frontend busy with arrivals): where the ratio is far from 1 the validation's error is the steps'
+    change, not the model's. ``window_s`` is the scored window from ``origin`` (the run's first arrival). None when no
+    batch ran on both sides."""
+    rows = _decode_only(steps).filter(pl.col("start_s") < until)
     for lo, hi, _ in disturbed:
         rows = rows.filter((pl.col("start_s") + pl.col("wall_s") <= lo) | (pl.col("start_s") >= hi))
-    side = pl.when(pl.col("start_s") < split).then(pl.lit("before")).otherwise(pl.lit("after")).alias("side")
-    per = rows.group_by("batch", side).agg(pl.col("wall_s").mean().alias("mean"), pl.len().alias("n"))
-    after_split = per.filter(pl.col("side") == "after")
-    both = after_split.join(per.filter(pl.col("side") == "before"), on="batch", suffix="_before")
-    if both.height == 0:
+    found = same_batch_ratio(rows.filter(pl.col("start_s") < split), rows.filter(pl.col("start_s") >= split))
+    if found is None:
         return None
-    after = float((both["mean"] * both["n"]).sum())
-    before = float((both["mean_before"] * both["n"]).sum())
+    ratio, after, before, batches = found
     return {
-        "ratio": after / before,
+        "ratio": ratio,
         "window_s": [split - origin, until - origin],
-        "steps_after": int(both["n"].sum()),
-        "steps_before": int(both["n_before"].sum()),
-        "batches": both.height,
+        "steps_after": after,
+        "steps_before": before,
+        "batches": batches,
         "method": "decode-only steps of the engine's log, each decode batch's mean step time in the scored window "
         "over before it, weighted by the steps in the window (steps in a stall or a profiler window left out)",
     }
+
+
+def speed_ratio(base: pl.DataFrame, real: pl.DataFrame) -> tuple[float, int, int, int] | None:
+    """``real``'s same-batch decode-only step time over ``base``'s (two runs' step logs): the host's speed difference
+    between them, not a setting's (``same_batch_ratio``)."""
+    return same_batch_ratio(_decode_only(base), _decode_only(real))
 
 
 def engine_stalls(
@@ -398,6 +466,38 @@ def step_gap(rows: pl.DataFrame, busy: list[tuple[float, float]] | None = None) 
     if len(gaps) < 3:
         return _busy_overhead(rows)
     return max(0.0, float(np.median(gaps)))
+
+
+def logged_step_times(steps: pl.DataFrame, busy: list[tuple[float, float]] | None = None) -> np.ndarray:
+    """Each logged step's time, in the log's order: its elapsed time plus the time between it and the next, as
+    measured as the log allows. Whole-second stamps (vLLM's iteration lines): the gap of the step's own second where
+    the engine held a request for at least half of it (``busy``: its spans), the second's held time less its steps'
+    elapsed times over their count (``step_gap``'s rule, second by second); elsewhere the run's ``step_gap``. Steps
+    with their own start times: the spacing to the next step where they ran back to back. NaN where a step has no
+    elapsed time."""
+    rows = steps.sort("step_id")
+    wall = rows["wall_s"].cast(pl.Float64).fill_null(float("nan")).to_numpy()
+    gap = step_gap(rows, busy)
+    stamps = rows["log_stamp"] if "log_stamp" in rows.columns else pl.Series([None] * rows.height, dtype=pl.Utf8)
+    if stamps.null_count() or not all(_WHOLE_SECOND.search(x) for x in stamps.head(50)):
+        spacing = (rows["start_s"].shift(-1) - rows["start_s"]).cast(pl.Float64).fill_null(float("nan")).to_numpy()
+        back_to_back = spacing < thresholds()["busy_gap_s"]
+        return np.where(back_to_back & (spacing >= wall), spacing, wall + gap)
+    intervals = sorted(busy) if busy else None
+    per = (
+        rows.with_row_index("row")
+        .group_by("log_stamp")
+        .agg(pl.col("row"), pl.col("wall_s").sum().alias("sum"), pl.col("end_s").min().alias("t"))
+    )
+    out = wall + gap
+    for rows_in, total, t in per.select("row", "sum", "t").iter_rows():
+        if t is None or intervals is None:
+            continue
+        sec = float(np.floor(t))
+        held = _covered(intervals, sec, sec + 1.0)
+        if held >= 0.5:
+            out[rows_in] = wall[rows_in] + max(0.0, (held - total) / len(rows_in))
+    return out
 
 
 def _busy_overhead(rows: pl.DataFrame) -> float:

@@ -12,7 +12,6 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-import duckdb
 import numpy as np
 import polars as pl
 
@@ -20,7 +19,7 @@ from lltrace.documents import plain
 from lltrace.errors import AnalysisError
 from lltrace.ingest.targets import Target, as_store, open_run
 from lltrace.physics.catalog import gpu_of_run
-from lltrace.queries import install_views, thresholds
+from lltrace.queries import thresholds
 from lltrace.replay.calibration import (
     Outside,
     calibration_doc,
@@ -35,6 +34,8 @@ from lltrace.replay.calibration import (
     prefix_hits,
     run_model,
 )
+from lltrace.replay.checks import check_against as score_against
+from lltrace.replay.checks import drift_corrected, scheduler_check
 from lltrace.replay.cost import (
     StepCost,
     fit_by_kind,
@@ -44,33 +45,11 @@ from lltrace.replay.cost import (
     speed_change,
 )
 from lltrace.replay.replayer import Replayer, busy_intervals, fit_run, measured_requests
-from lltrace.replay.scheduler import ReplayResult
-from lltrace.replay.whatifs import Baseline, WhatIfCase, apply, what_if_sweeps
+from lltrace.replay.scheduler import EngineConfig, ReplayResult
+from lltrace.replay.scores import METRICS, QUANTITIES, scores, summarize
+from lltrace.replay.whatifs import Baseline, Case, WhatIfCase, apply, what_if_sweeps
 from lltrace.replay.whatifs import what_ifs as checked_what_ifs
 from lltrace.store import Run, Store
-
-METRICS = ("queue_s", "ttft_s", "tpot_s", "e2e_s")
-_QUANTITIES = ("mean", "p50", "p90")
-
-
-def summarize(frame: pl.DataFrame) -> dict[str, dict[str, float | None]]:
-    """Mean, median and 90th percentile of each metric over a frame of requests (measured or replayed): the
-    ``latency_stats`` macro of ``queries/``, the same figures ``requests_summary`` gives."""
-    con = duckdb.connect()
-    try:
-        install_views(con, ["latency_stats"])
-        con.register("_frame", frame.select(METRICS).to_arrow())
-        stats = con.execute(f"SELECT {', '.join(f'latency_stats({m})' for m in METRICS)} FROM _frame").fetchone()
-    finally:
-        con.close()
-    return {m: {q: s[q] for q in _QUANTITIES} for m, s in zip(METRICS, stats, strict=True)}
-
-
-def _mape(pred: float | None, real: float | None) -> float | None:
-    # a relative error against a measured value under the floor is noise, not accuracy
-    if pred is None or real is None or abs(real) < thresholds()["mape_floor_s"]:
-        return None
-    return abs(pred - real) / abs(real)
 
 
 def _makespan(frame: pl.DataFrame) -> float | None:
@@ -165,7 +144,7 @@ def _cross_validation(
     res = replayer.run(arrival, replayer.config({}), cost, out)
     scored = pl.Series(~touched)
     real, pred = summarize(measured.filter(scored)), summarize(res.requests.filter(scored))
-    doc = _scores(real, pred)
+    doc = scores(real, pred)
     left = int(touched.sum())
     return {
         "calibrated_on": other.id,
@@ -186,40 +165,6 @@ def _cross_validation(
 
 def _mape_count(pred: float, real: float | None) -> float | None:
     return None if real is None or real == 0 else abs(pred - real) / real
-
-
-def _scores(real_s: dict[str, Any], pred_s: dict[str, Any]) -> dict[str, Any]:
-    """Replayed against measured summaries: MAPE (None under the 1 ms floor), absolute errors, how each figure
-    is scored, and the flat keys of docs/documents.md (``ttft_mean_mape``, ``queue_median_mape``, ...)."""
-    floor = thresholds()["mape_floor_s"]
-    out: dict[str, Any] = {
-        "replayed": pred_s,
-        "measured": real_s,
-        "mape": {m: {q: _mape(pred_s[m][q], real_s[m][q]) for q in _QUANTITIES} for m in METRICS},
-        "abs_error_s": {
-            m: {
-                q: None if pred_s[m][q] is None or real_s[m][q] is None else pred_s[m][q] - real_s[m][q]
-                for q in _QUANTITIES
-            }
-            for m in METRICS
-        },
-    }
-    out["scored_by"] = {
-        m: {q: "abs_error" if real_s[m][q] is not None and abs(real_s[m][q]) < floor else "mape" for q in _QUANTITIES}
-        for m in METRICS
-    }
-    out["abs_within_floor"] = {
-        m: {
-            q: abs(out["abs_error_s"][m][q]) <= floor
-            for q in _QUANTITIES
-            if out["scored_by"][m][q] == "abs_error" and out["abs_error_s"][m][q] is not None
-        }
-        for m in METRICS
-    }
-    for m in METRICS:
-        for q, word in (("mean", "mean"), ("p50", "median"), ("p90", "p90")):
-            out[f"{m.removesuffix('_s')}_{word}_mape"] = out["mape"][m][q]
-    return out
 
 
 def _disturbances(run: Run, stalls: pl.DataFrame | None, t0: float) -> list[tuple[float, float, str]]:
@@ -282,7 +227,7 @@ def _validation(
         f"all requests replayed; the {real_held.height} requests arriving after it scored",
         "requests": real_held.height,
         "left_out": left_out,
-    } | _scores(real_s, pred_s)
+    } | scores(real_s, pred_s)
 
 
 def replay(
@@ -297,6 +242,7 @@ def replay(
     reference: str | None = None,
     model: str | None = None,
     calibrate_on: Target | None = None,
+    check_against: Target | None = None,
 ) -> dict[str, Any]:
     """The replay document (``lltrace replay --json``) of a run: a ``Run``, a stored run's id, or its paths.
 
@@ -318,8 +264,12 @@ def replay(
     latest replay (``lltrace report`` shows it). ``calibrate_on`` (another run of the same engine, model and
     machine) adds ``cross_validation``: the step cost and the time outside the engine fitted on all of that run,
     this run's requests replayed with this run's settings and scored, queue and preemptions included.
+    ``check_against`` (the same workload really run with the what-if's setting) scores each what-if against it
+    (``whatifs[].check``: ``lltrace.replay.checks.check_against``), the host's speed difference taken out.
     """
     cases = checked_what_ifs(what_ifs)  # every case checked before any work
+    if check_against is not None and not cases:
+        raise AnalysisError("--check-against scores a what-if: give the --what-if the real run was made with")
     run = open_run(path_or_run, as_store(store))
     with run.held():  # one connection for the dozen tables and views read below
         steps = log_steps(run)
@@ -423,7 +373,14 @@ def replay(
         if validation is not None and from_log:
             until = float((measured["arrival_s"] + measured["e2e_s"].fill_null(0.0)).filter(pl.Series(scored)).max())
             validation["speed_change"] = speed_change(steps, split, until, disturbed, t0)
+            if validation["speed_change"] is not None:
+                ratio = validation["speed_change"]["ratio"]
+                validation["drift"] = ratio
+                validation["drift_corrected"] = drift_corrected(
+                    measured, scored, replayer, arrival, early, outside_early, early_stalls, ratio, split
+                )
         base = replayer.run(arrival, replayer.config({}), cost, outside, stalled=stalls)
+        checked = scheduler_check(steps, measured, replayer, cost) if from_log and ref is None else None
         baseline = _outcome(base) | {"measured": summarize(measured), "measured_preemptions": counted_preemptions(run)}
 
         the_model, model_origin = run_model(run, model, ref[2]["model"] if ref is not None else None)
@@ -441,6 +398,16 @@ def replay(
             drafting=drafting(run),
         )
         results = [_what_if(w, start, replayer, outside, stalls, baseline) for w in cases]
+        if check_against is not None:
+            real = open_run(check_against, run.store)
+            for w, res in zip(cases, results, strict=True):
+                case = apply(w, start)
+                cfg = replayer.config(case.overrides)
+
+                def at(k: float, case: Case = case, cfg: EngineConfig = cfg) -> ReplayResult:
+                    return replayer.run(case.arrival, cfg, case.cost.scaled(k), outside, case.prefix_cache, stalls)
+
+                res["check"] = score_against(real, measured, steps, at)
         sweeps = what_if_sweeps(cases)
         cross = None
         if calibrate_on is not None:
@@ -458,6 +425,7 @@ def replay(
             | {"fit_by_kind": fit_by_kind(clean_steps, fitted) if from_log and ref is None else None}
             | {"decode_match": match},
             "validation": validation,
+            "scheduler_check": checked,
             "cross_validation": cross,
             "prefix_cache": None
             if hits is None
@@ -497,7 +465,7 @@ def _what_if(
                 if res["summary"][m][s] is None or baseline["summary"][m][s] is None
                 else res["summary"][m][s] - baseline["summary"][m][s]
             )
-            for s in _QUANTITIES
+            for s in QUANTITIES
         }
         for m in METRICS
     }

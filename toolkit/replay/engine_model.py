@@ -279,7 +279,7 @@ class EngineModel:
     def _run_step(self, p_tokens: int, d_tokens: int, ctx: int) -> float:
         self.prefill_tokens += p_tokens
         self.prompt_steps += p_tokens > 0
-        dt = self.cost(p_tokens, d_tokens, ctx, self.hit_prefills)
+        dt = self.cost(p_tokens, d_tokens, ctx, self.hit_prefills, self.t)
         self.hit_prefills = 0
         self.t += dt
         self.busy += dt
@@ -428,7 +428,7 @@ class EngineModel:
                     self._join(r)
                 else:
                     completed = True
-        if p_tokens == 0 and not completed and not individuals and self.cost.c_ctx == 0:
+        if p_tokens == 0 and not completed and not individuals and self.cost.c_ctx == 0 and not self.cost.timed:
             self._skip_decode_steps(dt)
         return True
 
