@@ -170,3 +170,30 @@ def test_the_message_names_the_line_of_the_damage(name: str, tmp_path: Path) -> 
     r = CliRunner().invoke(app, ["ingest", str(BAD / name), "--store", str(tmp_path / "s")])
     said = [ln for ln in r.stderr.splitlines() if ln.startswith("lltrace: ")]
     assert said and f": line {_DAMAGE_AT[name]}: " in said[0], said
+
+
+def test_a_file_the_user_may_not_read_is_one_line_naming_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Permission denied (made here by the opener, as the suite may run as root, whom no mode bit stops): one line
+    naming the file and why, exit 1, no traceback, nothing in the store."""
+    path = tmp_path / "bench.json"
+    shutil.copy(DATA / "vllm_cpu_incidents/K_steady/bench/chat.json", path)
+
+    def denied(p: str | Path, size: int = 0) -> bytes:
+        raise PermissionError(13, "Permission denied", str(p))
+
+    monkeypatch.setattr("lltrace.parsers.read_head", denied)
+    store = tmp_path / "store"
+    r = CliRunner().invoke(app, ["analyze", str(path), "--store", str(store)])
+    assert r.exit_code == 1 and "Traceback" not in r.output
+    assert r.stderr.splitlines() == [f"lltrace: error: {path}: Permission denied"]
+    assert _store_is_sound(store) == []
+
+
+def test_a_file_name_holding_a_newline_stays_on_the_error_line(tmp_path: Path) -> None:
+    """The name is shown with its control characters visible (\\n, \\x1b), the error on one line."""
+    path = tmp_path / "run\nx\x1b[2J.json"
+    path.write_text('{"traceEvents": [{"ph": "X", "ts": "soon"')  # a profiler trace, cut short
+    r = CliRunner().invoke(app, ["ingest", str(path), "--store", str(tmp_path / "store")])
+    assert r.exit_code == 1
+    (line,) = r.stderr.splitlines()
+    assert line.startswith("lltrace: error: ") and "run\\nx\\x1b[2J.json" in line and "\x1b" not in line

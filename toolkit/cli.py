@@ -23,7 +23,7 @@ from rich.progress import (
 )
 
 from lltrace.documents import checked
-from lltrace.errors import InputWarning, LltraceError
+from lltrace.errors import InputWarning, LltraceError, visible
 from lltrace.version import __version__
 
 app = typer.Typer(
@@ -117,7 +117,12 @@ def _errors(quiet: bool) -> Iterator[None]:
             yield
         except LltraceError as exc:
             _flush_warnings(caught, quiet)
-            err.print(f"lltrace: error: {exc}", highlight=False, markup=False, soft_wrap=True)
+            err.print(f"lltrace: error: {visible(str(exc))}", highlight=False, markup=False, soft_wrap=True)
+            raise typer.Exit(1) from None
+        except OSError as exc:  # a file the user may not read, a folder given for a file, a full disk
+            _flush_warnings(caught, quiet)
+            said = f"{exc.filename}: {exc.strerror}" if exc.filename and exc.strerror else str(exc)
+            err.print(f"lltrace: error: {visible(said)}", highlight=False, markup=False, soft_wrap=True)
             raise typer.Exit(1) from None
         except KeyboardInterrupt:
             err.print("lltrace: interrupted; nothing was written to the store", markup=False)
@@ -130,7 +135,7 @@ def _flush_warnings(caught: list[warnings.WarningMessage], quiet: bool) -> None:
         return
     for w in caught:
         if issubclass(w.category, InputWarning):
-            err.print(f"lltrace: warning: {w.message}", highlight=False, markup=False, soft_wrap=True)
+            err.print(f"lltrace: warning: {visible(str(w.message))}", highlight=False, markup=False, soft_wrap=True)
 
 
 @app.command("ingest")

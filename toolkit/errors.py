@@ -6,6 +6,12 @@ from collections.abc import Sequence
 from typing import Any
 
 
+def visible(text: str) -> str:
+    """``text`` with every control character shown, not obeyed (a newline as ``\\n``, an escape as ``\\x1b``):
+    for strings lltrace did not write (file names, ids, error texts) on a line of its own."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 class LltraceError(Exception):
     """Base class of every error lltrace raises on purpose."""
 
