@@ -236,6 +236,21 @@ def clean_statistics(path: str, tree: dict[str, Any], info: SourceInfo, signed: 
     report_unread_figures(path, info, bad)
 
 
+def drop_reversed(path: str, info: SourceInfo, rows: list[dict[str, Any]], reversed_at: list[int], what: str) -> None:
+    """Records that end before they start (``reversed_at``: their indices in ``rows``; ``what`` names the two
+    fields): no latency of theirs can be trusted, so their TTFT and e2e are set NULL, counted and said in one
+    warning; the rest of the file is read as it is."""
+    if not reversed_at:
+        return
+    for i in reversed_at:
+        rows[i]["ttft_s"] = rows[i]["e2e_s"] = None
+    info.dropped["records_ending_before_they_start"] = len(reversed_at)
+    info.warnings.append(
+        f"{path}: {len(reversed_at)} record(s) end before they start ({what}): their TTFT and e2e set NULL "
+        f"(first: record {reversed_at[0] + 1})"
+    )
+
+
 def report_unread_figures(path: str, info: SourceInfo, bad: list[str]) -> None:
     """Count and say (one warning) the summary figures of ``path`` left NULL for not being figures (``bad``:
     where and what, as the file has them)."""

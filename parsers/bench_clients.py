@@ -14,6 +14,7 @@ from lltrace.parsers._io import (
     check_ids,
     check_row_clocks,
     clean_statistics,
+    drop_reversed,
     error_code,
     error_line,
     json_objects,
@@ -241,12 +242,16 @@ def ingest_aiperf(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     """
     info = SourceInfo(path=path, format=AIPERF)
     rows = []
+    reversed_at: list[int] = []
     schemas: set[str] = set()
     for i, r in enumerate(json_objects(path, info)):
         md, mt = r.get("metadata") or {}, r.get("metrics") or {}
         key = "request_start_ns" if "request_start_ns" in md else "timestamp_ns"
         schemas.add(key)
         start = md.get(key)
+        end = md.get("request_end_ns")
+        if isinstance(start, (int, float)) and isinstance(end, (int, float)) and end < start:
+            reversed_at.append(i)
         isl = _count(mt, "input_sequence_length")
         ttft = _metric(mt, "time_to_first_token")
         rows.append(
@@ -265,6 +270,7 @@ def ingest_aiperf(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
             }
         )
     info.version = "profile_export.jsonl · " + " and ".join(AIPERF_SCHEMAS[k] for k in sorted(schemas))
+    drop_reversed(path, info, rows, reversed_at, "metadata.request_end_ns before request_start_ns")
     check_ids(path, rows)
     check_row_clocks(path, rows, "arrival_s", "the request's start (metadata.request_start_ns / timestamp_ns)")
     info.records = write_rows(stage, "requests", part, rows)
@@ -494,6 +500,7 @@ def ingest_guidellm(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
         info.records = write_rows(stage, "requests", part, rows)
         return info
     rows = []
+    reversed_at: list[int] = []
     old = 0
     excluded = {"warmup": 0, "cooldown": 0}
     summaries = [_guidellm_summary(b) for b in data.get("benchmarks", [])]
@@ -524,6 +531,9 @@ def ingest_guidellm(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
                 e2e = r.get("request_latency")
                 if e2e is None and end is not None and start is not None:
                     e2e = end - start
+                ends = r.get("request_end_time") if current else end
+                if isinstance(start, (int, float)) and isinstance(ends, (int, float)) and ends < start:
+                    reversed_at.append(len(rows))
                 phase = _guidellm_phase(r.get("request_start_time"), r.get("request_end_time"), *measure)
                 if phase:
                     excluded[phase] += 1
@@ -555,6 +565,9 @@ def ingest_guidellm(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     if any(excluded.values()):
         info.details["excluded_by_guidellm"] = excluded
     info.details["guidellm_metrics"] = summaries
+    drop_reversed(
+        path, info, rows, reversed_at, "request_end_time before request_start_time, or end_time before start_time"
+    )
     check_ids(path, rows)  # one id twice is two requests that cannot be told apart: the error, never one
     check_row_clocks(path, rows, "arrival_s", "the request's start time (epoch s)")
     info.records = write_rows(stage, "requests", part, rows)

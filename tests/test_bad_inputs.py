@@ -197,3 +197,41 @@ def test_a_file_name_holding_a_newline_stays_on_the_error_line(tmp_path: Path) -
     assert r.exit_code == 1
     (line,) = r.stderr.splitlines()
     assert line.startswith("lltrace: error: ") and "run\\nx\\x1b[2J.json" in line and "\x1b" not in line
+
+
+@pytest.mark.parametrize(
+    ("source", "name", "reverse"),
+    [
+        ("vllm_cpu_limits/L_aiperf/bench/profile_export.jsonl", "profile_export.jsonl", "aiperf"),
+        ("vllm_cpu_limits/K_guidellm/bench/benchmarks.json", "benchmarks.json", "guidellm"),
+    ],
+)
+def test_client_records_that_end_before_they_start_lose_their_latencies_with_a_warning(
+    source: str, name: str, reverse: str, tmp_path: Path
+) -> None:
+    """A real client file whose first record's end is moved before its start: that record's TTFT and e2e are NULL,
+    one warning names the file and the count, every other record is read as the original."""
+    path = tmp_path / name
+    if reverse == "aiperf":
+        lines = (DATA / source).read_text().splitlines()
+        first = json.loads(lines[0])
+        first["metadata"]["request_end_ns"] = first["metadata"]["request_start_ns"] - 5_000_000
+        path.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+    else:
+        data = json.loads((DATA / source).read_text())
+        r = data["benchmarks"][0]["requests"]["successful"][0]
+        r["request_end_time"] = r["request_start_time"] - 0.005
+        path.write_text(json.dumps(data))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        damaged = lltrace.ingest([path], store=tmp_path / "store")
+    said = [str(w.message) for w in caught if "end before they start" in str(w.message)]
+    assert len(said) == 1 and said[0].startswith(f"{path}: 1 record(s)"), said
+    original = lltrace.ingest([DATA / source], store=tmp_path / "original")
+    cols = ["request_id", "client_index", "arrival_s", "input_tokens", "output_tokens", "ttft_s", "e2e_s", "status"]
+    got = damaged.table("requests").select(cols).sort("client_index", "arrival_s")
+    want = original.table("requests").select(cols).sort("client_index", "arrival_s")
+    changed = [i for i in range(got.height) if got.row(i) != want.row(i)]
+    assert len(changed) == 1
+    row = got.row(changed[0], named=True)
+    assert row["ttft_s"] is None and row["e2e_s"] is None
