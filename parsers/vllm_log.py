@@ -323,6 +323,7 @@ def ingest_server_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
         )
     if not stats and not steps and not requests.records:
         info.warnings.append(f"{path}: no stats, iteration or request lines found in the log")
+    steps = _repeated_iterations(path, steps, info)
     write_rows(stage, "engine_stats", part, stats)
     logged = requests.rows(part)
     if logged:
@@ -448,3 +449,48 @@ def _engine_index(written: str | None) -> str | None:
     """The engine's data-parallel index as the metrics' ``engine`` label spells it: the log's ``Engine 000`` is
     engine ``0``, so a log and a scrape of one engine name it alike."""
     return str(int(written)) if written is not None and written.isdigit() else written
+
+
+_SAME_LINE = (
+    "step_id",
+    "engine",
+    "prefill_reqs",
+    "prefill_tokens",
+    "decode_reqs",
+    "decode_tokens",
+    "wall_s",
+    "log_stamp",
+)
+
+
+def _repeated_iterations(path: str, steps: list[dict[str, Any]], info: SourceInfo) -> list[dict[str, Any]]:
+    """vLLM numbers each engine's iterations 0, 1, 2 …: where every line that reuses a number repeats the earlier
+    line whole (the same counts, elapsed time and stamp: a log copied into itself), the copies are dropped; where
+    some reuse it with other counts (a server restarted into the same log, or the log edited), every line is kept
+    as written. Either is said in one warning."""
+    seen: dict[tuple[Any, int], tuple[Any, ...]] = {}
+    copies: list[int] = []
+    other = 0
+    for i, r in enumerate(steps):
+        key, whole = (r["engine"], r["step_id"]), tuple(r.get(c) for c in _SAME_LINE)
+        if key not in seen:
+            seen[key] = whole
+        elif seen[key] == whole:
+            copies.append(i)
+        else:
+            other += 1
+    if other:
+        info.warnings.append(
+            f"{path}: {other + len(copies)} iteration line(s) reuse an earlier Iteration(k) number, {other} with other "
+            "counts (a server restarted into the same log, or the log edited): kept as written, in the order written"
+        )
+        return steps
+    if copies:
+        info.dropped["repeated_iteration_lines"] = len(copies)
+        info.warnings.append(
+            f"{path}: {len(copies)} iteration line(s) repeat an earlier line whole (the same Iteration(k), counts, "
+            "elapsed time and stamp: a log copied into itself): dropped"
+        )
+        dropped = set(copies)
+        return [r for i, r in enumerate(steps) if i not in dropped]
+    return steps

@@ -235,3 +235,31 @@ def test_client_records_that_end_before_they_start_lose_their_latencies_with_a_w
     assert len(changed) == 1
     row = got.row(changed[0], named=True)
     assert row["ttft_s"] is None and row["e2e_s"] is None
+
+
+def test_an_iteration_log_copied_into_itself_drops_the_copies_and_one_renumbered_keeps_them_with_a_warning(
+    tmp_path: Path,
+) -> None:
+    """A real server log (K_steady's) with every iteration line written twice: the copies are dropped with one warning
+    and the steps are the original's; with every iteration numbered 0: kept as written, with one warning."""
+    text = (DATA / "vllm_cpu_incidents/K_steady/server.log").read_text()
+    lines = text.splitlines()
+    doubled = tmp_path / "doubled" / "server.log"
+    doubled.parent.mkdir()
+    doubled.write_text("\n".join(x for ln in lines for x in ([ln, ln] if "Iteration(" in ln else [ln])) + "\n")
+    zeroed = tmp_path / "zeroed" / "server.log"
+    zeroed.parent.mkdir()
+    zeroed.write_text(re.sub(r"Iteration\(\d+\)", "Iteration(0)", text))
+    cols = ["step_id", "prefill_tokens", "decode_tokens", "wall_s", "log_stamp"]
+    original = lltrace.ingest([DATA / "vllm_cpu_incidents/K_steady/server.log"], store=tmp_path / "s0")
+    want = original.table("engine_steps").select(cols)
+    for path, words, same in ((doubled, "repeat an earlier line whole", True), (zeroed, "reuse an earlier", False)):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            run = lltrace.ingest([path], store=tmp_path / f"s-{path.parent.name}")
+        said = [str(w.message) for w in caught if words in str(w.message)]
+        assert len(said) == 1 and said[0].startswith(f"{path}: "), [str(w.message) for w in caught]
+        got = run.table("engine_steps").select(cols)
+        assert got.height == want.height
+        if same:
+            assert got.equals(want)
