@@ -177,10 +177,17 @@ def _span_row(part: int, span: dict, process: str | None) -> dict[str, Any] | No
     row.update(part=part, trace_id=span.get("traceId"), span_id=span.get("spanId"), process=process)
     row["start_ns"] = span["startTimeUnixNano"]
     row["end_ns"] = span["endTimeUnixNano"]
+    wrong = []
     for key, col in _ATTR.items():
-        if key in attrs and attrs[key] is not None:
-            v = attrs[key]  # token counts: whole numbers (a fraction is NULLed and counted when written)
+        if key not in attrs:
+            continue
+        v = attrs[key]
+        if col.endswith("_s") and (v is None or isinstance(v, bool) or not isinstance(v, (int, float))):
+            wrong.append(key)  # a latency is a double: a string, a boolean or a null is no time (said, NULL)
+            continue
+        if v is not None:  # token counts: whole numbers (a fraction is NULLed and counted when written)
             row[col] = int(v) if col in _INT_COLS and isinstance(v, str) and v.lstrip("-").isdigit() else v
+    row["_wrong_type"] = wrong
     events = span.get("events") or []
     journey = [e for e in events if str(e.get("name", "")).startswith("journey.")]
     if journey:
@@ -273,6 +280,13 @@ def ingest_otlp(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
         for key in ("start_ns", "end_ns"):
             if r.get(key) is not None:
                 check_wall_clock(path, f"span {r.get('span_id') or r.get('request_id')}", r[key] / 1e9, key)
+    wrong = [k for r in rows for k in r.pop("_wrong_type", [])]
+    if wrong:
+        info.dropped["latency_attributes_not_numbers"] = len(wrong)
+        info.warnings.append(
+            f"{path}: {len(wrong)} latency attribute(s) not a number (a string, a boolean or a null where OTLP "
+            f"carries a double: {', '.join(sorted(set(wrong))[:3])}): set NULL"
+        )
     other = len(all_spans) - sum(1 + r.pop("_stage_spans") for r in sglang)
     if sglang:
         info.version += ", SGLang request spans with stage spans"

@@ -263,3 +263,34 @@ def test_an_iteration_log_copied_into_itself_drops_the_copies_and_one_renumbered
         assert got.height == want.height
         if same:
             assert got.equals(want)
+
+
+def test_otlp_latency_attributes_of_the_wrong_type_are_null_with_a_warning(tmp_path: Path) -> None:
+    """K_steady's real spans with one span's e2e latency written as a string and another's TTFT as a null: those
+    two values NULL, one warning naming the file, the count and the attributes; every other value as the original."""
+    src = DATA / "vllm_cpu_incidents/K_steady/otlp/traces.otlp.jsonl"
+    changed = {"gen_ai.latency.e2e": {"stringValue": "0.25"}, "gen_ai.latency.time_to_first_token": None}
+    out = []
+    for line in src.read_text().splitlines():
+        doc = json.loads(line)
+        for rs in doc.get("resourceSpans", []):
+            for ss in rs.get("scopeSpans", []):
+                for span in ss.get("spans", []):
+                    for a in span.get("attributes", []):
+                        if a["key"] in changed and changed:
+                            a["value"] = changed.pop(a["key"])
+        out.append(json.dumps(doc))
+    assert not changed  # both were placed
+    path = tmp_path / "traces.otlp.jsonl"
+    path.write_text("\n".join(out) + "\n")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        damaged = lltrace.ingest([path], store=tmp_path / "store")
+    said = [str(w.message) for w in caught if "not a number" in str(w.message)]
+    assert len(said) == 1 and said[0].startswith(f"{path}: 2 latency attribute(s)"), said
+    assert "gen_ai.latency.e2e" in said[0] and "gen_ai.latency.time_to_first_token" in said[0]
+    original = lltrace.ingest([src], store=tmp_path / "original")
+    cols = ["engine_request_id", "server_e2e_s", "server_ttft_s", "queue_s", "prefill_s", "decode_s"]
+    got = damaged.table("requests").select(cols).sort("engine_request_id")
+    want = original.table("requests").select(cols).sort("engine_request_id")
+    assert got.null_count().sum_horizontal()[0] == want.null_count().sum_horizontal()[0] + 2
