@@ -357,11 +357,21 @@ def ingest_mooncake(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
         lines = """
             read_json(?, format = 'newline_delimited', ignore_errors = true,
                       columns = {timestamp: 'VARCHAR', input_length: 'VARCHAR', output_length: 'VARCHAR',
-                                 hash_ids: 'BIGINT[]'})
+                                 hash_ids: 'JSON'})
         """
+        # the hash ids are a list of whole numbers in int64; a string, a fraction or a number beyond is no block id:
+        # that line's blocks are NULL (said), never a cast guess
+        as_ints = "TRY_CAST(hash_ids AS BIGINT[])"
+        ids_ok = f"""(json_type(hash_ids) = 'ARRAY'
+            AND coalesce(list_bool_and(list_transform(json_extract(hash_ids, '$[*]'),
+                                                      lambda x: json_type(x) IN ('UBIGINT', 'BIGINT'))), true)
+            AND len(list_filter({as_ints}, lambda v: v IS NULL)) = 0)"""
         numbers = f"""
             SELECT {_whole_number("timestamp")} AS timestamp, {_whole_number("input_length")} AS input_length,
-                   {_whole_number("output_length")} AS output_length, hash_ids FROM {lines}
+                   {_whole_number("output_length")} AS output_length,
+                   CASE WHEN {ids_ok} THEN {as_ints} END AS hash_ids,
+                   hash_ids IS NOT NULL AND NOT coalesce({ids_ok}, false) AS bad_ids
+            FROM {lines}
         """
         lines = f"({numbers})"
         whole = "timestamp IS NOT NULL AND input_length IS NOT NULL AND output_length IS NOT NULL"
@@ -373,6 +383,13 @@ def ingest_mooncake(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
         """
         info.records = _copy(con, path, stage, part, select, [Path(path).name, source])
         (damaged,) = con.execute(f"SELECT count(*) FROM {lines} WHERE NOT ({whole})", [source]).fetchone()
+        (bad_ids,) = con.execute(f"SELECT count(*) FROM {lines} WHERE {whole} AND bad_ids", [source]).fetchone()
+        if bad_ids:
+            info.dropped["hash_ids_not_whole_numbers"] = int(bad_ids)
+            info.warnings.append(
+                f"{path}: {bad_ids} line(s) with hash_ids that are not lists of whole numbers (strings, fractions, "
+                "beyond 64 bits): their prefix blocks set NULL, the rest read"
+            )
         if damaged and damaged >= info.records:
             raise TraceFormatError(
                 path, "content", f"{damaged} of {damaged + info.records} lines are not Mooncake records"

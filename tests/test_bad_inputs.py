@@ -294,3 +294,27 @@ def test_otlp_latency_attributes_of_the_wrong_type_are_null_with_a_warning(tmp_p
     got = damaged.table("requests").select(cols).sort("engine_request_id")
     want = original.table("requests").select(cols).sort("engine_request_id")
     assert got.null_count().sum_horizontal()[0] == want.null_count().sum_horizontal()[0] + 2
+
+
+def test_mooncake_hash_ids_of_the_wrong_type_lose_their_blocks_with_a_warning(tmp_path: Path) -> None:
+    """The real Mooncake trace with one line's hash ids as strings and another's with a fraction: those two lines'
+    prefix blocks NULL (not cast), one warning with the count; every other line as the original."""
+    src = DATA / "serving/mooncake/conversation_trace.jsonl"
+    lines = src.read_text().splitlines()
+    a, b = json.loads(lines[3]), json.loads(lines[7])
+    a["hash_ids"] = [str(x) for x in a["hash_ids"]]
+    b["hash_ids"] = [x + 0.5 for x in b["hash_ids"]]
+    lines[3], lines[7] = json.dumps(a), json.dumps(b)
+    path = tmp_path / "conversation_trace.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        damaged = lltrace.ingest([path], store=tmp_path / "store")
+    said = [str(w.message) for w in caught if "hash_ids" in str(w.message)]
+    assert len(said) == 1 and said[0].startswith(f"{path}: 2 line(s)"), said
+    original = lltrace.ingest([src], store=tmp_path / "original")
+    got = damaged.table("requests")["prefix_block_ids"].to_list()
+    want = original.table("requests")["prefix_block_ids"].to_list()
+    assert len(got) == len(want)
+    assert [i for i, (g, w) in enumerate(zip(got, want, strict=True)) if g != w] == [3, 7]
+    assert got[3] is None and got[7] is None
