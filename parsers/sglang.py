@@ -13,6 +13,7 @@ Nth decode batch, so decode lines are load samples (``engine_stats``), not steps
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
 from itertools import pairwise
 from pathlib import Path
@@ -20,7 +21,16 @@ from typing import Any
 
 from lltrace.errors import TraceFormatError
 from lltrace.parsers import vllm
-from lltrace.parsers._io import COLLECTOR_CLOCK, collected_seconds, json_log_as_text, log_date_seconds, write_rows
+from lltrace.parsers._io import (
+    COLLECTOR_CLOCK,
+    WALL_CLOCK_FLOOR_S,
+    WALL_CLOCK_SLACK_S,
+    check_wall_clock,
+    collected_seconds,
+    json_log_as_text,
+    log_date_seconds,
+    write_rows,
+)
 from lltrace.parsers._lines import without_cut_record
 from lltrace.parsers.result_table import read_tables, table_tool
 from lltrace.parsers.sglang_requests import FINISH, JSON_FINISHED, JSON_RECEIVED, RECEIVE, FinishLines
@@ -173,6 +183,7 @@ def ingest_scheduler_log(path: str, stage: Path, part: int, **_: Any) -> SourceI
         ranks.add(rank)
         return False
 
+    horizon = time.time() + WALL_CLOCK_SLACK_S
     for n, line, collected in _records(text):
         h = _HEAD.match(line)
         body = line[h.end() :] if h else line
@@ -180,6 +191,8 @@ def ingest_scheduler_log(path: str, stage: Path, part: int, **_: Any) -> SourceI
         # a collector's stamp is the line's moment with its zone and fraction as written (SGLang's own: to the
         # second, zone unknown)
         ts = collected if collected is not None else log_date_seconds(h.group(1)) if h else None
+        if ts is not None and not WALL_CLOCK_FLOOR_S <= ts <= horizon:  # a dated line no real run has
+            check_wall_clock(path, f"line {n}", ts, "the line")
         impossible += bool(h) and ts is None
         stamped += collected is not None
         rank = (h.group(2) or "").strip() or None if h else None

@@ -10,6 +10,7 @@ platform plugin) is placed as read, its zone UTC (assumed). What each file holds
 from __future__ import annotations
 
 import re
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,10 @@ from typing import Any
 from lltrace.errors import TraceFormatError
 from lltrace.parsers._io import (
     COLLECTOR_CLOCK,
+    WALL_CLOCK_FLOOR_S,
+    WALL_CLOCK_SLACK_S,
     chain_iteration_ends,
+    check_wall_clock,
     collected_seconds,
     json_log,
     json_log_as_text,
@@ -185,6 +189,7 @@ def ingest_server_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
         return counted[1]
 
     trouble = Trouble()
+    horizon = time.time() + WALL_CLOCK_SLACK_S
     spec = [0, 0]  # speculative decoding's accepted and draft tokens so far (V1 logs each interval's)
     for i, h in enumerate(heads):
         body = text[h.end() : heads[i + 1].start() if i + 1 < len(heads) else len(text)]
@@ -216,6 +221,8 @@ def ingest_server_log(path: str, stage: Path, part: int, **_: Any) -> SourceInfo
                     digits = h.group(7)
                     ts += int(digits) / 1000 if len(digits) <= 3 else float(f"0.{digits}")
                     exact = True
+        if ts is not None and not WALL_CLOCK_FLOOR_S <= ts <= horizon:  # a dated line no real run has
+            check_wall_clock(path, f"line {line_of(h.start())}", ts, "the line")
         if m := _ITERATION.search(body):
             eng, k, nc, tc, ng, tg, ms, kv = m.groups()
             eng = _engine_index(eng)

@@ -318,3 +318,26 @@ def test_mooncake_hash_ids_of_the_wrong_type_lose_their_blocks_with_a_warning(tm
     assert len(got) == len(want)
     assert [i for i, (g, w) in enumerate(zip(got, want, strict=True)) if g != w] == [3, 7]
     assert got[3] is None and got[7] is None
+
+
+@pytest.mark.parametrize("log", ["sglang", "vllm"])
+def test_a_log_dated_centuries_off_is_one_line_naming_the_line(log: str, tmp_path: Path) -> None:
+    """Real log lines dated in the year 2200: SGLang's own stamps moved there, and K_steady's vLLM log with a
+    collector's RFC 3339 stamp before each line (as Kubernetes writes it), in 2200: the one-line error naming the
+    file and the line, nothing in the store."""
+    if log == "sglang":
+        text = (DATA / "serving/log_excerpts/sglang_scheduler_log_lines.txt").read_text()
+        dated = re.sub(r"\[20\d\d-", "[2200-", text)
+        assert dated != text
+        path = tmp_path / "sglang.log"
+    else:
+        lines = (DATA / "vllm_cpu_incidents/K_steady/server.log").read_text().splitlines()[:400]
+        dated = "\n".join(f"2200-01-01T00:00:{i % 60:02d}.000000000Z stdout F {ln}" for i, ln in enumerate(lines))
+        path = tmp_path / "server.log"
+    path.write_text(dated + "\n")
+    store = tmp_path / "store"
+    r = CliRunner().invoke(app, ["ingest", str(path), "--store", str(store)])
+    assert r.exit_code == 1, r.output
+    (line,) = r.stderr.splitlines()
+    assert line.startswith(f"lltrace: error: {path}: line ") and "dated 2200-" in line and "in the future" in line
+    assert _store_is_sound(store) == []
