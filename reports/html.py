@@ -7,7 +7,6 @@ few hundred rows). It computes nothing.
 
 from __future__ import annotations
 
-import html
 import re
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ from lltrace.documents.vocabulary import Component
 from lltrace.reports.analysis_lines import cause_lines, engine_queue_note, speculative_line
 from lltrace.reports.charts import build_charts
 from lltrace.reports.labels import QUEUE_PARTS
-from lltrace.reports.page import offline_page
+from lltrace.reports.page import esc, offline_page
 from lltrace.reports.replay_rows import (
     Case,
     hit_term,
@@ -43,16 +42,16 @@ def _replay_html(rep: ReplayDocument) -> str:
     fit = "" if c.step_mape is None else f", fit MAPE {c.step_mape:.0%}"
     parts = [
         "<h2>Replay</h2>",
-        f"<p>Scheduler model calibrated from {html.escape(c.source)}: step = {c.c0_s * 1e3:.2f} ms + "
+        f"<p>Scheduler model calibrated from {esc(c.source)}: step = {c.c0_s * 1e3:.2f} ms + "
         f"{c.overhead_s * 1e3:.2f} ms overhead + {c.c_prefill_s_per_token * 1e6:.1f} µs per prefill token + "
-        f"{c.c_decode_s_per_token * 1e6:.1f} µs per decode token{html.escape(hit_term(c))}{fit}.</p>",
+        f"{c.c_decode_s_per_token * 1e6:.1f} µs per decode token{esc(hit_term(c))}{fit}.</p>",
     ]
     matched = match_note(c.decode_match, "The step cost (the terms above)")
     if matched:
-        parts.append(f"<p>{html.escape(matched)}.</p>")
+        parts.append(f"<p>{esc(matched)}.</p>")
     parts += _validation_html(rep)
     rows = "".join(_case_row(r) for r in replay_cases(rep))
-    notes = "".join(f"<li>{html.escape(case)}: {html.escape(note)}</li>" for case, note in replay_notes(rep))
+    notes = "".join(f"<li>{esc(case)}: {esc(note)}</li>" for case, note in replay_notes(rep))
     parts.append(
         "<p>Measured, replayed with the run's own settings, and each what-if (estimates):</p>"
         "<table><tr><th>case</th><th>basis</th><th>queue p50 s</th><th>TTFT mean s</th><th>e2e mean s</th>"
@@ -85,21 +84,21 @@ def _validation_html(rep: ReplayDocument) -> list[str]:
         for s in scores(v)
     )
     parts = [
-        f"<p>Validation, before any what-if: {html.escape(v.method)}.</p>"
+        f"<p>Validation, before any what-if: {esc(v.method)}.</p>"
         "<table><tr><th>metric</th><th>replayed mean</th><th>measured mean</th><th>MAPE mean</th>"
         f"<th>replayed p90</th><th>measured p90</th><th>MAPE p90</th></tr>{body}</table>"
     ]
     if note := speed_change_note(rep):
-        parts.append(f"<p data-key='replay.validation.speed_change'>{html.escape(note)}.</p>")
+        parts.append(f"<p data-key='replay.validation.speed_change'>{esc(note)}.</p>")
     if note := outside_change_note(rep):
-        parts.append(f"<p data-key='replay.validation.outside_change'>{html.escape(note)}.</p>")
+        parts.append(f"<p data-key='replay.validation.outside_change'>{esc(note)}.</p>")
     if matched := match_note(given(v.decode_match), "The validation's step cost, fitted before the split,"):
-        parts.append(f"<p>{html.escape(matched)}.</p>")
+        parts.append(f"<p>{esc(matched)}.</p>")
     return parts
 
 
 def _case_row(r: Case) -> str:
-    name = html.escape(r.case)
+    name = esc(r.case)
     key = re.sub(r"\W", "_", r.case)
     cells = [f"<td>{name}</td><td>{r.basis}</td>"]
     for k, v in (
@@ -121,7 +120,7 @@ def _by_client(rows: list[AttributionClientRow]) -> str:
         return "-" if v is None else f"{v * 1e3:,.1f}"
 
     body = "".join(
-        f"<tr><td>{html.escape(str(r.client_id))}</td><td>{r.requests:,}</td>"
+        f"<tr><td>{esc(str(r.client_id))}</td><td>{r.requests:,}</td>"
         f"<td>{'-' if r.arrival_rate_per_s is None else format(r.arrival_rate_per_s, '.3g')}</td>"
         + "".join(f"<td>{ms(v)}</td>" for v in (r.e2e_s, r.e2e_p90_s, r.queue_s, r.prefill_s, r.decode_s, r.overhead_s))
         + "</tr>"
@@ -137,7 +136,7 @@ def _by_client(rows: list[AttributionClientRow]) -> str:
 def _verdict(cls: Classification | None) -> list[str]:
     if cls is None:
         return []
-    parts = [f"<p class='verdict'><b>{html.escape(cls.label)}</b>: {html.escape(cls.why)}</p>"]
+    parts = [f"<p class='verdict'><b>{esc(cls.label)}</b>: {esc(cls.why)}</p>"]
     if cls.crossover_input_tokens:
         parts.append(
             f"<p>Crossover input length L* = <span data-key='crossover_input_tokens'>"
@@ -169,14 +168,14 @@ def _attribution(att: Attribution | None, kv: KvSection | None) -> list[str]:
         if att.part(key).total_s is None
     ]
     if unknown and att.queue.total_s:
-        parts.append(f"<p>Queue split, not known: {html.escape('; '.join(unknown))}.</p>")
+        parts.append(f"<p>Queue split, not known: {esc('; '.join(unknown))}.</p>")
     if att.by_client:
         parts.append(_by_client(att.by_client))
     if att.tail is not None:
-        parts.append(f"<p data-key='attribution.tail.verdict'>{html.escape(att.tail.verdict)}</p>")
+        parts.append(f"<p data-key='attribution.tail.verdict'>{esc(att.tail.verdict)}</p>")
     preemptions = kv.preemptions if kv is not None else None
     if preemptions and not att.preempted.total_s and given(att.preempted.note):
-        parts.append(f"<p>Preempted: {preemptions:,.0f} preemptions, {html.escape(att.preempted.note)}.</p>")
+        parts.append(f"<p>Preempted: {preemptions:,.0f} preemptions, {esc(att.preempted.note)}.</p>")
     return parts
 
 
@@ -184,10 +183,10 @@ def _excluded(req: RequestsSection | None) -> list[str]:
     parts = []
     for e in req.excluded if req is not None else []:  # the terminal's lines, word for word
         causes = "; ".join(cause_lines(e))
-        said = f" ({html.escape(causes)})" if causes else ""
+        said = f" ({esc(causes)})" if causes else ""
         parts.append(
-            f"<p data-key='requests.excluded.{html.escape(e.outcome)}'>Left out of the figures: {e.requests:,} "
-            f"{html.escape(e.outcome)}: {html.escape(e.why)}{said}.</p>"
+            f"<p data-key='requests.excluded.{esc(e.outcome)}'>Left out of the figures: {e.requests:,} "
+            f"{esc(e.outcome)}: {esc(e.why)}{said}.</p>"
         )
     return parts
 
@@ -206,12 +205,12 @@ def _kv(kv: KvSection | None) -> list[str]:
             f"<p>Prefix cache: hit rate <span data-key='kv.prefix_cache_hit_rate'>"
             f"{kv.prefix_cache_hit_rate:.1%}</span> ({kv.prefix_cache_hit_tokens:,.0f} of "
             f"{kv.prefix_cache_queried_tokens:,.0f} queried tokens, "
-            f"{html.escape(str(kv.prefix_cache_hit_basis))}).</p>"
+            f"{esc(str(kv.prefix_cache_hit_basis))}).</p>"
         )
     if kv.prefix_cached_share is not None:
         parts.append(
             f"<p>Prompt tokens served from the prefix cache: <span data-key='kv.prefix_cached_share'>"
-            f"{kv.prefix_cached_share:.1%}</span> ({html.escape(str(kv.prefix_cached_basis))}).</p>"
+            f"{kv.prefix_cached_share:.1%}</span> ({esc(str(kv.prefix_cached_basis))}).</p>"
         )
     return parts
 
@@ -219,14 +218,14 @@ def _kv(kv: KvSection | None) -> list[str]:
 def _engine_notes(doc: AnalysisDocument) -> list[str]:
     parts = []
     if doc.speculative is not None:  # the terminal's line, word for word
-        parts.append(f"<p data-key='speculative'>{html.escape(speculative_line(doc.speculative))}.</p>")
+        parts.append(f"<p data-key='speculative'>{esc(speculative_line(doc.speculative))}.</p>")
     if queue_note := engine_queue_note(doc):
-        parts.append(f"<p data-key='engine_queue_causes'>{html.escape(queue_note)}.</p>")
+        parts.append(f"<p data-key='engine_queue_causes'>{esc(queue_note)}.</p>")
     behind: dict[str, list[ClientSummary]] = {}
     for c in doc.client_summary:
         if c.sent_behind:
             behind.setdefault(str(Path(c.source).parent), []).append(c)
-    parts += [f"<p>{html.escape(Path(k).name)}: {html.escape(behind_note(v))}.</p>" for k, v in behind.items()]
+    parts += [f"<p>{esc(Path(k).name)}: {esc(behind_note(v))}.</p>" for k, v in behind.items()]
     return parts
 
 
@@ -234,11 +233,11 @@ def _advice(advice: list[Advice]) -> list[str]:
     if not advice:
         return []
     items = "".join(
-        f"<li><b>{html.escape(a.bottleneck)}</b>"
-        f"{' (' + html.escape(given(a.engine_setting) or a.setting) + ')' if a.setting else ''}: "
-        f"{html.escape(a.action)} — "
-        f"{html.escape(a.expected_gain.metric)} {a.expected_gain.from_:,.3f} → "
-        f"{a.expected_gain.to:,.3f} {a.expected_gain.unit} <i>({html.escape(a.formula)})</i></li>"
+        f"<li><b>{esc(a.bottleneck)}</b>"
+        f"{' (' + esc(given(a.engine_setting) or a.setting) + ')' if a.setting else ''}: "
+        f"{esc(a.action)} — "
+        f"{esc(a.expected_gain.metric)} {a.expected_gain.from_:,.3f} → "
+        f"{a.expected_gain.to:,.3f} {a.expected_gain.unit} <i>({esc(a.formula)})</i></li>"
         for a in advice
     )
     return [f"<h2>Advice</h2><ol>{items}</ol>"]
@@ -250,31 +249,27 @@ def _incident(doc: AnalysisDocument, charts: dict[str, Any]) -> list[str]:
     if not doc.incidents:
         return []
     i = doc.incidents[0]
-    parts = [f"<p class='verdict' id='lltrace-incident'><b>{html.escape(i.verdict)}</b></p>"]
+    parts = [f"<p class='verdict' id='lltrace-incident'><b>{esc(i.verdict)}</b></p>"]
     if "incident" in charts:
         parts.append("<div class='chart' id='chart-incident'></div>")
     items = "".join(
-        f"<li><b>{html.escape(a.bottleneck)}</b> ({html.escape(a.engine_setting or a.setting or 'no engine setting')})"
-        f": {html.escape(a.action)} — {html.escape(a.expected_gain.metric)} {a.expected_gain.from_:,.3f} → "
-        f"{a.expected_gain.to:,.3f} {html.escape(a.expected_gain.unit)} (estimated; <i>{html.escape(a.formula)}</i>)"
-        + (
-            ""
-            if a.replayed is None
-            else f"<br>{html.escape(replayed_words(a.replayed))}: {html.escape(a.replayed.why)}"
-        )
+        f"<li><b>{esc(a.bottleneck)}</b> ({esc(a.engine_setting or a.setting or 'no engine setting')})"
+        f": {esc(a.action)} — {esc(a.expected_gain.metric)} {a.expected_gain.from_:,.3f} → "
+        f"{a.expected_gain.to:,.3f} {esc(a.expected_gain.unit)} (estimated; <i>{esc(a.formula)}</i>)"
+        + ("" if a.replayed is None else f"<br>{esc(replayed_words(a.replayed))}: {esc(a.replayed.why)}")
         + "</li>"
         for a in i.advice
     )
     if items:
         parts.append(f"<h3>What to change for it</h3><ol>{items}</ol>")
-    parts += [f"<p>Also: {html.escape(o.verdict)}</p>" for o in doc.incidents[1:]]
+    parts += [f"<p>Also: {esc(o.verdict)}</p>" for o in doc.incidents[1:]]
     return parts
 
 
 def _headline(doc: AnalysisDocument, charts: dict[str, Any]) -> str:
     """The report's text: the incident first, then the verdict, where the time went, what was left out, the caches,
     and the advice."""
-    parts = [f"<h1>lltrace report: {html.escape(doc.run.id)}</h1>"]
+    parts = [f"<h1>lltrace report: {esc(doc.run.id)}</h1>"]
     parts += _incident(doc, charts)
     parts += _verdict(doc.classification)
     parts += _attribution(doc.attribution, doc.kv)

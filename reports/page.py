@@ -9,8 +9,17 @@ from typing import Any
 
 import altair as alt
 
+from lltrace.errors import visible
+
 Rows = list[dict[str, Any]]
 WIDTH = 640
+
+
+def esc(text: str) -> str:
+    """A string for the page: its control characters shown (``lltrace.errors.visible``: an escape as ``\\x1b``, a
+    right-to-left override as ``\\u202e``), then its markup escaped. Every string lltrace did not write goes
+    through it."""
+    return html.escape(visible(str(text)))
 
 
 def data(rows: Rows) -> alt.Data:
@@ -40,7 +49,8 @@ def offline_page(charts: dict[str, Any], header_html: str, title: str) -> str:
     divs = "\n".join(
         f"<div class='chart' id='chart-{name}'></div>" for name in charts if f"id='chart-{name}'" not in header_html
     )
-    specs = json.dumps({f"chart-{name}": chart.to_dict() for name, chart in charts.items()})
+    # "<" as \u003c: a string in the charts' data ("</script>" in a client's id) cannot end the script early
+    specs = json.dumps({f"chart-{name}": chart.to_dict() for name, chart in charts.items()}).replace("<", "\\u003c")
     style = (
         "<style>body{font-family:system-ui,sans-serif;max-width:1100px;margin:1em auto}"
         "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}"
@@ -54,6 +64,6 @@ def offline_page(charts: dict[str, Any], header_html: str, title: str) -> str:
         "}\n</script>"
     )
     return (
-        f"{head.replace('<head>', '<head><title>' + html.escape(title) + '</title>', 1)}<body>{style}\n"
+        f"{head.replace('<head>', '<head><title>' + esc(title) + '</title>', 1)}<body>{style}\n"
         f"{header_html}\n{divs}\n{script}\n</body>\n</html>\n"
     )

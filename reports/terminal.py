@@ -11,6 +11,7 @@ from rich.text import Text
 
 from lltrace.documents.analysis import AnalysisDocument
 from lltrace.reports.analysis_lines import engine_queue_note, kv_lines
+from lltrace.reports.console import SafeConsole
 from lltrace.reports.terminal_clients import client_tables
 from lltrace.reports.terminal_engine import histogram_lines, quantiles_table, replicas_table, timeline_table
 from lltrace.reports.terminal_incidents import incident_parts
@@ -122,4 +123,4 @@ def render(doc: AnalysisDocument, verbose: bool = False) -> Group:
 
 def print_summary(doc: AnalysisDocument, console: Console | None = None, verbose: bool = False) -> None:
     """Print the summary to the console (stdout by default)."""
-    (console or Console()).print(render(doc, verbose))
+    (console or SafeConsole()).print(render(doc, verbose))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,7 +11,7 @@ import altair as alt
 from lltrace.documents.base import given
 from lltrace.documents.weekly import WeeklyDocument, WeeklyWindow
 from lltrace.reports.numbers import window_label
-from lltrace.reports.page import data, offline_page
+from lltrace.reports.page import data, esc, offline_page
 
 
 def write_weekly_html(doc: WeeklyDocument, output: Path) -> None:
@@ -71,12 +70,12 @@ def write_weekly_html(doc: WeeklyDocument, output: Path) -> None:
             .properties(width=640, height=120)
         )
     changes = "".join(
-        f"<li><b>{html.escape(label)}</b>: {html.escape('; '.join(w.changes))}</li>"
+        f"<li><b>{esc(label)}</b>: {esc('; '.join(w.changes))}</li>"
         for w, label in zip(doc.windows, labels, strict=True)
         if w.changes
     )
     incidents = "".join(
-        f"<li><b>{html.escape(label)}</b> · run {html.escape(i.run)}: {html.escape(i.verdict)}</li>"
+        f"<li><b>{esc(label)}</b> · run {esc(i.run)}: {esc(i.verdict)}</li>"
         for w, label in zip(doc.windows, labels, strict=True)
         for i in w.incidents
     )

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.progress import (
     BarColumn,
     DownloadColumn,
@@ -24,6 +23,7 @@ from rich.progress import (
 
 from lltrace.documents import checked
 from lltrace.errors import InputWarning, LltraceError, visible
+from lltrace.reports.console import SafeConsole
 from lltrace.version import __version__
 
 app = typer.Typer(
@@ -34,10 +34,10 @@ app = typer.Typer(
     rich_markup_mode="rich",
     pretty_exceptions_enable=False,
 )
-out = Console()
+out = SafeConsole()  # every string lltrace did not write shown, not obeyed (reports/console.py)
 if not out.is_terminal:
-    out = Console(width=120)  # piped output: wide enough that tables keep their column headers
-err = Console(stderr=True)
+    out = SafeConsole(width=120)  # piped output: wide enough that tables keep their column headers
+err = SafeConsole(stderr=True)
 
 StoreOpt = Annotated[
     str | None,

@@ -1,0 +1,39 @@
+"""The terminal that shows lltrace's output: every string lltrace did not write (file and folder names, request and
+client ids, model, kernel and op names, error texts, log lines, label values) reaches it with its control characters
+shown, not obeyed (``\\x1b``, ``\\u202e``), whichever renderer placed it.
+
+Sanitised where Rich has laid the text out and before it adds its own styling: each text segment of a render, so a
+string in a table cell, a panel title or a sentence is treated alike, and Rich's own colours still reach the
+terminal. A newline stays a newline (Rich has already broken the text into lines at it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from rich.console import Console, ConsoleOptions, RenderableType
+from rich.segment import Segment
+from rich.text import Text
+
+from lltrace.errors import visible
+
+
+def _shown(text: str) -> str:
+    return text if text.isprintable() or text == "\n" else "\n".join(visible(part) for part in text.split("\n"))
+
+
+class SafeConsole(Console):
+    """A ``rich`` console whose every text segment shows its control characters (``lltrace.errors.visible``)."""
+
+    def render_str(self, text: str, **kwargs: Any) -> Text:
+        """A string made text: its control characters shown before Rich lays it out (so the shown form is what is
+        measured) and before Rich's own ``Text`` drops some of them silently (a bell, a carriage return)."""
+        return super().render_str(_shown(text), **kwargs)
+
+    def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
+        for seg in super().render(renderable, options):
+            if seg.control or seg.text.isprintable():
+                yield seg
+            else:
+                yield Segment(_shown(seg.text), seg.style, seg.control)
