@@ -88,28 +88,19 @@ def _validation_parts(doc: ReplayDocument, v: Validation | None) -> list[Any]:
         return [Text("validation: none — the run has no measured latencies to score against")]
     t = Table(title=f"validation: {v.method}")
     heads = ["metric", "replayed mean", "measured mean", "MAPE mean", "replayed p90", "measured p90", "MAPE p90"]
-    drift = given(v.drift_corrected)
-    if drift is not None:
-        heads += [f"MAPE mean at x{drift.drift:.2f}", f"MAPE p90 at x{drift.drift:.2f}"]
+    drift, ratio = given(v.drift_corrected), given(v.drift)
+    if drift is not None and ratio is not None:
+        heads += [f"MAPE mean at x{ratio:.2f}", f"MAPE p90 at x{ratio:.2f}"]
         t.caption = (
-            f"at x{drift.drift:.2f}: the scored window replayed at its own speed level (its same-batch decode steps "
+            f"at x{ratio:.2f}: the scored window replayed at its own speed level (its same-batch decode steps "
             "over the calibration window's): the cost model's error with the host's change taken out"
         )
-    corrected = {s.metric: s for s in scores(drift)} if drift is not None else {}
+    corrected = {s.metric: s for s in scores(drift)} if drift is not None and ratio is not None else {}
     for col in heads:
         t.add_column(col, justify="left" if col == "metric" else "right")
     for s in scores(v):
-        m = s.metric
-        row = [
-            m,
-            _seconds(s.replayed.mean, m),
-            _seconds(s.measured.mean, m),
-            _score(_by(s.scored_by.mean), s.abs_error.mean, s.mape.mean),
-            _seconds(s.replayed.p90, m),
-            _seconds(s.measured.p90, m),
-            _score(_by(s.scored_by.p90), s.abs_error.p90, s.mape.p90),
-        ]
-        if (c := corrected.get(m)) is not None:
+        row = _score_row(s)
+        if (c := corrected.get(s.metric)) is not None:
             row += [
                 _score(_by(c.scored_by.mean), c.abs_error.mean, c.mape.mean),
                 _score(_by(c.scored_by.p90), c.abs_error.p90, c.mape.p90),
@@ -139,16 +130,7 @@ def _scheduler_parts(x: SchedulerCheck | None) -> list[Any]:
     for col in ("metric", "replayed mean", "spans mean", "MAPE mean", "replayed p90", "spans p90", "MAPE p90"):
         t.add_column(col, justify="left" if col == "metric" else "right")
     for s in scores(x):
-        m = s.metric
-        t.add_row(
-            m,
-            _seconds(s.replayed.mean, m),
-            _seconds(s.measured.mean, m),
-            _score(_by(s.scored_by.mean), s.abs_error.mean, s.mape.mean),
-            _seconds(s.replayed.p90, m),
-            _seconds(s.measured.p90, m),
-            _score(_by(s.scored_by.p90), s.abs_error.p90, s.mape.p90),
-        )
+        t.add_row(*_score_row(s))
     parts: list[Any] = [t]
     d = x.first_divergence
     if d is not None:
@@ -188,6 +170,20 @@ def check_line(label: str, c: WhatIfCheck) -> str:
 
 def _ms(v: float | None) -> str:
     return "-" if v is None else f"{v * 1e3:,.2f} ms"
+
+
+def _score_row(s: Any) -> list[str]:
+    """One metric's cells: replayed and measured mean, its score, then the same for the p90."""
+    m = s.metric
+    return [
+        m,
+        _seconds(s.replayed.mean, m),
+        _seconds(s.measured.mean, m),
+        _score(_by(s.scored_by.mean), s.abs_error.mean, s.mape.mean),
+        _seconds(s.replayed.p90, m),
+        _seconds(s.measured.p90, m),
+        _score(_by(s.scored_by.p90), s.abs_error.p90, s.mape.p90),
+    ]
 
 
 def _by(scored_by: Any) -> str:

@@ -4,6 +4,7 @@ run store."""
 from __future__ import annotations
 
 import gzip
+import importlib.util
 import json
 from decimal import Decimal
 from functools import lru_cache
@@ -19,6 +20,16 @@ REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "sample_traces"
 DATA = SAMPLES  # the real files the tests read: torch/, serving/, gpu_op_profiles/, vllm_cpu/, vllm_cpu_limits/ ...
 TORCH = SAMPLES / "torch"
+
+
+@lru_cache(maxsize=8)
+def load_script(path: Path) -> Any:
+    """A sample folder's own script (its ground truth, read from the raw files) as a module."""
+    spec = importlib.util.spec_from_file_location(f"script_{path.parent.name}_{path.stem}", path)
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def data_file(*parts: str) -> Path:

@@ -172,6 +172,14 @@ def test_the_message_names_the_line_of_the_damage(name: str, tmp_path: Path) -> 
     assert said and f": line {_DAMAGE_AT[name]}: " in said[0], said
 
 
+def _ingest_warned(path: Path, store: Path, words: str) -> tuple[lltrace.Run, list[str]]:
+    """``path`` ingested into ``store``, with the warnings that hold ``words``."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run = lltrace.ingest([path], store=store)
+    return run, [str(w.message) for w in caught if words in str(w.message)]
+
+
 def test_a_file_the_user_may_not_read_is_one_line_naming_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Permission denied (made here by the opener, as the suite may run as root, whom no mode bit stops): one line
     naming the file and why, exit 1, no traceback, nothing in the store."""
@@ -223,10 +231,7 @@ def test_client_records_that_end_before_they_start_lose_their_latencies_with_a_w
         r = data["benchmarks"][0]["requests"]["successful"][0]
         r["request_end_time"] = r["request_start_time"] - 0.005
         path.write_text(json.dumps(data))
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        damaged = lltrace.ingest([path], store=tmp_path / "store")
-    said = [str(w.message) for w in caught if "end before they start" in str(w.message)]
+    damaged, said = _ingest_warned(path, tmp_path / "store", "end before they start")
     assert len(said) == 1 and said[0].startswith(f"{path}: 1 record(s)"), said
     original = lltrace.ingest([DATA / source], store=tmp_path / "original")
     cols = ["request_id", "client_index", "arrival_s", "input_tokens", "output_tokens", "ttft_s", "e2e_s", "status"]
@@ -255,11 +260,8 @@ def test_an_iteration_log_copied_into_itself_drops_the_copies_and_one_renumbered
     original = lltrace.ingest([DATA / "vllm_cpu_incidents/K_steady/server.log"], store=tmp_path / "s0")
     want = original.table("engine_steps").select(cols)
     for path, words, same in ((doubled, "repeat an earlier line whole", True), (zeroed, "reuse an earlier", False)):
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            run = lltrace.ingest([path], store=tmp_path / f"s-{path.parent.name}")
-        said = [str(w.message) for w in caught if words in str(w.message)]
-        assert len(said) == 1 and said[0].startswith(f"{path}: "), [str(w.message) for w in caught]
+        run, said = _ingest_warned(path, tmp_path / f"s-{path.parent.name}", words)
+        assert len(said) == 1 and said[0].startswith(f"{path}: "), said
         got = run.table("engine_steps").select(cols)
         assert got.height == want.height
         if same:
@@ -284,10 +286,7 @@ def test_otlp_latency_attributes_of_the_wrong_type_are_null_with_a_warning(tmp_p
     assert not changed  # both were placed
     path = tmp_path / "traces.otlp.jsonl"
     path.write_text("\n".join(out) + "\n")
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        damaged = lltrace.ingest([path], store=tmp_path / "store")
-    said = [str(w.message) for w in caught if "not a number" in str(w.message)]
+    damaged, said = _ingest_warned(path, tmp_path / "store", "not a number")
     assert len(said) == 1 and said[0].startswith(f"{path}: 2 latency attribute(s)"), said
     assert "gen_ai.latency.e2e" in said[0] and "gen_ai.latency.time_to_first_token" in said[0]
     original = lltrace.ingest([src], store=tmp_path / "original")
@@ -308,10 +307,7 @@ def test_mooncake_hash_ids_of_the_wrong_type_lose_their_blocks_with_a_warning(tm
     lines[3], lines[7] = json.dumps(a), json.dumps(b)
     path = tmp_path / "conversation_trace.jsonl"
     path.write_text("\n".join(lines) + "\n")
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        damaged = lltrace.ingest([path], store=tmp_path / "store")
-    said = [str(w.message) for w in caught if "hash_ids" in str(w.message)]
+    damaged, said = _ingest_warned(path, tmp_path / "store", "hash_ids")
     assert len(said) == 1 and said[0].startswith(f"{path}: 2 line(s)"), said
     original = lltrace.ingest([src], store=tmp_path / "original")
     got = damaged.table("requests")["prefix_block_ids"].to_list()

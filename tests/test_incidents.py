@@ -5,13 +5,12 @@ answer the mechanism; on every steady run lltrace has, loaded or saturated, ther
 
 from __future__ import annotations
 
-import importlib.util
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import DATA
+from conftest import DATA, load_script
 
 import lltrace
 from lltrace.analysis.incidents import ROUND_WIDTHS, levels, spans
@@ -19,13 +18,8 @@ from lltrace.analysis.incidents import ROUND_WIDTHS, levels, spans
 INCIDENTS = DATA / "vllm_cpu_incidents"
 
 
-@lru_cache(maxsize=1)
 def _truth_module() -> Any:
-    spec = importlib.util.spec_from_file_location("ground_truth", INCIDENTS / "ground_truth.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(INCIDENTS / "ground_truth.py")
 
 
 @lru_cache(maxsize=16)

@@ -188,8 +188,7 @@ class DriftCorrected(Scores, kw_only=True):
     """The held-out validation replayed again with the scored window at its own speed level: the cost model's error
     with the host's change of speed taken out."""
 
-    drift: Annotated[float, field_doc("the factor on the steps from the split on")]
-    method: Annotated[str, field_doc("how, in words")]
+    method: Annotated[str, field_doc("how, in words (the factor: the validation's drift)")]
 
 
 class Divergence(Doc, kw_only=True):

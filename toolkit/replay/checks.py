@@ -139,7 +139,6 @@ def drift_corrected(
     res = replayer.run(arrival, replayer.config({}), early.drifted(ratio, split), outside, stalled=stalls)
     mask = pl.Series(scored)
     return {
-        "drift": ratio,
         "method": f"the validation's replay with every step from the split on at {ratio:.3g}x the early fit's time "
         "(the scored window's same-batch decode steps over the calibration window's)",
     } | scores(summarize(measured.filter(mask)), summarize(res.requests.filter(mask)))
