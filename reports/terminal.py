@@ -7,11 +7,10 @@ from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console, Group
-from rich.text import Text
 
 from lltrace.documents.analysis import AnalysisDocument
 from lltrace.reports.analysis_lines import engine_queue_note, kv_lines
-from lltrace.reports.console import SafeConsole
+from lltrace.reports.console import SafeConsole, Text
 from lltrace.reports.terminal_clients import client_tables
 from lltrace.reports.terminal_engine import histogram_lines, quantiles_table, replicas_table, timeline_table
 from lltrace.reports.terminal_incidents import incident_parts

@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from rich.table import Table
-from rich.text import Text
 
 from lltrace.documents.base import given
 from lltrace.documents.clients import ClientSummary, Stats
 from lltrace.parsers.inference_perf import SERVER
+from lltrace.reports.console import Text
 from lltrace.reports.numbers import ms, pct, per_s, whole
 
 

@@ -8,11 +8,11 @@ from datetime import datetime, timezone
 from typing import Any
 
 from rich.table import Table
-from rich.text import Text
 
 from lltrace.documents.analysis import EngineTimeline
 from lltrace.documents.rows import EngineHistogramQuantilesRow, EngineLatencyHistogramsRow, EngineReplicasRow
 from lltrace.reports.analysis_lines import api_responses_line
+from lltrace.reports.console import Text
 from lltrace.reports.numbers import count_noun, pct, whole
 from lltrace.reports.numbers import ms as _ms
 

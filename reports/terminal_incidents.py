@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from rich.panel import Panel
-from rich.text import Text
 
 from lltrace.documents.incidents import EngineInside, Incident, IncidentAdvice, IncidentReplayed, Timeline
+from lltrace.reports.console import Text
 
 SHOWN = 3
 """Advice items shown per incident (the document holds them all)."""

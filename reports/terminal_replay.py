@@ -7,7 +7,6 @@ from typing import Any
 
 from rich.console import Group
 from rich.table import Table
-from rich.text import Text
 
 from lltrace.documents.base import given
 from lltrace.documents.replay import (
@@ -18,6 +17,7 @@ from lltrace.documents.replay import (
     Validation,
     WhatIfCheck,
 )
+from lltrace.reports.console import Text
 from lltrace.reports.numbers import pct, whole
 from lltrace.reports.replay_rows import (
     hit_term,

@@ -5,11 +5,11 @@ formats; it computes nothing."""
 from __future__ import annotations
 
 from rich.panel import Panel
-from rich.text import Text
 
 from lltrace.documents.base import UNSET, given
 from lltrace.documents.run import Checks, ClockAlignment, Join, JoinedClient, RunSection, Skipped, Source
 from lltrace.documents.vocabulary import SUSPECT_SKIPS, SkipReason
+from lltrace.reports.console import Text
 from lltrace.reports.numbers import count_noun, whole
 
 

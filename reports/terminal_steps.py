@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 from rich.table import Table
-from rich.text import Text
 
 from lltrace.documents.attribution import RequestsSection
 from lltrace.documents.base import given
@@ -15,6 +14,7 @@ from lltrace.documents.rows import EngineSpeculativeRow, ProfilerStepsByKindRow
 from lltrace.documents.steps import ProfileSection, StepsSection
 from lltrace.documents.vocabulary import KindFrom
 from lltrace.reports.analysis_lines import cause_lines
+from lltrace.reports.console import Text
 from lltrace.reports.numbers import count_noun, pct, whole
 from lltrace.reports.numbers import ms as _ms
 

@@ -9,13 +9,13 @@ from typing import Any
 
 from rich.console import Group
 from rich.table import Table
-from rich.text import Text
 
 from lltrace.documents.base import given
 from lltrace.documents.diff import DiffDocument, Side
 from lltrace.documents.estimate import EstimateDocument
 from lltrace.documents.vocabulary import Component
 from lltrace.documents.weekly import WeeklyDocument
+from lltrace.reports.console import Text
 from lltrace.reports.labels import QUEUE_PARTS
 from lltrace.reports.numbers import pct, whole, window_label
 

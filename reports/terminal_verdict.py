@@ -8,13 +8,13 @@ from typing import Any
 
 from rich.panel import Panel
 from rich.table import Table
-from rich.text import Text
 
 from lltrace.documents.analysis import Advice, Classification, Gain, KvSection
 from lltrace.documents.attribution import Attribution, Tail
 from lltrace.documents.base import given
 from lltrace.documents.rows import AttributionClientRow, WorkloadMixRow
 from lltrace.documents.vocabulary import Component
+from lltrace.reports.console import Text
 from lltrace.reports.labels import QUEUE_PARTS
 from lltrace.reports.numbers import count_noun, pct, per_s, whole
 

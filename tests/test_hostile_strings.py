@@ -59,8 +59,8 @@ def test_the_terminal_shows_control_characters_and_obeys_none(hostile: Path, tmp
         assert r.exit_code == 0, r.output[-2000:]
         _no_control(r.output)
         assert "\\x1b" in r.output  # the file name, shown
-    # the error texts, under the requests left out: the escapes shown (a bell Rich drops), the override as its code
-    assert "\\x1b[2J\\x1b]0;pwned" in r.output and "HTTP 500" in r.output and "\\u202eexe.txt" in r.output
+    # the error texts, under the requests left out: the escapes and the bell shown, the override as its code
+    assert "\\x1b[2J\\x1b]0;pwned\\x07HTTP 500" in r.output and "\\u202eexe.txt" in r.output
     assert SCRIPT in r.output  # a terminal runs no script: shown as written
 
 
@@ -82,6 +82,18 @@ def test_a_safe_console_shows_what_a_plain_one_would_obey() -> None:
     assert out.count("\\x1b[2J") == 2 and "\\u202e" in out
     assert "\x1b[2J" not in out and "\x1b]0;" not in out and "\x07" not in out and "\u202e" not in out
     assert "\x1b[1;31m" in out or "\x1b[31;1m" in out  # Rich's own style, still a colour
+
+
+def test_the_reports_text_shows_what_richs_own_drops() -> None:
+    """Rich's ``Text`` removes a bell, a backspace, a form feed and a carriage return when it is made: the reports'
+    own ``Text`` shows them, made or appended to, and keeps a newline a newline."""
+    from lltrace.reports.console import Text as Shown
+
+    made = Shown("a\x07b\rc\x08d\x0ce\nf")
+    made.append("\x07g", style="bold")
+    assert made.plain == "a\\x07b\\rc\\x08d\\x0ce\nf\\x07g"
+    assert Shown.assemble("x", ("\r", "red")).plain == "x\\r"
+    assert Text("a\x07b").plain == "ab"  # Rich's own, for contrast
 
 
 def test_json_and_html_keep_the_text_and_interpret_none(hostile: Path, tmp_path: Path) -> None:
@@ -118,3 +130,69 @@ def test_the_report_runs_nothing_a_string_carries_in_chromium(tmp_path: Path) ->
     assert 'class="marks"' in dom  # the page drew: its scripts ran, the strings' did not
     assert 'data-pwned="1"' not in dom and "<title>pwned" not in dom  # the attribute the image would set
     assert "HTTP 502" in dom and "HTTP 503" in dom
+
+
+@pytest.fixture(scope="module")
+def hostile_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real profiler trace (SGLang on an MI300X, one decode step) whose two costliest kernels, an operator and
+    the process carry hostile names: the places a trace can put a string lltrace did not write."""
+    import gzip
+
+    trace = json.loads(gzip.open(DATA / "torch/sglang_mi300x_qwen3-8b_decode_step.AMD.json.gz").read())
+    events = trace["traceEvents"]
+    kernels: dict[str, float] = {}
+    for e in events:
+        if e.get("cat") == "kernel":
+            kernels[e["name"]] = kernels.get(e["name"], 0.0) + e.get("dur", 0.0)
+    top = sorted(kernels, key=kernels.__getitem__, reverse=True)[:2]
+    rename = {top[0]: CLEAR, top[1]: IFRAME}
+    for e in events:
+        if e.get("name") in rename:
+            e["name"] = rename[e["name"]]
+        elif e.get("cat") == "cpu_op":
+            e["name"] = SCRIPT
+        elif e.get("ph") == "M" and e.get("name") == "process_name":
+            e["args"]["name"] = RLO
+    path = tmp_path_factory.mktemp("hostile_trace") / "decode\x1b[2J.json"
+    path.write_text(json.dumps(trace))
+    return path
+
+
+def test_a_traces_names_reach_every_output_shown_never_obeyed(hostile_trace: Path, tmp_path: Path) -> None:
+    """Kernel, operator and process names and the file's name through the terminal (control characters shown), the
+    HTML report (no raw markup), the charts as PNG (drawn: vl-convert lays text out as glyphs) and the Perfetto
+    export (valid JSON). The outputs name kernel classes, not kernels, so the file's name is the string seen."""
+    store = tmp_path / "store"
+    for extra in ([], ["--verbose"]):
+        r = CliRunner().invoke(app, ["analyze", str(hostile_trace), "--store", str(store), *extra])
+        assert r.exit_code == 0, r.output[-2000:]
+        _no_control(r.output)
+    assert "decode\\x1b[2J.json" in r.output  # the file name, shown
+    run = json.loads(CliRunner().invoke(app, ["analyze", str(hostile_trace), "--store", str(store), "--json"]).stdout)
+    page, png = tmp_path / "report.html", tmp_path / "png"
+    h = CliRunner().invoke(app, ["report", run["run"]["id"], "--store", str(store), "-o", str(page), "--png", str(png)])
+    assert h.exit_code == 0, h.output
+    text = page.read_text()
+    for raw in ("<script>alert(", "<iframe src=javascript", "\x1b", "\x07", "\u202e"):
+        assert raw not in text, raw
+    assert list(png.glob("*.png")) and all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in png.glob("*.png"))
+    out = tmp_path / "trace.json"
+    e = CliRunner().invoke(app, ["export", "perfetto", run["run"]["id"], "--store", str(store), "-o", str(out)])
+    assert e.exit_code == 0, e.output
+    json.loads(out.read_text())  # valid JSON
+
+
+def test_the_perfetto_export_keeps_a_hostile_request_id_whole_in_valid_json() -> None:
+    """A request's lane is named by its id, which a client or an engine wrote: the trace is valid JSON (control
+    characters escaped by the encoder) and the id comes back whole, for the viewer to show as text."""
+    from lltrace.reports.perfetto import trace_document
+
+    ids = (CLEAR, SCRIPT, RLO)
+    rows = [
+        {"request_id": rid, "queued_s": 0.0, "scheduled_s": 0.1, "first_token_s": 0.2, "last_token_s": 0.3}
+        for rid in ids
+    ]
+    doc, counts = trace_document("run", rows, [], [], [])
+    back = json.loads(json.dumps(doc))
+    names = {e["args"]["name"] for e in back["traceEvents"] if e.get("name") == "thread_name"}
+    assert names == set(ids) and counts["requests"] == 3

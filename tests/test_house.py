@@ -140,6 +140,19 @@ def test_no_module_imports_a_private_name_of_another():
                 assert not private, f"{name} imports {private} from {node.module}"
 
 
+def test_only_the_console_makes_richs_own_text():
+    """Rich's ``Text`` drops a bell or a carriage return silently; every module builds its terminal text with
+    ``lltrace.reports.console.Text``, which shows them (docs/development.md, untrusted strings)."""
+    for name, path in MODULES.items():
+        if name == "lltrace.reports.console":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module == "rich.text":
+                raise AssertionError(f"{name} imports {[a.name for a in node.names]} from rich.text")
+            if isinstance(node, ast.ImportFrom) and node.module == "rich":
+                assert "text" not in {a.name for a in node.names}, f"{name} imports rich.text"
+
+
 def test_the_cli_formats_no_table():
     text = (REPO / "toolkit" / "cli.py").read_text()
     assert "rich.table" not in text and "Table(" not in text
