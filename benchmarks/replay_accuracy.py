@@ -13,6 +13,10 @@ tokens alone would make at the fitted prefill rate; Z_off with ``long_prefill_to
 its workload really run with that cap (and back); and E with ``prefix_caching=off`` (its prompt tokens all
 prefilled; no real run to compare with).
 
+The real pairs in ``sample_traces/vllm_cpu_pairs/`` (L_long's workload, one setting moved, each made twice: its
+README) are checked with ``--check-against``: 16 and 32 slots, a 2,048- and a 256-token budget, chunked prefill on
+and off, and no cap and a 256-token cap on one request's prompt chunk, each way.
+
 The held-out table also gives how the engine's own decode-only steps changed speed between the calibration and the
 scored window at the same batch (``validation.speed_change``): the part of the error no cost fitted before the
 split can know.
@@ -64,6 +68,7 @@ RUNS = {
     "M": INCIDENTS / "M_spike",
     "N": INCIDENTS / "N_hog",
     **{name: PAIRED / name for name in (f"P_{k}_{r}" for r in "ab" for k in ("seqs16", "seqs32", "budget256"))},
+    **{name: PAIRED / name for name in (f"P_{k}_{r}" for r in "cd" for k in ("seqs16", "nochunk", "cap256"))},
 }
 # the real what-ifs checked against the runs that answer them (`--check-against`): base, what-if, real; a pair made
 # twice (a, b) counts a direction only where both repeats agree
@@ -81,6 +86,16 @@ CHECKS = [
             ("seqs32", "max_num_seqs=16", "seqs16"),
             ("seqs16", "max_num_batched_tokens=256", "budget256"),
             ("budget256", "max_num_batched_tokens=2048", "seqs16"),
+        )
+    ],
+    *[
+        (f"P_{base}_{r}", what_if, f"P_{real}_{r}")
+        for r in "cd"
+        for base, what_if, real in (
+            ("seqs16", "chunked_prefill=off", "nochunk"),
+            ("nochunk", "chunked_prefill=on", "seqs16"),
+            ("seqs16", "long_prefill_token_threshold=256", "cap256"),
+            ("cap256", "long_prefill_token_threshold=0", "seqs16"),
         )
     ],
 ]
@@ -303,7 +318,9 @@ def _check_table(store: Path) -> None:
         if not (RUNS[base].exists() and RUNS[real].exists()):
             continue
         c = replay(RUNS[base], store=store, what_ifs=[what_if], check_against=RUNS[real])["whatifs"][0]["check"]
-        moved.setdefault((base.removesuffix("_a").removesuffix("_b"), what_if), []).append(c["directions"])
+        moved.setdefault((base[:-2] if base[-2:] in ("_a", "_b", "_c", "_d") else base, what_if), []).append(
+            c["directions"]
+        )
         speed = "-" if c["speed_ratio"] is None else f"x{c['speed_ratio']:.2f}"
         errs = " | ".join(
             "-" if c[f"{m}_mean_err"] is None else f"{c[f'{m}_mean_err']:+.0%}"
@@ -321,8 +338,8 @@ def _check_table(store: Path) -> None:
         agreed = {m for m in repeats[0] if all(m in r and r[m]["real"] == repeats[0][m]["real"] for r in repeats)}
         right = all(r[m]["predicted"] == r[m]["real"] for r in repeats for m in agreed)
         print(
-            f"| {base}_a/b → {what_if}: the repeats agree on {', '.join(sorted(agreed)) or 'nothing'} | | | | | | | | "
-            f"{'yes' if right else 'NO'} |"
+            f"| {base} (both repeats) → {what_if}: the repeats agree on {', '.join(sorted(agreed)) or 'nothing'} "
+            f"| | | | | | | | {'yes' if right else 'NO'} |"
         )
 
 

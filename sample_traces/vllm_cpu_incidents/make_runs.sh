@@ -127,3 +127,11 @@ for rep in a b; do
   want "P_seqs32_$rep" && run "P_seqs32_$rep" long --max-num-seqs 32
   want "P_budget256_$rep" && run "P_budget256_$rep" long --max-num-seqs 16 --max-num-batched-tokens 256
 done
+# Two more settings on the same workload, each with its own base made beside it (c then d, interleaved): chunked
+# prefill off (a prompt is computed whole, in one step, with the decodes that fit beside it) and a 256-token cap on
+# one request's prompt chunk (--long-prefill-token-threshold: the long prompts computed 256 tokens a step)
+for rep in c d; do
+  want "P_seqs16_$rep" && run "P_seqs16_$rep" long --max-num-seqs 16
+  want "P_nochunk_$rep" && run "P_nochunk_$rep" long --max-num-seqs 16 --no-enable-chunked-prefill
+  want "P_cap256_$rep" && run "P_cap256_$rep" long --max-num-seqs 16 --long-prefill-token-threshold 256
+done

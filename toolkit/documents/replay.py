@@ -208,6 +208,7 @@ class SchedulerCheck(Scores, kw_only=True):
     requests: Annotated[int, field_doc("requests scored: all", "requests")]
     steps_logged: Annotated[int, field_doc("steps the engine logged", "steps")]
     steps_replayed: Annotated[int, field_doc("steps the replay took", "steps")]
+    stalls_paused: Annotated[int, field_doc("engine stalls replayed as pauses at their time", "count")]
     first_divergence: Annotated[Divergence | None, field_doc("the first request to part (null: none)")]
 
 

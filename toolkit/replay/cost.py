@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -82,35 +82,6 @@ class StepCost:
         per_token = self.c_prefill * prefill_tokens + self.c_decode * decode_tokens + self.c_ctx * context_tokens
         elapsed = self.c0 + per_token + self.c_hit * hit_prefills
         return self.overhead + (elapsed * self.drift if at >= self.drift_from else elapsed)
-
-
-@dataclass(frozen=True, eq=False)
-class LoggedStepCost(StepCost):
-    """The engine's own steps, each kind in its order: the replay's n-th step that computes prompt tokens takes the
-    n-th such logged step's time (``prompt_walls``), its n-th decode-only step the n-th logged decode-only step's
-    (``decode_walls``), plus the time between steps (``overhead``); past the log's last of a kind (or where a logged
-    time is NaN), the fitted terms. Kept apart by kind, a replay that takes a few steps more or fewer than the engine
-    still prices a prefill as a prefill and a decode as a decode, near the time the engine ran it. The cost model out
-    of the way, what is left of the replay's error is its scheduler's (the scheduler check). One object per replay
-    (it counts the steps it has priced)."""
-
-    prompt_walls: tuple[float, ...] = ()
-    decode_walls: tuple[float, ...] = ()
-    priced: list[int] = field(default_factory=lambda: [0, 0])
-
-    @property
-    def timed(self) -> bool:
-        return True
-
-    def __call__(
-        self, prefill_tokens: int, decode_tokens: int, context_tokens: int, hit_prefills: int = 0, at: float = 0.0
-    ) -> float:
-        kind, walls = (0, self.prompt_walls) if prefill_tokens > 0 else (1, self.decode_walls)
-        k = self.priced[kind]
-        self.priced[kind] = k + 1
-        if k < len(walls) and walls[k] == walls[k]:  # NaN: no logged time
-            return walls[k] + self.overhead
-        return super().__call__(prefill_tokens, decode_tokens, context_tokens, hit_prefills, at)
 
 
 def _mean_concurrency(start: np.ndarray, end: np.ndarray) -> np.ndarray:
