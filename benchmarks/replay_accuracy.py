@@ -15,7 +15,8 @@ prefilled; no real run to compare with).
 
 The real pairs in ``sample_traces/vllm_cpu_pairs/`` (L_long's workload, one setting moved, each made twice: its
 README) are checked with ``--check-against``: 16 and 32 slots, a 2,048- and a 256-token budget, chunked prefill on
-and off, and no cap and a 256-token cap on one request's prompt chunk, each way.
+and off, and no cap and a 256-token cap on one request's prompt chunk, each way; and, a workload of their own, one
+client's requests at 2 and 4 req/s on 4 slots (``rate_scale``), each way.
 
 The held-out table also gives how the engine's own decode-only steps changed speed between the calibration and the
 scored window at the same batch (``validation.speed_change``): the part of the error no cost fitted before the
@@ -69,7 +70,10 @@ RUNS = {
     "N": INCIDENTS / "N_hog",
     **{name: PAIRED / name for name in (f"P_{k}_{r}" for r in "ab" for k in ("seqs16", "seqs32", "budget256"))},
     **{name: PAIRED / name for name in (f"P_{k}_{r}" for r in "cd" for k in ("seqs16", "nochunk", "cap256"))},
+    **{name: PAIRED / name for name in (f"R_rate{k}_{r}" for r in "ab" for k in (2, 4))},
 }
+RUNS = {k: v for k, v in RUNS.items() if v.exists()}  # a pair not made yet on this checkout is left out
+
 # the real what-ifs checked against the runs that answer them (`--check-against`): base, what-if, real; a pair made
 # twice (a, b) counts a direction only where both repeats agree
 CHECKS = [
@@ -98,6 +102,7 @@ CHECKS = [
             ("cap256", "long_prefill_token_threshold=0", "seqs16"),
         )
     ],
+    *[(f"R_rate{a}_{r}", f"rate_scale={b / a:g}", f"R_rate{b}_{r}") for r in "ab" for a, b in ((2, 4), (4, 2))],
 ]
 PAIRS = [
     ("A", "B"),
@@ -315,7 +320,7 @@ def _check_table(store: Path) -> None:
     print("|---|---|---|---|---|---|---|---|---|")
     moved: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for base, what_if, real in CHECKS:
-        if not (RUNS[base].exists() and RUNS[real].exists()):
+        if base not in RUNS or real not in RUNS:
             continue
         c = replay(RUNS[base], store=store, what_ifs=[what_if], check_against=RUNS[real])["whatifs"][0]["check"]
         moved.setdefault((base[:-2] if base[-2:] in ("_a", "_b", "_c", "_d") else base, what_if), []).append(

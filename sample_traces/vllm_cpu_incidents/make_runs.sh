@@ -77,7 +77,7 @@ run() {  # $1 run dir name, $2 the disturbance (none, long, spike, hog), rest = 
       { echo "# scrape_unix_ts $(date +%s.%N)"; curl -s -m 5 "127.0.0.1:$PORT/metrics"; } > "$d/metrics/metrics_$i.prom"
       sleep 2; done ) &
   local scr=$!; PIDS+=("$scr")
-  bench "$d" chat "$CHAT" &
+  bench "$d" chat "${CHAT_ARGS:-$CHAT}" &
   local chat=$!; PIDS+=("$chat")
   started "$d"
   : > "$d/disturbance.txt"
@@ -134,4 +134,14 @@ for rep in c d; do
   want "P_seqs16_$rep" && run "P_seqs16_$rep" long --max-num-seqs 16
   want "P_nochunk_$rep" && run "P_nochunk_$rep" long --max-num-seqs 16 --no-enable-chunked-prefill
   want "P_cap256_$rep" && run "P_cap256_$rep" long --max-num-seqs 16 --long-prefill-token-threshold 256
+done
+# The arrival rate doubled (../vllm_cpu_pairs/README.md): one client's chat-shaped requests with longer outputs on 4
+# slots, so the slots' service rate is near: 160 prompts at 2 req/s, and the same prompts at 4 req/s (vLLM's bench
+# draws each gap as Gamma(burstiness, 1 / (rate x burstiness)) from its seed: the same seed at twice the rate sends
+# the same requests at half the offsets, the replay's rate_scale=2), each twice, interleaved
+RATE="--request-id-prefix chat- --random-input-len 128 --random-output-len 256 --random-range-ratio 0.25 \
+  --num-prompts 160 --burstiness 1.0 --seed 94"
+for rep in a b; do
+  want "R_rate2_$rep" && CHAT_ARGS="$RATE --request-rate 2" run "R_rate2_$rep" none --max-num-seqs 4
+  want "R_rate4_$rep" && CHAT_ARGS="$RATE --request-rate 4" run "R_rate4_$rep" none --max-num-seqs 4
 done

@@ -74,6 +74,17 @@ class LoggedStepCost(StepCost):
         return super().__call__(prefill_tokens, decode_tokens, context_tokens, hit_prefills, at)
 
 
+def _computes_prompt(steps: pl.DataFrame, drafting: bool) -> np.ndarray:
+    """Which logged steps computed prompt tokens, as the replay's steps do: a prompt's (``prefill_tokens``) or, where
+    the run does not draft, a preempted request's recomputed ones, which vLLM's iteration line counts among the
+    generation tokens (beyond one per generation request: M_spike's log has 2,698 such tokens in steps with no
+    prompt tokens, and the replay recomputes them in steps it prices as prompt steps)."""
+    prompt = steps["prefill_tokens"].fill_null(0)
+    if not drafting and "decode_reqs" in steps.columns:
+        prompt = prompt + (steps["decode_tokens"] - steps["decode_reqs"]).fill_null(0).clip(lower_bound=0)
+    return (prompt > 0).to_numpy()
+
+
 def entries(measured: pl.DataFrame) -> np.ndarray:
     """When the engine core took each request (by arrival), as the scheduler check replays it: the earliest of its
     own ``queued_s`` and every later arrival's.
@@ -146,7 +157,7 @@ def scheduler_check(
         return None
     steps = steps.sort("step_id")
     times = logged_step_times(steps, busy_intervals(measured))  # its elapsed time and the time between steps
-    prompt = (steps["prefill_tokens"].fill_null(0) > 0).to_numpy()
+    prompt = _computes_prompt(steps, settings.config({}).drafting)
     stalls = engine_stalls(steps, cost).filter(pl.col("start_s").is_not_null())
     rows_at, excess = stalls["row"].to_numpy(), stalls["excess_s"].to_numpy()
     times[rows_at] -= excess  # the stall step at its predicted time; its excess a pause on the clock

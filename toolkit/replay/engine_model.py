@@ -13,10 +13,15 @@ Per engine step:
 * a prompt chunk of at most ``long_prefill_token_threshold`` tokens a request a step, while more than one request is
   running or waiting (vLLM 0.32's rule; with ``long_prefill_adaptive``, at least the budget's share per request);
 * ``max_num_seqs`` running sequences;
-* KV capacity in blocks of ``block_size`` tokens. When a running request cannot get the block its next
+* KV capacity in blocks of ``block_size`` tokens, one fewer than the engine has: vLLM V1's block pool keeps one
+  (block 0) as the null block, a placeholder no request writes (``BlockPool.null_block``; its KV usage gauge is
+  over the others: M_spike's 24 blocks log usage in 23rds). When a running request cannot get the block its next
   tokens need, the most recently admitted running request is preempted (recompute: its blocks are freed,
   it goes back to the front of the queue and later re-prefills prompt + tokens generated so far), as vLLM
-  V1 does. No new request is admitted in a step that preempted.
+  V1 does. No new request is admitted in a step that preempted;
+* a waiting request is admitted only where its whole sequence so far (prompt, and the tokens generated before a
+  preemption) fits the free blocks, not only its first chunk (vLLM 0.32's ``scheduler_reserve_full_isl``, on by
+  default: a long prompt does not start prefilling into room its later chunks would not find).
 
 Step time is a ``StepCost`` (``lltrace.replay.cost``). Every output is a model estimate.
 """
@@ -126,7 +131,8 @@ class EngineModel:
         self.running: list[int] = []
         self.waiting: deque[int] = deque()
         self.individuals: list[int] = []  # running requests not in the decoder aggregate, in running order
-        self.free = config.num_blocks
+        self.capacity = max(config.num_blocks - 1, 1)  # the null block kept out (module docstring)
+        self.free = self.capacity
         self.t = self.arr[self.arrivals[0]] if self.arrivals else min(self.arr, default=0.0)
         self.nxt = 0
         self.pauses = sorted(pauses)  # (start, end): no step starts inside
@@ -222,7 +228,7 @@ class EngineModel:
         while waiting and budget >= 1 + slots and len(running) < cfg.max_num_seqs:
             r = waiting[0]
             target = prompt[r] + self.generated[r]
-            if -(-(prompt[r] + self.gen_target[r]) // bs) > cfg.num_blocks:
+            if -(-(prompt[r] + self.gen_target[r]) // bs) > self.capacity:
                 waiting.popleft()
                 self.status[r] = "rejected"
                 self._gone()
@@ -232,7 +238,7 @@ class EngineModel:
             if not cfg.chunked_prefill and take < target - hit:
                 break
             want = -(-(hit + take) // bs)
-            if want > self.free:
+            if want > self.free or -(-target // bs) > self.free:  # the chunk's blocks, and room for the whole
                 break
             waiting.popleft()
             self.free -= want
@@ -285,7 +291,7 @@ class EngineModel:
         self.busy += dt
         self.steps += 1
         # occupancy while the step runs, before finished requests free their blocks
-        self.peak_blocks = max(self.peak_blocks, self.config.num_blocks - self.free)
+        self.peak_blocks = max(self.peak_blocks, self.capacity - self.free)
         self.max_running = max(self.max_running, len(self.running))
         return dt
 
@@ -525,4 +531,4 @@ class EngineModel:
     def load(self) -> tuple[int, float]:
         """(requests waiting, routed here or queued but not scheduled; the KV cache's share in use)."""
         waiting = len(self.waiting) + len(self.arrivals) - self.nxt
-        return waiting, 1.0 - self.free / self.config.num_blocks if self.config.num_blocks else 0.0
+        return waiting, 1.0 - self.free / self.capacity
