@@ -4,7 +4,8 @@ shown, not obeyed (``\\x1b``, ``\\u202e``), whichever renderer placed it.
 
 Sanitised where Rich has laid the text out and before it adds its own styling: each text segment of a render, so a
 string in a table cell, a panel title or a sentence is treated alike, and Rich's own colours still reach the
-terminal. A newline stays a newline (Rich has already broken the text into lines at it). Rich's own ``Text`` drops a
+terminal. A newline stays a newline (Rich has already broken the text into lines at it); a line longer than
+``lltrace.errors.SHOWN_LIMIT`` characters is cut there, with how much was left out said. Rich's own ``Text`` drops a
 bell, a backspace, a vertical tab, a form feed and a carriage return when it is made, before any render: the reports
 build their text with this module's ``Text``, which shows them instead.
 """
@@ -19,11 +20,14 @@ from rich.console import Console, ConsoleOptions, RenderableType
 from rich.segment import Segment
 from rich.style import Style
 
-from lltrace.errors import visible
+from lltrace.errors import SHOWN_LIMIT, visible
 
 
 def _shown(text: str) -> str:
-    return text if text.isprintable() or text == "\n" else "\n".join(visible(part) for part in text.split("\n"))
+    """``text`` as the terminal gets it: each line's control characters shown and the line cut at ``SHOWN_LIMIT``."""
+    if len(text) <= SHOWN_LIMIT and (text.isprintable() or text == "\n"):
+        return text
+    return "\n".join(visible(part) for part in text.split("\n"))
 
 
 class Text(rich_text.Text):

@@ -17,8 +17,8 @@ WIDTH = 640
 
 def esc(text: str) -> str:
     """A string for the page: its control characters shown (``lltrace.errors.visible``: an escape as ``\\x1b``, a
-    right-to-left override as ``\\u202e``), then its markup escaped. Every string lltrace did not write goes
-    through it."""
+    right-to-left override as ``\\u202e``) and cut at ``lltrace.errors.SHOWN_LIMIT`` characters, then its markup
+    escaped. Every string lltrace did not write goes through it."""
     return html.escape(visible(str(text)))
 
 

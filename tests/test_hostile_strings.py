@@ -196,3 +196,24 @@ def test_the_perfetto_export_keeps_a_hostile_request_id_whole_in_valid_json() ->
     back = json.loads(json.dumps(doc))
     names = {e["args"]["name"] for e in back["traceEvents"] if e.get("name") == "thread_name"}
     assert names == set(ids) and counts["requests"] == 3
+
+
+def test_a_string_too_long_to_read_is_cut_where_shown_and_kept_whole_in_documents(tmp_path: Path) -> None:
+    """A string lltrace did not write is shown up to ``SHOWN_LIMIT`` characters a line, with how much was left out
+    said: in the terminal, on the page, in an error line; a file's one-line error stays one line."""
+    from io import StringIO
+
+    from lltrace.errors import SHOWN_LIMIT, visible
+    from lltrace.reports.console import Text as Shown
+    from lltrace.reports.page import esc
+
+    long = "x" * (SHOWN_LIMIT + 3_000) + "END"
+    assert visible("short\x1b") == "short\\x1b" and visible(long).endswith("… (3,003 more characters)")
+    assert esc("<b>" + long).startswith("&lt;b&gt;") and esc(long).endswith("(3,003 more characters)")
+    buf = StringIO()
+    SafeConsole(file=buf, width=120).print(Shown(long))
+    out = buf.getvalue()
+    assert "END" not in out and "3,003 more characters" in out
+    missing = tmp_path / ("d" * 200) / ("e" * 200) / ("f" * 200) / ("g" * 200) / ("h" * 200) / "run.json"
+    r = CliRunner().invoke(app, ["analyze", str(missing) * 3, "--store", str(tmp_path / "store")])
+    assert r.exit_code == 1 and r.output.count("lltrace: error:") == 1

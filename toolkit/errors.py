@@ -6,10 +6,18 @@ from collections.abc import Sequence
 from typing import Any
 
 
-def visible(text: str) -> str:
-    """``text`` with every control character shown, not obeyed (a newline as ``\\n``, an escape as ``\\x1b``):
-    for strings lltrace did not write (file names, ids, error texts) on a line of its own."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+SHOWN_LIMIT = 2_000
+"""The most characters of one string (one line of it) lltrace shows in a terminal, a page or an error line: a longer
+one is cut there, with how much was left out said. Documents (JSON) keep every string whole."""
+
+
+def visible(text: str, limit: int = SHOWN_LIMIT) -> str:
+    """``text`` with every control character shown, not obeyed (a newline as ``\\n``, an escape as ``\\x1b``), cut
+    at ``limit`` characters (``SHOWN_LIMIT``) with the count left out said: for strings lltrace did not write (file
+    names, ids, error texts) on a line of its own."""
+    kept = text[:limit]
+    shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in kept)
+    return shown if len(text) <= limit else f"{shown}… ({len(text) - limit:,} more characters)"
 
 
 class LltraceError(Exception):
