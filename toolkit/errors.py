@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-
 SHOWN_LIMIT = 2_000
 """The most characters of one string (one line of it) lltrace shows in a terminal, a page or an error line: a longer
 one is cut there, with how much was left out said. Documents (JSON) keep every string whole."""

@@ -89,12 +89,13 @@ def entries(measured: pl.DataFrame) -> np.ndarray:
     """When the engine core took each request (by arrival), as the scheduler check replays it: the earliest of its
     own ``queued_s`` and every later arrival's.
 
-    The core takes requests in the order the frontend sends them, which is the order they arrived: on the shared and
-    incident runs the requests that waited were scheduled in arrival order (D: 0 of 41 out of order; by their
-    ``queued_s``, 33), FCFS. A span's ``queued_s`` is derived (first token less prefill less queue, lltrace.ingest.join)
-    from a TTFT the frontend measured, so it is late by the first token's trip to the frontend, a millisecond or two
-    and more when the frontend is busy: after a stall fourteen requests taken at one moment have ``queued_s`` up to
-    2 ms apart in no order of arrival. A request's entry is therefore no later than any later arrival's."""
+    The core takes requests in the order the frontend sends them, which is the order they arrived: the requests that
+    waited were scheduled in arrival order on every run checked (D, F, H2_on, M: none out of order, D 33 of 41 out of
+    ``queued_s`` order; P_seqs32_a one pair; J, 400 requests at once, 16 pairs), FCFS. A span's ``queued_s`` is
+    derived (first token less prefill less queue, lltrace.ingest.join) from a TTFT the frontend measured, so it is
+    late by the first token's trip to the frontend, a millisecond or two and more when the frontend is busy: after a
+    stall fourteen requests taken at one moment have ``queued_s`` up to 2 ms apart in no order of arrival. A
+    request's entry is therefore no later than any later arrival's."""
     queued = measured["queued_s"].cast(pl.Float64).to_numpy()
     return np.minimum.accumulate(queued[::-1])[::-1]
 
