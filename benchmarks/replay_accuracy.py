@@ -84,23 +84,28 @@ CHECKS = [
     ("Z_cap64", "long_prefill_token_threshold=0", "Z_off"),
     *[
         (f"P_{base}_{r}", what_if, f"P_{real}_{r}")
-        for r in "ab"
-        for base, what_if, real in (
-            ("seqs16", "max_num_seqs=32", "seqs32"),
-            ("seqs32", "max_num_seqs=16", "seqs16"),
-            ("seqs16", "max_num_batched_tokens=256", "budget256"),
-            ("budget256", "max_num_batched_tokens=2048", "seqs16"),
+        for reps, moves in (
+            (
+                "ab",
+                (
+                    ("seqs16", "max_num_seqs=32", "seqs32"),
+                    ("seqs32", "max_num_seqs=16", "seqs16"),
+                    ("seqs16", "max_num_batched_tokens=256", "budget256"),
+                    ("budget256", "max_num_batched_tokens=2048", "seqs16"),
+                ),
+            ),
+            (
+                "cd",
+                (
+                    ("seqs16", "chunked_prefill=off", "nochunk"),
+                    ("nochunk", "chunked_prefill=on", "seqs16"),
+                    ("seqs16", "long_prefill_token_threshold=256", "cap256"),
+                    ("cap256", "long_prefill_token_threshold=0", "seqs16"),
+                ),
+            ),
         )
-    ],
-    *[
-        (f"P_{base}_{r}", what_if, f"P_{real}_{r}")
-        for r in "cd"
-        for base, what_if, real in (
-            ("seqs16", "chunked_prefill=off", "nochunk"),
-            ("nochunk", "chunked_prefill=on", "seqs16"),
-            ("seqs16", "long_prefill_token_threshold=256", "cap256"),
-            ("cap256", "long_prefill_token_threshold=0", "seqs16"),
-        )
+        for r in reps
+        for base, what_if, real in moves
     ],
     *[(f"R_rate{a}_{r}", f"rate_scale={b / a:g}", f"R_rate{b}_{r}") for r in "ab" for a, b in ((2, 4), (4, 2))],
 ]

@@ -52,16 +52,22 @@ def _no_control(text: str) -> None:
         assert c not in text, (c, text[max(0, text.find(c) - 80) : text.find(c) + 80])
 
 
-def test_the_terminal_shows_control_characters_and_obeys_none(hostile: Path, tmp_path: Path) -> None:
-    store = tmp_path / "store"
+def _analyzed(path: Path, store: Path) -> str:
+    """``lltrace analyze`` of ``path``, its first screen and its ``--verbose`` one, each obeying nothing; the second
+    one's output."""
     for extra in ([], ["--verbose"]):
-        r = CliRunner().invoke(app, ["analyze", str(hostile), "--store", str(store), *extra])
+        r = CliRunner().invoke(app, ["analyze", str(path), "--store", str(store), *extra])
         assert r.exit_code == 0, r.output[-2000:]
         _no_control(r.output)
         assert "\\x1b" in r.output  # the file name, shown
+    return r.output
+
+
+def test_the_terminal_shows_control_characters_and_obeys_none(hostile: Path, tmp_path: Path) -> None:
+    out = _analyzed(hostile, tmp_path / "store")
     # the error texts, under the requests left out: the escapes and the bell shown, the override as its code
-    assert "\\x1b[2J\\x1b]0;pwned\\x07HTTP 500" in r.output and "\\u202eexe.txt" in r.output
-    assert SCRIPT in r.output  # a terminal runs no script: shown as written
+    assert "\\x1b[2J\\x1b]0;pwned\\x07HTTP 500" in out and "\\u202eexe.txt" in out
+    assert SCRIPT in out  # a terminal runs no script: shown as written
 
 
 def test_a_safe_console_shows_what_a_plain_one_would_obey() -> None:
@@ -163,11 +169,7 @@ def test_a_traces_names_reach_every_output_shown_never_obeyed(hostile_trace: Pat
     HTML report (no raw markup), the charts as PNG (drawn: vl-convert lays text out as glyphs) and the Perfetto
     export (valid JSON). The outputs name kernel classes, not kernels, so the file's name is the string seen."""
     store = tmp_path / "store"
-    for extra in ([], ["--verbose"]):
-        r = CliRunner().invoke(app, ["analyze", str(hostile_trace), "--store", str(store), *extra])
-        assert r.exit_code == 0, r.output[-2000:]
-        _no_control(r.output)
-    assert "decode\\x1b[2J.json" in r.output  # the file name, shown
+    assert "decode\\x1b[2J.json" in _analyzed(hostile_trace, store)  # the file name, shown
     run = json.loads(CliRunner().invoke(app, ["analyze", str(hostile_trace), "--store", str(store), "--json"]).stdout)
     page, png = tmp_path / "report.html", tmp_path / "png"
     h = CliRunner().invoke(app, ["report", run["run"]["id"], "--store", str(store), "-o", str(page), "--png", str(png)])
