@@ -3,9 +3,10 @@
 -- head of the queue.
 -- requires: engine_steps, engine_stats, engine_config, requests
 -- The timeline is the engine's iteration log where it logs every iteration (vLLM Iteration(k), TensorRT-LLM
--- iteration stats: a segment from each step's start to the next's), else its metrics samples (scrapes and
--- stats lines: from each sample to the next, for at most threshold_sample_valid_s(): Prometheus's own lookback,
--- beyond which a sample is stale; a longer gap is a hole in the record, not one state). Per segment:
+-- iteration stats, Dynamo's full forward-pass trace: a segment from each step's start to the next's), else its
+-- metrics samples (scrapes and stats lines: from each sample to the next, for at most threshold_sample_valid_s():
+-- Prometheus's own lookback, beyond which a sample is stale; a longer gap is a hole in the record, not one
+-- state). Per segment:
 --   kv_out: no KV room: the free KV tokens ((1 - kv_usage) x the cache's tokens) cannot hold the blocks the
 --     queue head needs next (its prompt, less cached tokens, capped by the budget left in the step when
 --     prefill is chunked, the budget when the step used it all; the head is the next request the engine
@@ -51,7 +52,8 @@ WITH limits AS (
     FROM engine_config GROUP BY run_id
 ), full_logs AS (
     SELECT DISTINCT run_id FROM engine_steps
-    WHERE source = 'log' AND detection IN ('vllm iteration log', 'trtllm iteration log') AND start_s IS NOT NULL
+    WHERE source = 'log' AND start_s IS NOT NULL
+      AND detection IN ('vllm iteration log', 'trtllm iteration log', 'dynamo fpm trace')
 ), steps AS (
     SELECT run_id, CAST(NULL AS VARCHAR) AS instance, coalesce(engine, '0') AS engine, 'steps' AS basis, start_s,
            coalesce(lead(start_s) OVER (PARTITION BY run_id, coalesce(engine, '0') ORDER BY start_s, step_id), end_s)
@@ -59,7 +61,8 @@ WITH limits AS (
            prefill_reqs + decode_reqs AS scheduled_reqs, prefill_tokens + decode_tokens AS scheduled_tokens,
            kv_usage
     FROM engine_steps
-    WHERE source = 'log' AND detection IN ('vllm iteration log', 'trtllm iteration log') AND start_s IS NOT NULL
+    WHERE source = 'log' AND start_s IS NOT NULL
+      AND detection IN ('vllm iteration log', 'trtllm iteration log', 'dynamo fpm trace')
 ), by_source AS (
     -- one sample per timeline, source and time: samples of one time (a log's whole-second stamps) averaged, the
     -- counter's latest kept; their order in the file is not in the store, and no order among them is right
@@ -86,10 +89,15 @@ WITH limits AS (
 ), segments AS (
     SELECT * FROM steps UNION ALL SELECT * FROM samples
 ), held AS (
-    -- what the latest sample at or before a segment's start says (steps carry no swap counts)
-    SELECT g.*, a.kv_usage AS sample_kv_usage, a.swapped, a.waiting
-    FROM segments g ASOF LEFT JOIN samples_all a
+    -- what the latest sample at or before a segment's start says (steps carry no swap counts): the KV reading
+    -- from the latest sample that has one (a source that counts the queue without reading the cache, such as
+    -- Dynamo's forward-pass trace, hides no reading), the queue from the latest that counts it
+    SELECT g.*, a.kv_usage AS sample_kv_usage, a.swapped, w.waiting
+    FROM segments g
+    ASOF LEFT JOIN (SELECT * FROM samples_all WHERE kv_usage IS NOT NULL OR swapped IS NOT NULL) a
         ON g.run_id = a.run_id AND coalesce(g.instance, '') || '/' || g.engine = a.replica AND g.start_s >= a.ts_s
+    ASOF LEFT JOIN (SELECT run_id, replica, ts_s, waiting FROM samples_all WHERE waiting IS NOT NULL) w
+        ON g.run_id = w.run_id AND coalesce(g.instance, '') || '/' || g.engine = w.replica AND g.start_s >= w.ts_s
 ), preempted AS (
     -- whether the engine preempted during the segment: the first scrape after its start counts what happened
     -- since the scrape before it

@@ -392,6 +392,30 @@ def export_perfetto_cli(
     )
 
 
+@export_app.command("llm-d-report")
+def export_llmd_cli(
+    run: RunArg,
+    output: Annotated[
+        Path, typer.Option("-o", "--output", help="The report to write: YAML, or JSON where the name ends in .json.")
+    ],
+    store: StoreOpt = None,
+    quiet: QuietOpt = False,
+) -> None:
+    """Write the run as an llm-d benchmark report (schema 0.2): request counts, sizes, latencies, throughput."""
+    from lltrace.analysis.export_llmd import SCHEMA_VERSION, export_llmd_report
+
+    with _errors(quiet):
+        report = export_llmd_report(run, output, store=store)
+    agg = report["results"]["request_performance"]["aggregate"]
+    out.print(
+        f"{output}: llm-d benchmark report {SCHEMA_VERSION}, {agg['requests']['total']:,} requests, "
+        f"{len(agg.get('latency', {}))} latency metrics",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
 @app.command("estimate")
 def estimate_cli(
     input_tokens: Annotated[int, typer.Option("--input-tokens", help="Prompt length, tokens.")],

@@ -249,6 +249,35 @@ def _trtllm(source: dict[str, Any]) -> list[dict[str, Any]]:
     return [e]
 
 
+def _llmd(source: dict[str, Any]) -> list[dict[str, Any]]:
+    """An llm-d benchmark report (``lltrace.parsers.llmd_report``: already in seconds and per second): its
+    requests ``total`` are those sent, of which ``failures`` answered with an error and ``incomplete`` never
+    finished (schema 0.2's ``AggregateRequests``); the rest completed."""
+    r = source["llmd_report"]
+    e = _entry(source["path"], source["format"], r.get("stage"))
+    e["requested_rate_per_s"] = r.get("rate_qps")
+    e["max_concurrency"] = r["concurrency"] if r.get("concurrency") != "inf" else None
+    total, failed, incomplete = r.get("total"), r.get("failures"), r.get("incomplete")
+    e["failed"] = failed
+    e["completed"] = total - (failed or 0) - (incomplete or 0) if total is not None else None
+    e["duration_s"] = r.get("duration_s")
+
+    def mean(key: str) -> float | None:
+        return (r.get(key) or {}).get("mean")
+
+    e["achieved_rate_per_s"] = mean("requests_per_s")
+    e["output_tokens_per_s"] = mean("output_tokens_per_s")
+    e["total_tokens_per_s"] = mean("total_tokens_per_s")
+    e["mean_input_tokens"], e["mean_output_tokens"] = mean("input_tokens"), mean("output_tokens")
+    for lat in _LATENCIES:
+        e[f"{lat}_s"] = r.get(f"{lat}_s")
+    if r.get("tool") == "aiperf" and e["tpot_s"] is None:
+        # llm-d copies AIPerf's inter_token_latency as its ITL; AIPerf's is per request, (e2e - TTFT) / (output
+        # tokens - 1): lltrace's TPOT, as where AIPerf's own file is read (_aiperf)
+        e["tpot_s"], e["itl_s"] = e["itl_s"], None
+    return [e]
+
+
 def _obj(v: Any) -> dict[str, Any]:
     """A nested object of a client's summary, or an empty one where the file has something else there."""
     return v if isinstance(v, dict) else {}
@@ -383,6 +412,8 @@ def client_summary(sources: list[dict[str, Any]]) -> list[dict[str, Any]]:
             out += _aiperf(s)
         elif s.get("trtllm_report"):
             out += _trtllm(s)
+        elif s.get("llmd_report"):
+            out += _llmd(s)
         elif (s.get("inference_perf") or {}).get("side") == "client":
             key = (str(Path(s["path"]).parent), s["inference_perf"]["stage"])
             sweep.append(_inference_perf(s, servers.pop(key, None)))

@@ -1,0 +1,172 @@
+"""NVIDIA Dynamo's forward-pass metrics trace (``dynamo.fpm.trace.v1``, ``DYN_FPM_TRACE=1``): gzip JSON lines, one
+record per forward pass (``full``) or the newest changed one per worker and data-parallel rank every interval
+(``sampled``, Dynamo's default: every 5 s), each a ``ForwardPassMetrics`` payload.
+
+Read from Dynamo's reference (``docs/.../fpm-trace`` "Forward Pass Metrics Trace Reference") and source
+(``dynamo.common.forward_pass_metrics``, ``dynamo.vllm.instrumented_scheduler``): ``wall_time`` is the iteration,
+from ``schedule()`` to ``update_from_output()``, seconds (0 in the idle heartbeat sent when the engine runs dry);
+``scheduled_requests`` the step's batch: prefill requests (new ones and those still in their prompt, chunked)
+with the prompt tokens computed in the step, decode requests; ``queued_requests`` the waiting queue after
+scheduling (a preempted request waits as a decode); ``counter_id`` the publisher's sequence per worker and rank,
+whose gaps are passes not recorded (sampling, a full queue, a drop); ``observed_at_unix_ms`` when Dynamo received
+the record, just after the step ended.
+
+Into ``engine_steps`` (one row per forward pass: its end at the observation time, its start ``wall_time`` before;
+a decode request computes one token: FPM counts requests, not tokens, so the draft tokens a speculative decoder
+verifies are not counted) and ``engine_stats`` (per pass: requests scheduled as running, queued as waiting).
+A full trace is every step of its engine, as vLLM's iteration log is: the engine's state timeline and the queue
+split read it; a sampled one is a sample of steps (its rows say so: ``detection``), read as samples.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from lltrace.errors import TraceFormatError
+from lltrace.parsers._io import check_wall_clock, json_objects, not_a_figure, write_rows
+from lltrace.source_info import SourceInfo
+
+FPM_TRACE = "dynamo-fpm-trace"
+SCHEMA = "dynamo.fpm.trace.v1"
+FPM_VERSION = 1
+FULL = "dynamo fpm trace"
+"""``engine_steps.detection`` of a full trace's steps (every forward pass of the engine)."""
+SAMPLED = "dynamo fpm sample"
+"""``engine_steps.detection`` of a sampled trace's steps (some forward passes)."""
+_COUNTS = ("num_prefill_requests", "sum_prefill_tokens", "num_decode_requests")
+_QUEUED = ("num_prefill_requests", "num_decode_requests")
+
+
+def sniff(head: bytes) -> bool:
+    """JSON lines naming the schema (the envelope's ``event.schema``, or a bare record's ``schema``)."""
+    return head.lstrip()[:1] == b"{" and f'"{SCHEMA}"'.encode() in head
+
+
+def _count(path: str, where: str, v: Any) -> int:
+    if v is None:
+        return 0  # msgspec's default: a field the producer left out is 0
+    if not_a_figure(v) or not float(v).is_integer():
+        raise TraceFormatError(path, where, f"{str(v)[:40]!r} is not a count")
+    return int(v)
+
+
+def _record(path: str, n: int, line: dict[str, Any]) -> dict[str, Any] | None:
+    """One line's FPM record in lltrace's terms, or None where the line is not this schema's."""
+    event = line.get("event", line)
+    if not isinstance(event, dict) or event.get("schema") != SCHEMA:
+        return None
+    fpm = event.get("fpm")
+    where = f"record {n}"
+    if not isinstance(fpm, dict):
+        raise TraceFormatError(path, where, "no fpm object")
+    if fpm.get("version", FPM_VERSION) != FPM_VERSION:
+        raise TraceFormatError(
+            path, where, f"ForwardPassMetrics version {str(fpm.get('version'))[:20]}: lltrace reads 1"
+        )
+    observed = event.get("observed_at_unix_ms")
+    wall = fpm.get("wall_time", 0.0)
+    if not_a_figure(observed) or not_a_figure(wall):
+        raise TraceFormatError(path, where, "observed_at_unix_ms and wall_time must be non-negative numbers")
+    end_s = float(observed) / 1e3
+    check_wall_clock(path, where, end_s, "observed_at_unix_ms")
+    sched = fpm.get("scheduled_requests") if isinstance(fpm.get("scheduled_requests"), dict) else {}
+    queued = fpm.get("queued_requests") if isinstance(fpm.get("queued_requests"), dict) else {}
+    rank = _count(path, f"{where} dp_rank", fpm.get("dp_rank"))
+    return {
+        "worker": str(fpm.get("worker_id") or (event.get("source") or {}).get("producer_id") or "")[:200]
+        if isinstance(event.get("source") or {}, dict)
+        else str(fpm.get("worker_id") or "")[:200],
+        "rank": rank,
+        "counter": _count(path, f"{where} counter_id", fpm.get("counter_id")),
+        "mode": str(event.get("capture_mode") or "")[:20],
+        "end_s": end_s,
+        "wall_s": float(wall),
+        **{k: _count(path, f"{where} scheduled_requests.{k}", sched.get(k)) for k in _COUNTS},
+        **{f"queued_{k}": _count(path, f"{where} queued_requests.{k}", queued.get(k)) for k in _QUEUED},
+    }
+
+
+def ingest(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
+    """Each forward pass a step and a sample of the engine's load; idle heartbeats a sample only."""
+    info = SourceInfo(path=path, format=FPM_TRACE)
+    records = []
+    other = 0
+    for n, line in enumerate(json_objects(path, info), start=1):
+        r = _record(path, n, line)
+        if r is None:
+            other += 1
+        else:
+            records.append(r)
+    if not records:
+        raise TraceFormatError(path, "line 1", f"no {SCHEMA} record")
+    if other:
+        info.dropped["other_records"] = other
+        info.warnings.append(f"{path}: {other} line(s) of another schema than {SCHEMA}: skipped")
+    modes = {r["mode"] for r in records}
+    full = modes == {"full"}
+    workers = {r["worker"] for r in records}
+
+    def engine(r: dict[str, Any]) -> str:
+        return str(r["rank"]) if len(workers) == 1 else f"{r['worker']}/{r['rank']}"
+
+    steps, stats = [], []
+    for r in sorted(records, key=lambda r: (r["worker"], r["rank"], r["counter"])):
+        pf, dc = r["num_prefill_requests"], r["num_decode_requests"]
+        stats.append(
+            {
+                "part": part,
+                "ts_s": r["end_s"] - r["wall_s"],  # the queue as it stood once the step was scheduled
+                "engine": engine(r),
+                "running": pf + dc,
+                "waiting": r["queued_num_prefill_requests"] + r["queued_num_decode_requests"],
+                "source": "log",
+            }
+        )
+        if r["wall_s"] == 0 and pf == 0 and dc == 0:
+            continue  # the idle heartbeat: no forward pass
+        steps.append(
+            {
+                "part": part,
+                "step_id": r["counter"],
+                "engine": engine(r),
+                "kind": "mixed" if pf and dc else "prefill" if pf else "decode" if dc else "idle",
+                "kind_from": "log counts",
+                "prefill_reqs": pf,
+                "prefill_tokens": r["sum_prefill_tokens"],
+                "decode_reqs": dc,
+                "decode_tokens": dc,
+                "wall_s": r["wall_s"],
+                "start_s": r["end_s"] - r["wall_s"],
+                "end_s": r["end_s"],
+                "detection": FULL if full else SAMPLED,
+                "source": "log",
+            }
+        )
+    gaps = _gaps(records)
+    if gaps and full:
+        info.dropped["forward_passes_missing"] = gaps
+        info.warnings.append(
+            f"{path}: {gaps:,} forward pass(es) missing from a full trace (counter_id gaps: a full queue, a drop, "
+            "a restart): the engine's timeline has holes there"
+        )
+    write_rows(stage, "engine_steps", part, steps)
+    write_rows(stage, "engine_stats", part, stats)
+    info.records = len(records)
+    mode = "full" if full else "sampled" if modes == {"sampled"} else "/".join(sorted(modes)) or "unknown"
+    info.version = f"{SCHEMA} ({mode}): {len(steps):,} forward passes of {len(workers)} worker(s)" + (
+        "" if full else "; a sample of the steps, not the engine's whole timeline"
+    )
+    return info
+
+
+def _gaps(records: list[dict[str, Any]]) -> int:
+    """Passes missing between the records of each worker and rank (counter_id steps of more than one)."""
+    last: dict[tuple[str, int], int] = {}
+    missing = 0
+    for r in sorted(records, key=lambda r: (r["worker"], r["rank"], r["counter"])):
+        key = (r["worker"], r["rank"])
+        if key in last and r["counter"] > last[key] + 1:
+            missing += r["counter"] - last[key] - 1
+        last[key] = r["counter"]
+    return missing
