@@ -120,3 +120,19 @@ def test_gaps_versions_and_damage_are_said(tmp_path: Path) -> None:
     r = CliRunner().invoke(app, ["ingest", str(_write(tmp_path / "v2.jsonl.gz", bad)), "--store", str(tmp_path / "s2")])
     lines = [ln for ln in r.stderr.splitlines() if ln.startswith("lltrace: error:")]
     assert r.exit_code == 1 and len(lines) == 1 and "record 3" in lines[0] and "version 2" in lines[0]
+
+
+def test_the_replay_calibrates_from_a_full_trace_as_from_the_log(tmp_path: Path) -> None:
+    """The step cost fitted on the trace's steps: the replay's own validation within 1 % of the log's."""
+    real = DATA / "vllm_cpu_limits" / "G_budget"
+    other = tmp_path / "G_budget"
+    shutil.copytree(real, other)
+    log = (real / "server.log").read_text()
+    (other / "server.log").write_text("".join(ln for ln in log.splitlines(True) if not ITERATION.search(ln)))
+    shutil.copy(FPM / "G_budget.fpm.jsonl.gz", other / "fpm.jsonl.gz")
+    docs = [lltrace.replay(str(p), store=tmp_path / "s") for p in (real, other)]
+    assert docs[0]["calibration"]["source"] == "engine_steps (vllm iteration log)"
+    assert docs[1]["calibration"]["source"] == "engine_steps (dynamo fpm trace)"
+    for metric in ("queue_s", "ttft_s", "e2e_s"):
+        got, want = (d["validation"]["replayed"][metric]["mean"] for d in docs[::-1])
+        assert got == pytest.approx(want, rel=0.01)

@@ -338,7 +338,8 @@ def replay(
             source = f"reference {ref[2]['model']} on {ref[2]['gpu']} (roofline, not fitted to this run)"
         elif from_log:
             early, early_stalls = fit_step_cost_without_stalls(steps.filter(pl.col("start_s") < split), busy)
-            source = "engine_steps (server log iteration lines)"
+            logs = sorted(set(steps["detection"].drop_nulls())) if "detection" in steps.columns else []
+            source = f"engine_steps ({', '.join(logs) or 'the engine step log'})"
         else:
             early = fit_step_cost_from_requests(measured.filter(pl.col("arrival_s") < split), drafting(run))
             source = (
