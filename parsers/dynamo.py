@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from lltrace.errors import TraceFormatError
-from lltrace.parsers._io import check_wall_clock, json_objects, not_a_figure, write_rows
+from lltrace.parsers._io import check_ids, check_wall_clock, json_objects, not_a_figure, write_rows
 from lltrace.source_info import SourceInfo
 
 FPM_TRACE = "dynamo-fpm-trace"
@@ -170,3 +170,124 @@ def _gaps(records: list[dict[str, Any]]) -> int:
             missing += r["counter"] - last[key] - 1
         last[key] = r["counter"]
     return missing
+
+
+REQUEST_TRACE = "dynamo-request-trace"
+REQUEST_SCHEMA = "dynamo.request.trace.v1"
+_INT64 = 2**63
+
+
+def sniff_requests(head: bytes) -> bool:
+    """JSON lines naming the request-trace schema (a bare record, or one in a sink's ``event`` envelope)."""
+    return head.lstrip()[:1] == b"{" and f'"{REQUEST_SCHEMA}"'.encode() in head
+
+
+def _ms(path: str, where: str, v: Any) -> float | None:
+    """A duration in ms as the trace writes it (Dynamo drops a non-finite one: None), in seconds."""
+    if v is None:
+        return None
+    if not_a_figure(v):
+        raise TraceFormatError(path, where, f"{str(v)[:40]!r} is not a duration in ms")
+    return float(v) / 1e3
+
+
+_STATUS = {"error": "error", "cancelled": "cancelled", "canceled": "cancelled", "abort": "cancelled"}
+"""A finish reason that is not a completion (OpenAI's are stop, length, tool_calls, content_filter)."""
+
+
+def _tokens(path: str, where: str, v: Any) -> int | None:
+    return None if v is None else _count(path, where, v)
+
+
+def _worker(worker: dict[str, Any], side: str) -> str | None:
+    wid = worker.get(f"{side}_worker_id")
+    if wid is None:
+        return None
+    rank = worker.get(f"{side}_dp_rank")
+    return f"{str(wid)[:60]}" + (f"/{str(rank)[:20]}" if rank is not None else "")
+
+
+def _hashes(v: Any) -> list[int] | None:
+    """Dynamo's sequence hashes (unsigned 64-bit) as the signed 64-bit ids the store keeps (the same bits)."""
+    if not isinstance(v, list) or not all(isinstance(h, int) and not isinstance(h, bool) and 0 <= h < 2**64 for h in v):
+        return None
+    return [h - 2**64 if h >= _INT64 else h for h in v]
+
+
+def _request_row(path: str, n: int, part: int, req: dict[str, Any]) -> dict[str, Any]:
+    """One ``request_end`` record as a request (``RequestTracker``: every time from the frontend's receipt)."""
+    where = f"record {n}"
+    received = req.get("request_received_ms")
+    arrival = None
+    if received is not None:
+        if not_a_figure(received):
+            raise TraceFormatError(path, where, "request_received_ms is not a time in ms")
+        arrival = float(received) / 1e3
+        check_wall_clock(path, where, arrival, "request_received_ms")
+    wait, ttft, total = (
+        _ms(path, f"{where} {k}", req.get(k)) for k in ("prefill_wait_time_ms", "ttft_ms", "total_time_ms")
+    )
+    worker = req.get("worker") if isinstance(req.get("worker"), dict) else {}
+    replay = req.get("replay") if isinstance(req.get("replay"), dict) else {}
+    caller = req.get("x_request_id")
+    finish = (req.get("finish_reason_metadata") or {}) if isinstance(req.get("finish_reason_metadata"), dict) else {}
+
+    def at(offset: float | None) -> float | None:
+        return arrival + offset if arrival is not None and offset is not None else None
+
+    return {
+        "part": part,
+        # the caller's id where it sent one (the key a client's records join on), the frontend's beside it
+        "request_id": str(caller if caller is not None else req.get("request_id"))[:200],
+        "engine_request_id": str(req.get("request_id"))[:200] if caller is not None else None,
+        "client_id": Path(path).name,
+        "client_index": n - 1,
+        "arrival_s": arrival,
+        "queued_s": at(wait),  # dispatched to a worker: its engine queue starts (routing and the router's wait before)
+        "first_token_s": at(ttft),
+        "last_token_s": at(total),
+        "finished_s": at(total),
+        "input_tokens": _tokens(path, f"{where} input_tokens", req.get("input_tokens", replay.get("input_length"))),
+        "output_tokens": _tokens(path, f"{where} output_tokens", req.get("output_tokens")),
+        "cached_tokens": _tokens(path, f"{where} cached_tokens", req.get("cached_tokens")),
+        "prefix_block_ids": _hashes(replay.get("input_sequence_hashes")),
+        "status": _STATUS.get(str(finish.get("finish_reason")), "ok"),
+        "server_ttft_s": ttft,
+        "server_e2e_s": total,
+        "decode_s": total - ttft if total is not None and ttft is not None else None,
+        "kv_transfer_s": _ms(
+            path, f"{where} kv_transfer_estimated_latency_ms", req.get("kv_transfer_estimated_latency_ms")
+        ),
+        "prefill_worker": _worker(worker, "prefill"),
+        "decode_worker": _worker(worker, "decode"),
+        "error": "finish_reason error" if finish.get("finish_reason") == "error" else None,
+    }
+
+
+def ingest_requests(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
+    """Each ``request_end`` record a request; tool events (an agent harness's) are not requests: counted."""
+    info = SourceInfo(path=path, format=REQUEST_TRACE)
+    rows, tools, other = [], 0, 0
+    for n, line in enumerate(json_objects(path, info), start=1):
+        event = line.get("event", line)
+        if not isinstance(event, dict) or event.get("schema") != REQUEST_SCHEMA:
+            other += 1
+        elif event.get("event_type") == "request_end" and isinstance(event.get("request"), dict):
+            rows.append(_request_row(path, n, part, event["request"]))
+        else:
+            tools += 1
+    if not rows:
+        raise TraceFormatError(path, "line 1", f"no {REQUEST_SCHEMA} request_end record")
+    if other:
+        info.dropped["other_records"] = other
+        info.warnings.append(f"{path}: {other} line(s) of another schema than {REQUEST_SCHEMA}: skipped")
+    check_ids(path, rows)
+    write_rows(stage, "requests", part, rows)
+    info.records = len(rows)
+    disagg = sum(r["kv_transfer_s"] is not None for r in rows)
+    info.version = (
+        f"{REQUEST_SCHEMA}: {len(rows):,} request_end records"
+        + (f", {disagg:,} disaggregated (KV transfer timed)" if disagg else "")
+        + (f"; {tools:,} tool events (an agent harness's, not requests) not read" if tools else "")
+    )
+    return info

@@ -297,6 +297,23 @@ ENGINE_FORMATS: tuple[Format, ...] = (
         ),
     ),
     Format(
+        name=dynamo.REQUEST_TRACE,
+        family="NVIDIA Dynamo",
+        description="Dynamo's request trace (dynamo.request.trace.v1, DYN_REQUEST_TRACE=1): JSON lines, gzipped "
+        "segments, one request_end record per chat or completion request",
+        tables=("requests",),
+        attributes="per request, as Dynamo's frontend timed it: arrival, dispatch to a worker (routing and the "
+        "router's wait before it), TTFT, total time, sizes, cached tokens, prefix block hashes; disaggregated: "
+        "the workers and the estimated KV transfer; the engine's queue and prefill stay one part",
+        sniff=dynamo.sniff_requests,
+        ingest=dynamo.ingest_requests,
+        markers=(b"dynamo.request.trace", b'"request_end"', b'"request_received_ms"', b'"ttft_ms"'),
+        versions=(
+            "v1 (RequestTracker, request-trace reference, 2026): fixtures from the documentation's examples, and "
+            "lltrace's real vLLM run A's spans written by the tracker's rules (no Dynamo run here)",
+        ),
+    ),
+    Format(
         name=tgi.TGI_HEADERS,
         family="TGI",
         description="TGI response headers saved per response (JSON lines or CSV; x-* times in integer ms)",

@@ -27,6 +27,7 @@ LEAVES = {
     "lltrace.errors",
     "lltrace.source_info",
     "lltrace.tables",
+    "lltrace.table_schema",
     "lltrace.version",
 }
 

@@ -9,122 +9,22 @@ module. The ranges and row rules are declared here and enforced at ingest (``llt
 become Arrow tables in ``lltrace.arrow_rows``; what the run metadata records of one source file is
 ``lltrace.source_info``.
 
-A leaf: it imports nothing of lltrace but the documents' vocabulary (another leaf), so a parser can use it without
-loading the analysis stack.
+A leaf: it imports nothing of lltrace but the documents' vocabulary and the declaration's classes
+(``lltrace.table_schema``), both leaves, so a parser can use it without loading the analysis stack.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
-
-import pyarrow as pa
 
 from lltrace.documents.vocabulary import KindFrom, StepKind
+from lltrace.table_schema import F64, I32, I64, IDS, ORIGINS, B, Column, RowRule, S, Table
+from lltrace.table_schema import column as _c
+from lltrace.table_schema import count as _count
+from lltrace.table_schema import seconds as _seconds
+from lltrace.table_schema import time_point as _time
 
-ORIGINS = ("source", "derived", "estimated")
-
-
-@dataclass(frozen=True)
-class Column:
-    """One column of a canonical table."""
-
-    name: str
-    type: pa.DataType
-    unit: str | None  # s, ns, tokens, requests, count, fraction, bytes; None for names and flags
-    doc: str  # what the column means, one line
-    origin: str = "source"  # source | derived | estimated (ORIGINS)
-    lo: float | None = None  # physical range, inclusive (None: unbounded on that side)
-    hi: float | None = None
-    values: tuple[str, ...] | None = None  # the words a text column may hold (None: open)
-    whole: bool = False  # a count held as a float (requests running): its values are whole numbers
-
-    @property
-    def integer(self) -> bool:
-        """Whether the column's values are whole numbers (an integer type, or a count held as a float)."""
-        return self.whole or pa.types.is_integer(self.type)
-
-    @property
-    def duckdb_type(self) -> str:
-        """The column's DuckDB type name."""
-        return _DUCK[self.type]
-
-
-@dataclass(frozen=True)
-class RowRule:
-    """A physical law between two columns of one row: ``lhs <= rhs`` (a first token never after the end)."""
-
-    lhs: str
-    rhs: str
-    doc: str
-    nulls: tuple[str, ...] = ()  # the columns NULLed where the row breaks it (default: lhs and rhs)
-
-    @property
-    def nulled(self) -> tuple[str, ...]:
-        """The columns set to NULL in a row that breaks the rule."""
-        return self.nulls or (self.lhs, self.rhs)
-
-    @property
-    def name(self) -> str:
-        """The rule as written in warnings and the run metadata."""
-        return f"{self.lhs} <= {self.rhs}"
-
-
-@dataclass(frozen=True)
-class Table:
-    """One canonical table: what a row is, and its columns in order."""
-
-    name: str
-    row: str  # "one row per ..."
-    doc: str
-    columns: tuple[Column, ...]
-    internal: bool = False  # a staging table of the ingest, never in the store
-    rules: tuple[RowRule, ...] = ()  # laws between columns; a row that breaks one has both values NULLed
-
-    @property
-    def names(self) -> list[str]:
-        """The column names, in order."""
-        return [c.name for c in self.columns]
-
-    @property
-    def schema(self) -> pa.Schema:
-        """The Arrow schema parsers write."""
-        return pa.schema([(c.name, c.type) for c in self.columns])
-
-    @property
-    def duckdb_types(self) -> dict[str, str]:
-        """Column name -> DuckDB type."""
-        return {c.name: c.duckdb_type for c in self.columns}
-
-    def column(self, name: str) -> Column:
-        """One column by name (KeyError when the table has none)."""
-        for c in self.columns:
-            if c.name == name:
-                return c
-        raise KeyError(f"{self.name}.{name}")
-
-
-_DUCK = {pa.string(): "VARCHAR", pa.int32(): "INTEGER", pa.int64(): "BIGINT", pa.float64(): "DOUBLE"}
-_DUCK |= {pa.bool_(): "BOOLEAN", pa.list_(pa.int64()): "BIGINT[]"}
-S, I64, I32, F64, B, IDS = pa.string(), pa.int64(), pa.int32(), pa.float64(), pa.bool_(), pa.list_(pa.int64())
-
-
-def _c(name: str, typ: pa.DataType, unit: str | None, doc: str, origin: str = "source", **kw: Any) -> Column:
-    return Column(name, typ, unit, doc, origin, **kw)
-
-
-def _seconds(name: str, doc: str, origin: str = "source", lo: float | None = 0.0) -> Column:
-    return Column(name, F64, "s", doc, origin, lo=lo)
-
-
-def _count(name: str, doc: str, unit: str = "count", origin: str = "source", typ: pa.DataType = I64) -> Column:
-    return Column(name, typ, unit, doc, origin, lo=0, whole=True)
-
-
-def _time(name: str, doc: str, origin: str = "source") -> Column:
-    """A point on the run clock (seconds; epoch seconds where a source is dated, else the source's origin)."""
-    return Column(name, F64, "s", doc, origin)
+__all__ = ["ORIGINS", "Column", "RowRule", "STAGING", "TABLES", "Table"]
 
 
 PART = _c("part", I32, None, "which file of the run the row came from (0, 1, ...: the metadata's sources)", lo=0)
@@ -181,6 +81,13 @@ REQUESTS = Table(
             "the id the engine gave the request, as the client saw it in the response (guidellm's response_id): "
             "the join's key where the id the client kept never reached the engine",
         ),
+        _seconds(
+            "kv_transfer_s",
+            "disaggregated serving: the prefill worker's result to the decode worker's first token (Dynamo's "
+            "kv_transfer_estimated_latency: the KV transfer with dispatch and one decode step, an upper bound)",
+        ),
+        _c("prefill_worker", S, None, "the worker that ran the prefill (Dynamo: worker id / data-parallel rank)"),
+        _c("decode_worker", S, None, "the worker that decoded (the prefill worker's too when serving is aggregated)"),
         _c(
             "matched_by",
             S,
@@ -583,8 +490,8 @@ LOG_REQUESTS = Table(
         _time("arrival_s", "the Received (else Added) line's time, where the stamp is dated (else placed later)"),
         _c("end_stamp", S, None, "the Finished, Generated response or Aborted line's stamp as written"),
         _time("end_s", "that line's time, where the stamp is dated (else placed later)"),
-        _c("exact", pa.bool_(), None, "both stamps print the moment to the millisecond or better"),
-        _c("arrival_exact", pa.bool_(), None, "the arrival's stamp prints the moment to the millisecond or better"),
+        _c("exact", B, None, "both stamps print the moment to the millisecond or better"),
+        _c("arrival_exact", B, None, "the arrival's stamp prints the moment to the millisecond or better"),
         _c("outcome", S, None, "finished or aborted, as the log says; NULL where it says neither"),
         _c("finish_reason", S, None, "Generated response's finish_reason"),
         _count("max_tokens", "SamplingParams max_tokens", "tokens"),
