@@ -11,6 +11,7 @@ from lltrace.parsers import (
     prometheus,
     prometheus_api,
     sglang,
+    sglang_requests,
     tgi,
     trtllm,
     vllm,
@@ -311,6 +312,23 @@ ENGINE_FORMATS: tuple[Format, ...] = (
         versions=(
             "v1 (RequestTracker, request-trace reference, 2026): fixtures from the documentation's examples, and "
             "lltrace's real vLLM run A's spans written by the tracker's rules (no Dynamo run here)",
+        ),
+    ),
+    Format(
+        name=sglang_requests.METRICS_EXPORT,
+        family="SGLang",
+        description="SGLang's request metrics export (--export-metrics-to-file: sglang-request-metrics-<hour>.log, "
+        "one JSON line per finished request)",
+        tables=("requests",),
+        attributes="per request, as the Finish line of its request log: sizes, cached tokens, the scheduler's queue "
+        "time, server e2e, retractions, aborts with their status; arrival, finish and (streamed) TTFT where the "
+        "meta_info has its epoch stamps (2026)",
+        sniff=sglang_requests.sniff_metrics_export,
+        ingest=sglang_requests.ingest_metrics_export,
+        markers=(b'"request_parameters"', b'"e2e_latency"', b'"meta_info"', b'"prompt_tokens"'),
+        versions=(
+            "FileRequestMetricsExporter (sglang/srt/observability/request_metrics_exporter.py, 2025-2026): fixture "
+            "from source, the record built from a real SGLang 0.5.10 Finish line's meta_info",
         ),
     ),
     Format(

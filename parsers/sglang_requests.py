@@ -29,9 +29,12 @@ import json
 import re
 from collections import Counter
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
-from lltrace.parsers._io import error_line
+from lltrace.errors import TraceFormatError
+from lltrace.parsers._io import error_line, json_objects, write_rows
+from lltrace.source_info import SourceInfo
 
 FINISH = "Finish: obj="
 JSON_FINISHED = '"event": "request.finished"'
@@ -200,12 +203,14 @@ class FinishLines:
         if not isinstance(meta, dict) or not isinstance(meta.get("id"), str):
             self.unreadable += 1
             return True
-        self._take(meta, stream, ts, resolution_s, local)
+        self.take(meta, stream, ts, resolution_s, local)
         return True
 
-    def _take(
+    def take(
         self, meta: dict[str, Any], stream: bool | None, ts: float | None, resolution_s: float | None, local: bool
     ) -> None:
+        """One finished request's ``meta_info`` (``stream``: whether it was streamed; ``ts``: the moment its
+        record was written, where known)."""
         received, e2e = _number(meta.get("request_received_ts")), _number(meta.get("e2e_latency"))
         finished = _number(meta.get("request_finished_ts"))
         if finished is not None and ts is not None and local:
@@ -276,3 +281,50 @@ class FinishLines:
             return 0
         middle = sorted(self.zone_checks)[len(self.zone_checks) // 2]
         return round(middle / 900) * 900
+
+
+METRICS_EXPORT = "sglang-request-metrics"
+
+
+def sniff_metrics_export(head: bytes) -> bool:
+    """``--export-metrics-to-file`` JSON lines: each a request's ``meta_info`` beside its parameters as JSON text."""
+    text = head.lstrip()
+    return text[:1] == b"{" and b'"request_parameters": "' in text and (b'"e2e_latency"' in text or b'"id"' in text)
+
+
+def ingest_metrics_export(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
+    """SGLang's request metrics exporter (``FileRequestMetricsExporter``, ``sglang-request-metrics-<hour>.log``):
+    one JSON line per finished request, ``{"request_parameters": json.dumps(obj's fields), **meta_info}``: the
+    same ``meta_info`` the request log's Finish line carries, read as it is (``FinishLines.take``), the request's
+    ``stream`` from its parameters. Times come only from the meta_info's own epoch stamps (2026 versions): an
+    older record has none, and its request no arrival."""
+    info = SourceInfo(path=path, format=METRICS_EXPORT)
+    lines = FinishLines()
+    for record in json_objects(path, info):
+        try:
+            params = json.loads(record.get("request_parameters") or "{}")
+        except (TypeError, ValueError):
+            params = {}
+        meta = {k: v for k, v in record.items() if k != "request_parameters"}
+        if not isinstance(meta.get("id"), str):
+            lines.unreadable += 1
+            continue
+        stream = params.get("stream") if isinstance(params, dict) else None
+        lines.take(meta, stream if isinstance(stream, bool) else None, None, None, False)
+    if not lines.requests:
+        raise TraceFormatError(path, "line 1", "no request record with a meta_info id")
+    rows = [
+        {k: v for k, v in r.items() if k != "_local"} | {"client_id": Path(path).name} for r in lines.requests.values()
+    ]
+    if lines.unreadable:
+        info.dropped["records_without_id"] = lines.unreadable
+        info.warnings.append(f"{path}: {lines.unreadable} record(s) without a meta_info id: left out")
+    write_rows(stage, "requests", part, rows)
+    info.records = len(rows)
+    timed = sum(r["arrival_s"] is not None for r in rows)
+    info.version = f"request metrics export: {len(rows):,} requests" + (
+        "" if timed == len(rows) else f", {len(rows) - timed:,} without a time (no epoch stamps in their meta_info)"
+    )
+    if lines.aborts:
+        info.details["aborted"] = dict(lines.aborts)
+    return info
