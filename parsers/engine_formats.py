@@ -16,6 +16,7 @@ from lltrace.parsers import (
     trtllm,
     vllm,
     vllm_log,
+    vllm_responses,
 )
 from lltrace.parsers.format import Format
 
@@ -257,6 +258,20 @@ ENGINE_FORMATS: tuple[Format, ...] = (
         ingest=tgi.ingest_tgi_log,
         markers=(b"queue_time=", b"inference_time=", b"total_time="),
         versions=("router log lines: fixture from source",),
+    ),
+    Format(
+        name=vllm_responses.RESPONSES,
+        family="vLLM",
+        description="vLLM's per-request metrics (--enable-per-request-metrics, 0.32+) in response bodies a client "
+        "saved: JSON lines or an array of completion / chat-completion responses (a streamed one's last chunk)",
+        tables=("requests",),
+        attributes="per request, the engine's own stamps: queue, prefill (its time_to_first_token_ms starts at "
+        "scheduling) and decode, sizes, cached tokens; the arrival to the second; no TTFT or e2e (nothing times the "
+        "frontend)",
+        sniff=vllm_responses.sniff,
+        ingest=vllm_responses.ingest,
+        markers=(b'"metrics"', b'"queue_time_ms"', b'"generation_time_ms"', b'"time_to_first_token_ms"'),
+        versions=("vLLM 0.32 (build_per_request_timing_metrics): real file, lltrace's own run, its spans beside it",),
     ),
     Format(
         name=vllm_log.STATS_CSV,

@@ -218,6 +218,10 @@ def _request_parts(stage: Path) -> tuple[list[tuple[Path, list[dict]]], list[tup
         # decided on the columns alone: a part that is neither (an arrival trace's millions of rows) is never
         # read as Python rows
         client, engine = _gives(f, ("ttft_s", "e2e_s")), _gives(f, ("server_e2e_s", "queue_s"))
+        if engine and _gives(f, ("engine_request_id",)):
+            # the engine's own figures as a client saved them with the engine's id (vLLM's per-request metrics in
+            # response bodies, a frontend's record of the caller's id): a client's record of engine requests
+            client, engine = True, False
         if client != engine:
             (client_parts if client else engine_parts).append((f, pq.read_table(f).to_pylist()))
     return client_parts, engine_parts
