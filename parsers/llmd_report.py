@@ -49,9 +49,12 @@ STATS = (("mean", "mean"), ("median", "p50"), ("p90", "p90"), ("p99", "p99"))
 
 def sniff(head: bytes) -> bool:
     """A report's ``results`` hold ``request_performance`` (JSON or YAML; pydantic writes the keys sorted, so
-    ``results`` opens the YAML and ``version`` closes it)."""
+    ``results`` opens the YAML and ``version`` closes it); llm-d's JSON Schema of the report names the same keys,
+    and is not a report."""
     return (
-        re.search(rb'(^|[\s{,])"?request_performance"?\s*:', head) is not None
+        b'"$defs"' not in head
+        and b'"$schema"' not in head
+        and re.search(rb'(^|[\s{,])"?request_performance"?\s*:', head) is not None
         and re.search(rb'(^|[\s{,])"?(aggregate|time_series)"?\s*:', head) is not None
     )
 

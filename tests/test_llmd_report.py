@@ -143,3 +143,13 @@ def test_export_validates_against_llmds_schemas_and_says_what_analyze_says(run: 
     (back,) = _summary([out], tmp_path / "back")
     assert back["ttft_s"]["p90"] == doc["requests"]["ttft_s"]["p90"]
     assert back["e2e_s"]["mean"] == doc["requests"]["e2e_s"]["mean"]
+
+
+def test_llmds_json_schema_is_not_read_as_a_report(tmp_path: Path) -> None:
+    """The schema names the report's keys (request_performance, aggregate): a schema document is no report."""
+    from lltrace.parsers import detect
+
+    for version in ("0_2", "0_2_1"):
+        assert detect(FOLDER / "schema" / f"br_v{version}_json_schema.json") is None
+    run = lltrace.ingest([FOLDER], store=tmp_path / "s")  # the folder: every report, the schemas skipped
+    assert len(lltrace.analyze(run, store=tmp_path / "s").to_dict()["client_summary"]) == len(REPORTS)
