@@ -26,6 +26,7 @@ from lltrace.ingest.events import preempted_times, request_events_of
 from lltrace.ingest.identity import unique_spans
 from lltrace.ingest.match import Side, clock_offset, match
 from lltrace.ingest.order import join_in_order
+from lltrace.parsers.vllm_responses import RESPONSES
 from lltrace.tables import REQUEST_EVENTS, REQUESTS
 
 PROVENANCE = {
@@ -209,18 +210,25 @@ def join_on_features(clients: dict[str, list[dict]], spans: list[dict]) -> Featu
     return FeatureJoin(pairs, entries, summary)
 
 
-def _request_parts(stage: Path) -> tuple[list[tuple[Path, list[dict]]], list[tuple[Path, list[dict]]]]:
+CLIENT_RECORDS = {RESPONSES}
+"""Formats whose rows are a client's record of engine requests although they hold the engine's own figures (vLLM's
+per-request metrics in the response bodies a client saved): joined to the engine's spans as a client's records."""
+
+
+def _request_parts(
+    stage: Path, sources: list[dict[str, Any]]
+) -> tuple[list[tuple[Path, list[dict]]], list[tuple[Path, list[dict]]]]:
     """The ``requests`` parts the formats wrote, as (client parts, engine parts): client latencies and no engine
-    measures (AIPerf, guidellm, GenAI-Perf, trtllm-bench …), or engine measures and no client latencies (TGI's
-    router log …). The join pairs the one with the other like the vLLM bench's records with its spans."""
+    measures (AIPerf, guidellm, GenAI-Perf, trtllm-bench …, and the formats of ``CLIENT_RECORDS``), or engine measures
+    and no client latencies (TGI's router log …). The join pairs the one with the other like the vLLM bench's
+    records with its spans."""
+    formats = {s.get("part"): s.get("format") for s in sources}
     client_parts, engine_parts = [], []
     for f in sorted((stage / "requests").glob("part-*.parquet")):
         # decided on the columns alone: a part that is neither (an arrival trace's millions of rows) is never
         # read as Python rows
         client, engine = _gives(f, ("ttft_s", "e2e_s")), _gives(f, ("server_e2e_s", "queue_s"))
-        if engine and _gives(f, ("engine_request_id",)):
-            # the engine's own figures as a client saved them with the engine's id (vLLM's per-request metrics in
-            # response bodies, a frontend's record of the caller's id): a client's record of engine requests
+        if formats.get(int(f.stem.split("-")[1])) in CLIENT_RECORDS:
             client, engine = True, False
         if client != engine:
             (client_parts if client else engine_parts).append((f, pq.read_table(f).to_pylist()))
@@ -316,7 +324,7 @@ def assemble_requests(stage: Path, sources: list[dict[str, Any]]) -> dict[str, A
     """Build ``stage/requests`` from the staged ``_bench`` and ``_spans`` rows; returns the join report."""
     bench = staged_rows(stage / "_bench")
     spans = staged_rows(stage / "_spans")
-    client_parts, engine_parts = _request_parts(stage)
+    client_parts, engine_parts = _request_parts(stage, sources)
     if (bench or client_parts) and (spans or engine_parts):
         # both sides of the requests are here: every client format against every engine format
         others = client_parts + engine_parts
