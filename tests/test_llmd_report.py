@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 import lltrace
 from lltrace.cli import app
 
-FOLDER = DATA / "serving" / "llmd_report"
+FOLDER = DATA / "llmd_reports"
 REPORTS = sorted(p.name for p in FOLDER.iterdir() if p.suffix in (".yaml", ".json"))
 NATIVE = {  # the client's own result file each report was converted from (README.md of the folder)
     "N_bench_pcts.br_v0_2.yaml": DATA / "vllm_cpu_limits" / "N_bench_pcts" / "bench" / "bench.json",
