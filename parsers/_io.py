@@ -251,6 +251,26 @@ def drop_reversed(path: str, info: SourceInfo, rows: list[dict[str, Any]], rever
     )
 
 
+def duration_ms(path: str, where: str, v: Any) -> float | None:
+    """A duration a record writes in milliseconds, in seconds (None where absent); a value that is no
+    non-negative number is the one-line error naming ``where``."""
+    if v is None:
+        return None
+    if not_a_figure(v):
+        raise TraceFormatError(path, where, f"{str(v)[:40]!r} is not a duration in ms")
+    return float(v) / 1e3
+
+
+def whole_count(path: str, where: str, v: Any) -> int | None:
+    """A count a record writes (None where absent); a value that is no whole non-negative number is the one-line
+    error naming ``where``."""
+    if v is None:
+        return None
+    if not_a_figure(v) or not float(v).is_integer():
+        raise TraceFormatError(path, where, f"{str(v)[:40]!r} is not a count")
+    return int(v)
+
+
 def report_unread_figures(path: str, info: SourceInfo, bad: list[str]) -> None:
     """Count and say (one warning) the summary figures of ``path`` left NULL for not being figures (``bad``:
     where and what, as the file has them)."""

@@ -24,7 +24,15 @@ from pathlib import Path
 from typing import Any
 
 from lltrace.errors import TraceFormatError
-from lltrace.parsers._io import check_ids, check_wall_clock, json_objects, not_a_figure, write_rows
+from lltrace.parsers._io import (
+    check_ids,
+    check_wall_clock,
+    duration_ms,
+    json_objects,
+    not_a_figure,
+    whole_count,
+    write_rows,
+)
 from lltrace.source_info import SourceInfo
 
 FPM_TRACE = "dynamo-fpm-trace"
@@ -44,11 +52,8 @@ def sniff(head: bytes) -> bool:
 
 
 def _count(path: str, where: str, v: Any) -> int:
-    if v is None:
-        return 0  # msgspec's default: a field the producer left out is 0
-    if not_a_figure(v) or not float(v).is_integer():
-        raise TraceFormatError(path, where, f"{str(v)[:40]!r} is not a count")
-    return int(v)
+    """A payload count; one the producer left out is msgspec's default, 0."""
+    return whole_count(path, where, v) or 0
 
 
 def _record(path: str, n: int, line: dict[str, Any]) -> dict[str, Any] | None:
@@ -73,10 +78,9 @@ def _record(path: str, n: int, line: dict[str, Any]) -> dict[str, Any] | None:
     sched = fpm.get("scheduled_requests") if isinstance(fpm.get("scheduled_requests"), dict) else {}
     queued = fpm.get("queued_requests") if isinstance(fpm.get("queued_requests"), dict) else {}
     rank = _count(path, f"{where} dp_rank", fpm.get("dp_rank"))
+    source = event.get("source") if isinstance(event.get("source"), dict) else {}
     return {
-        "worker": str(fpm.get("worker_id") or (event.get("source") or {}).get("producer_id") or "")[:200]
-        if isinstance(event.get("source") or {}, dict)
-        else str(fpm.get("worker_id") or "")[:200],
+        "worker": str(fpm.get("worker_id") or source.get("producer_id") or "")[:200],
         "rank": rank,
         "counter": _count(path, f"{where} counter_id", fpm.get("counter_id")),
         "mode": str(event.get("capture_mode") or "")[:20],
@@ -182,21 +186,8 @@ def sniff_requests(head: bytes) -> bool:
     return head.lstrip()[:1] == b"{" and f'"{REQUEST_SCHEMA}"'.encode() in head
 
 
-def _ms(path: str, where: str, v: Any) -> float | None:
-    """A duration in ms as the trace writes it (Dynamo drops a non-finite one: None), in seconds."""
-    if v is None:
-        return None
-    if not_a_figure(v):
-        raise TraceFormatError(path, where, f"{str(v)[:40]!r} is not a duration in ms")
-    return float(v) / 1e3
-
-
 _STATUS = {"error": "error", "cancelled": "cancelled", "canceled": "cancelled", "abort": "cancelled"}
 """A finish reason that is not a completion (OpenAI's are stop, length, tool_calls, content_filter)."""
-
-
-def _tokens(path: str, where: str, v: Any) -> int | None:
-    return None if v is None else _count(path, where, v)
 
 
 def _worker(worker: dict[str, Any], side: str) -> str | None:
@@ -225,7 +216,7 @@ def _request_row(path: str, n: int, part: int, req: dict[str, Any]) -> dict[str,
         arrival = float(received) / 1e3
         check_wall_clock(path, where, arrival, "request_received_ms")
     wait, ttft, total = (
-        _ms(path, f"{where} {k}", req.get(k)) for k in ("prefill_wait_time_ms", "ttft_ms", "total_time_ms")
+        duration_ms(path, f"{where} {k}", req.get(k)) for k in ("prefill_wait_time_ms", "ttft_ms", "total_time_ms")
     )
     worker = req.get("worker") if isinstance(req.get("worker"), dict) else {}
     replay = req.get("replay") if isinstance(req.get("replay"), dict) else {}
@@ -247,15 +238,15 @@ def _request_row(path: str, n: int, part: int, req: dict[str, Any]) -> dict[str,
         "first_token_s": at(ttft),
         "last_token_s": at(total),
         "finished_s": at(total),
-        "input_tokens": _tokens(path, f"{where} input_tokens", req.get("input_tokens", replay.get("input_length"))),
-        "output_tokens": _tokens(path, f"{where} output_tokens", req.get("output_tokens")),
-        "cached_tokens": _tokens(path, f"{where} cached_tokens", req.get("cached_tokens")),
+        "input_tokens": whole_count(path, f"{where} input_tokens", req.get("input_tokens", replay.get("input_length"))),
+        "output_tokens": whole_count(path, f"{where} output_tokens", req.get("output_tokens")),
+        "cached_tokens": whole_count(path, f"{where} cached_tokens", req.get("cached_tokens")),
         "prefix_block_ids": _hashes(replay.get("input_sequence_hashes")),
         "status": _STATUS.get(str(finish.get("finish_reason")), "ok"),
         "server_ttft_s": ttft,
         "server_e2e_s": total,
         "decode_s": total - ttft if total is not None and ttft is not None else None,
-        "kv_transfer_s": _ms(
+        "kv_transfer_s": duration_ms(
             path, f"{where} kv_transfer_estimated_latency_ms", req.get("kv_transfer_estimated_latency_ms")
         ),
         "prefill_worker": _worker(worker, "prefill"),

@@ -270,6 +270,7 @@ ENGINE_FORMATS: tuple[Format, ...] = (
         "frontend)",
         sniff=vllm_responses.sniff,
         ingest=vllm_responses.ingest,
+        saved_by_client=True,
         markers=(b'"metrics"', b'"queue_time_ms"', b'"generation_time_ms"', b'"time_to_first_token_ms"'),
         versions=("vLLM 0.32 (build_per_request_timing_metrics): real file, lltrace's own run, its spans beside it",),
     ),

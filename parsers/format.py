@@ -26,4 +26,5 @@ class Format:
     # tool's schema and source at that version)
     versions: tuple[str, ...] = ()
     post_ingest: Callable[[Path, int], dict] | None = None  # (stage, part) -> what the metadata records
+    saved_by_client: bool = False  # its rows are a client's record of the engine's own figures (the join pairs them)
     reads_gzip: bool = False  # its reader streams a gzipped file itself (else it is given the file decompressed)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from lltrace.errors import TraceFormatError
-from lltrace.parsers._io import check_ids, json_objects, load_json, not_a_figure, write_rows
+from lltrace.parsers._io import check_ids, duration_ms, json_objects, load_json, whole_count, write_rows
 from lltrace.source_info import SourceInfo
 
 RESPONSES = "vllm-response-metrics"
@@ -49,22 +49,6 @@ def _records(path: str, info: SourceInfo) -> list[Any]:
     return json_objects(path, info)
 
 
-def _ms(path: str, where: str, v: Any) -> float | None:
-    if v is None:
-        return None
-    if not_a_figure(v):
-        raise TraceFormatError(path, where, f"{str(v)[:40]!r} is not a duration in ms")
-    return float(v) / 1e3
-
-
-def _tokens(path: str, where: str, v: Any) -> int | None:
-    if v is None:
-        return None
-    if not_a_figure(v) or not float(v).is_integer():
-        raise TraceFormatError(path, where, f"{str(v)[:40]!r} is not a token count")
-    return int(v)
-
-
 def ingest(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
     """Each response with metrics a request: the engine's queue, prefill and decode, its sizes and cached tokens."""
     info = SourceInfo(path=path, format=RESPONSES)
@@ -88,11 +72,11 @@ def ingest(path: str, stage: Path, part: int, **_: Any) -> SourceInfo:
                 "client_index": i,
                 "arrival_s": float(created) if isinstance(created, int) and not isinstance(created, bool) else None,
                 "arrival_resolution_s": 1.0 if isinstance(created, int) else None,
-                "input_tokens": _tokens(path, f"{where} usage.prompt_tokens", usage.get("prompt_tokens")),
-                "output_tokens": _tokens(path, f"{where} usage.completion_tokens", usage.get("completion_tokens")),
-                "cached_tokens": _tokens(path, f"{where} cached_tokens", details.get("cached_tokens")),
+                "input_tokens": whole_count(path, f"{where} usage.prompt_tokens", usage.get("prompt_tokens")),
+                "output_tokens": whole_count(path, f"{where} usage.completion_tokens", usage.get("completion_tokens")),
+                "cached_tokens": whole_count(path, f"{where} cached_tokens", details.get("cached_tokens")),
                 "status": "cancelled" if "abort" in reasons else "ok",
-                **{col: _ms(path, f"{where} metrics.{key}", m.get(key)) for col, key in _PARTS},
+                **{col: duration_ms(path, f"{where} metrics.{key}", m.get(key)) for col, key in _PARTS},
             }
         )
     if not rows:

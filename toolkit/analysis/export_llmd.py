@@ -12,12 +12,12 @@ random or sampled). Schema: ``llm-d/llm-d-benchmark`` ``benchmark_report/br_v0_2
 from __future__ import annotations
 
 import os
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from lltrace.analysis.client_summary import client_summary
 from lltrace.analysis.engine_section import view_row
+from lltrace.analysis.incident_explain import utc
 from lltrace.analysis.requests_section import requests_section
 from lltrace.errors import LltraceError
 from lltrace.ingest.targets import Target, as_store, open_run
@@ -35,9 +35,6 @@ LOAD_TOOLS = {
 }
 """lltrace's client format name -> llm-d's ``WorkloadGenerator`` name, where llm-d has one (others keep lltrace's)."""
 
-EPOCH_2000_S = 946_684_800.0
-"""A run clock at or past 2000-01-01 is epoch seconds (a source dated it); an undated one counts from its origin."""
-
 
 def _stats(d: dict[str, Any] | None, units: str) -> dict[str, Any] | None:
     """A ``Statistics`` object from lltrace's p50/p90/p99/mean (seconds), or None without a mean."""
@@ -54,10 +51,6 @@ def _sizes(w: dict[str, Any], side: str) -> dict[str, Any] | None:
     out: dict[str, Any] = {"units": "count", "mean": w[f"{side}_mean"]}
     out.update({p: w[f"{side}_{p}"] for p in ("p50", "p90") if w.get(f"{side}_{p}") is not None})
     return out
-
-
-def _iso(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, tz=timezone.utc).isoformat().replace("+00:00", "Z")
 
 
 def _load(clients: list[dict[str, Any]], w: dict[str, Any]) -> dict[str, Any] | None:
@@ -123,8 +116,8 @@ def llmd_report(run: Target, *, store: Store | str | os.PathLike[str] | None = N
         aggregate["throughput"] = {"request_rate": {"units": "queries/s", "mean": w["throughput_per_s"]}}
     time: dict[str, Any] = {}
     start, end = span
-    if start is not None and end is not None and start >= EPOCH_2000_S:
-        time.update(start=_iso(start), end=_iso(end))
+    if end is not None and utc(start, 0.0) is not None:  # a dated run clock (an undated one counts from its origin)
+        time.update(start=utc(start, 0.0), end=utc(end, 0.0))
     if w.get("window_s") is not None:
         time["duration"] = f"PT{w['window_s']:.6f}S"
     sources = meta.get("sources") or []

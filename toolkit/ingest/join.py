@@ -26,7 +26,7 @@ from lltrace.ingest.events import preempted_times, request_events_of
 from lltrace.ingest.identity import unique_spans
 from lltrace.ingest.match import Side, clock_offset, match
 from lltrace.ingest.order import join_in_order
-from lltrace.parsers.vllm_responses import RESPONSES
+from lltrace.parsers import FORMATS
 from lltrace.tables import REQUEST_EVENTS, REQUESTS
 
 PROVENANCE = {
@@ -210,7 +210,7 @@ def join_on_features(clients: dict[str, list[dict]], spans: list[dict]) -> Featu
     return FeatureJoin(pairs, entries, summary)
 
 
-CLIENT_RECORDS = {RESPONSES}
+CLIENT_RECORDS = {f.name for f in FORMATS if f.saved_by_client}
 """Formats whose rows are a client's record of engine requests although they hold the engine's own figures (vLLM's
 per-request metrics in the response bodies a client saved): joined to the engine's spans as a client's records."""
 
